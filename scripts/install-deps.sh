@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Install the host packages fairground needs, from Debian's archive, once.
+#   mmdebstrap: builds base images from the Debian archive (no registry here)
+#   wrk, nginx-light: the loader speed comparison (scripts/bench-loader.sh)
+# Skips apt entirely when everything is already there.
+set -euo pipefail
+need=()
+command -v mmdebstrap >/dev/null || need+=(mmdebstrap)
+command -v wrk >/dev/null || need+=(wrk)
+command -v nginx >/dev/null || need+=(nginx-light)
+command -v docker >/dev/null || need+=(docker.io)
+if ((${#need[@]})); then
+  echo "installing host packages: ${need[*]}" >&2
+  if [[ $(id -u) -ne 0 ]]; then SUDO=sudo; else SUDO=; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy rustfmt >/dev/null 2>&1 || true

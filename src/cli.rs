@@ -1,0 +1,29 @@
+//! Command-line definitions (clap derive) and dispatch. Nothing else.
+//!
+//! Each subcommand's options live in the module that implements it; this file
+//! only names the subcommands and hands each one to its module's `run`.
+
+use clap::{Parser, Subcommand};
+
+use crate::exit::ExitCode;
+
+/// Honest, reproducible, container-limited HTTP framework benchmarks.
+#[derive(Debug, Parser)]
+#[command(name = "fairground", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve the whole endpoint contract (the reference server).
+    Serve(crate::serve::ServeArgs),
+}
+
+/// Run the parsed command line; the returned code is the process exit status.
+pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Serve(args) => crate::serve::run(&args).map(|()| ExitCode::Ok),
+    }
+}

@@ -1,0 +1,459 @@
+//! The endpoint contract: what every framework must answer, in one place.
+//!
+//! `serve` (the reference server), `load` (what requests to send) and `verify`
+//! (what a correct answer looks like) all read this module, so the three can
+//! never disagree. docs/contract.md is the prose version of the same table;
+//! change both together.
+//!
+//! This module owns request templates and response expectations. It does no
+//! I/O and must not depend on any other fairground module.
+
+use std::fmt;
+use std::str::FromStr;
+
+use rand::Rng;
+use serde::{Deserialize, Serialize};
+
+/// Body of the plaintext scenario.
+pub const PLAINTEXT_BODY: &str = "Hello, World!";
+/// Body of the json scenario, byte for byte as the reference server sends it.
+/// Frameworks may serialize with other whitespace: verify compares parsed JSON.
+pub const JSON_BODY: &str = r#"{"message":"Hello, World!"}"#;
+/// The fixed `name` in the param scenario's answer.
+pub const PARAM_NAME: &str = "ada";
+/// Request header each middleware layer reads.
+pub const MW_REQUEST_HEADER: &str = "x-test";
+/// Largest middleware chain a profile may ask for. Chains longer than this say
+/// more about header handling than about middleware.
+pub const MAX_MIDDLEWARE: u16 = 64;
+/// Largest decimal id the param scenario draws (ids are `1..=MAX_PARAM_ID`).
+pub const MAX_PARAM_ID: u64 = 999_999_999;
+/// Largest body the echo scenario sends; frameworks must accept at least this.
+pub const MAX_ECHO_BODY: usize = 64 * 1024;
+
+/// A benchmark scenario: one endpoint of the contract.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Scenario {
+    /// `GET /` → 200 `text/plain` `Hello, World!`.
+    Plaintext,
+    /// `GET /json` → 200 `application/json` `{"message":"Hello, World!"}`.
+    Json,
+    /// `GET /users/{id}` → 200 `application/json` `{"id":"{id}","name":"ada"}`.
+    Param,
+    /// `POST /echo` with a JSON body → 200 `application/json`, the same JSON value.
+    Echo,
+    /// `POST /validate` with a small JSON object → 200 with the validated
+    /// fields when valid, 400 or 422 when not.
+    Validate,
+    /// `GET /mw/{N}` through a chain of N middleware layers; layer `i` reads
+    /// `x-test` and sets response header `x-mw-{i}` to its value.
+    Middleware(u16),
+}
+
+impl Scenario {
+    /// Every fixed-name scenario (middleware chains are parametrised).
+    pub const FIXED: [Scenario; 5] = [
+        Scenario::Plaintext,
+        Scenario::Json,
+        Scenario::Param,
+        Scenario::Echo,
+        Scenario::Validate,
+    ];
+
+    /// The names a profile or manifest may use, for messages and suggestions.
+    pub fn known_names() -> Vec<String> {
+        let mut names: Vec<String> = Self::FIXED.iter().map(|s| s.to_string()).collect();
+        names.push("middleware-N".to_string());
+        names
+    }
+
+    /// HTTP method of the scenario's request.
+    pub fn method(self) -> &'static str {
+        match self {
+            Scenario::Echo | Scenario::Validate => "POST",
+            _ => "GET",
+        }
+    }
+
+    /// Whether the request path carries a random `{id}`.
+    pub fn has_random_path(self) -> bool {
+        matches!(self, Scenario::Param)
+    }
+}
+
+impl fmt::Display for Scenario {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Scenario::Plaintext => f.write_str("plaintext"),
+            Scenario::Json => f.write_str("json"),
+            Scenario::Param => f.write_str("param"),
+            Scenario::Echo => f.write_str("echo"),
+            Scenario::Validate => f.write_str("validate"),
+            Scenario::Middleware(n) => write!(f, "middleware-{n}"),
+        }
+    }
+}
+
+/// Why a scenario name was not understood.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ScenarioParseError {
+    #[error("unknown scenario `{0}`; known: plaintext, json, param, echo, validate, middleware-N (N from 0 to {MAX_MIDDLEWARE})")]
+    Unknown(String),
+    #[error(
+        "`{0}`: the middleware chain length must be a whole number from 0 to {MAX_MIDDLEWARE}"
+    )]
+    BadMiddleware(String),
+}
+
+impl FromStr for Scenario {
+    type Err = ScenarioParseError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "plaintext" => Ok(Scenario::Plaintext),
+            "json" => Ok(Scenario::Json),
+            "param" => Ok(Scenario::Param),
+            "echo" => Ok(Scenario::Echo),
+            "validate" => Ok(Scenario::Validate),
+            _ => match s.strip_prefix("middleware-") {
+                Some(n) => match n.parse::<u16>() {
+                    Ok(n) if n <= MAX_MIDDLEWARE => Ok(Scenario::Middleware(n)),
+                    _ => Err(ScenarioParseError::BadMiddleware(s.to_string())),
+                },
+                None => Err(ScenarioParseError::Unknown(s.to_string())),
+            },
+        }
+    }
+}
+
+impl Serialize for Scenario {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Scenario {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+impl schemars::JsonSchema for Scenario {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Scenario".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "description": "A contract scenario: plaintext, json, param, echo, validate or middleware-N",
+            "pattern": "^(plaintext|json|param|echo|validate|middleware-[0-9]{1,2})$"
+        })
+    }
+}
+
+/// One concrete request of a scenario.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request {
+    pub method: &'static str,
+    /// Path and query, starting with `/`.
+    pub path: String,
+    /// Extra headers beyond Host, Content-Length and Content-Type.
+    pub headers: Vec<(String, String)>,
+    /// `Some` for requests with a JSON body.
+    pub body: Option<Vec<u8>>,
+}
+
+/// The path of the param scenario for `id`.
+pub fn param_path(id: u64) -> String {
+    format!("/users/{id}")
+}
+
+/// The param scenario's expected answer for `id`.
+pub fn param_response(id: &str) -> serde_json::Value {
+    serde_json::json!({ "id": id, "name": PARAM_NAME })
+}
+
+/// Path of a middleware chain of `n` layers.
+pub fn middleware_path(n: u16) -> String {
+    format!("/mw/{n}")
+}
+
+/// Response header set by middleware layer `i` (1-based, outermost first).
+pub fn middleware_header(i: u16) -> String {
+    format!("x-mw-{i}")
+}
+
+/// Fields a validate request must carry. The rules are small on purpose: the
+/// scenario measures parsing plus a handful of checks, not a schema engine.
+///
+/// - `name`: string, 1 to 64 characters;
+/// - `age`: integer, 0 to 150;
+/// - `email`: string, 3 to 254 characters, with an `@` that is neither first
+///   nor last.
+///
+/// A valid request is answered with 200 and exactly these three fields (extra
+/// fields dropped); an invalid one with 400 or 422.
+pub fn validate(value: &serde_json::Value) -> Result<serde_json::Value, String> {
+    let obj = value.as_object().ok_or("body must be a JSON object")?;
+    let name = obj
+        .get("name")
+        .and_then(|v| v.as_str())
+        .ok_or("`name` must be a string")?;
+    let name_len = name.chars().count();
+    if !(1..=64).contains(&name_len) {
+        return Err("`name` must have 1 to 64 characters".into());
+    }
+    let age = obj
+        .get("age")
+        .and_then(|v| v.as_i64())
+        .ok_or("`age` must be an integer")?;
+    if !(0..=150).contains(&age) {
+        return Err("`age` must be from 0 to 150".into());
+    }
+    let email = obj
+        .get("email")
+        .and_then(|v| v.as_str())
+        .ok_or("`email` must be a string")?;
+    let at = email.find('@');
+    if !(3..=254).contains(&email.len()) || matches!(at, None | Some(0)) || email.ends_with('@') {
+        return Err("`email` must look like user@host".into());
+    }
+    Ok(serde_json::json!({ "name": name, "age": age, "email": email }))
+}
+
+/// A random valid validate body.
+pub fn random_valid_validate_body(rng: &mut impl Rng) -> serde_json::Value {
+    let name = random_word(rng, 3, 12);
+    serde_json::json!({
+        "name": name,
+        "age": rng.random_range(0..=150),
+        "email": format!("{}@{}.example", random_word(rng, 3, 10), random_word(rng, 3, 8)),
+    })
+}
+
+/// A random invalid validate body, and which rule it breaks.
+pub fn random_invalid_validate_body(rng: &mut impl Rng) -> (serde_json::Value, &'static str) {
+    let mut v = random_valid_validate_body(rng);
+    match rng.random_range(0..4) {
+        0 => {
+            v["age"] = serde_json::json!(rng.random_range(151..10_000));
+            (v, "age out of range")
+        }
+        1 => {
+            v["email"] = serde_json::json!(random_word(rng, 5, 10));
+            (v, "email without @")
+        }
+        2 => {
+            v.as_object_mut().unwrap().remove("name");
+            (v, "missing name")
+        }
+        _ => {
+            v["age"] = serde_json::json!("forty");
+            (v, "age is not an integer")
+        }
+    }
+}
+
+/// A random JSON document for the echo scenario: nested objects and arrays,
+/// unicode strings, numbers, booleans and null, roughly `target_len` bytes.
+pub fn random_echo_body(rng: &mut impl Rng, target_len: usize) -> serde_json::Value {
+    let mut items = Vec::new();
+    let mut len = 2;
+    let mut i = 0u32;
+    const UNICODE: [&str; 4] = ["héllo wörld", "日本語", "emoji 🚀", "ελληνικά"];
+    while len < target_len {
+        let uni = UNICODE[rng.random_range(0..UNICODE.len())];
+        let entry = serde_json::json!({
+            "seq": i,
+            "word": random_word(rng, 2, 16),
+            "uni": uni,
+            "n": rng.random_range(-1_000_000i64..1_000_000),
+            "f": (rng.random_range(0..1_000_000) as f64) / 1000.0,
+            "ok": rng.random_bool(0.5),
+            "none": null,
+            "nested": { "a": [1, 2, { "b": random_word(rng, 1, 6) }] },
+        });
+        len += entry.to_string().len() + 1;
+        items.push(entry);
+        i += 1;
+    }
+    serde_json::json!({ "items": items, "count": i })
+}
+
+fn random_word(rng: &mut impl Rng, min: usize, max: usize) -> String {
+    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz";
+    let len = rng.random_range(min..=max);
+    (0..len)
+        .map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char)
+        .collect()
+}
+
+/// A random param id, as the loader and the verifier draw it.
+pub fn random_param_id(rng: &mut impl Rng) -> u64 {
+    rng.random_range(1..=MAX_PARAM_ID)
+}
+
+/// A fresh request for `scenario`: random id, random body, random `x-test`.
+/// The loader pre-generates pools of these; the verifier draws them one by one.
+pub fn sample_request(scenario: Scenario, rng: &mut impl Rng) -> Request {
+    match scenario {
+        Scenario::Plaintext => get("/"),
+        Scenario::Json => get("/json"),
+        Scenario::Param => get(&param_path(random_param_id(rng))),
+        Scenario::Echo => {
+            let len = rng.random_range(16..512);
+            post("/echo", random_echo_body(rng, len))
+        }
+        Scenario::Validate => post("/validate", random_valid_validate_body(rng)),
+        Scenario::Middleware(n) => Request {
+            method: "GET",
+            path: middleware_path(n),
+            headers: vec![(MW_REQUEST_HEADER.to_string(), random_word(rng, 8, 16))],
+            body: None,
+        },
+    }
+}
+
+fn get(path: &str) -> Request {
+    Request {
+        method: "GET",
+        path: path.to_string(),
+        headers: Vec::new(),
+        body: None,
+    }
+}
+
+fn post(path: &str, body: serde_json::Value) -> Request {
+    Request {
+        method: "POST",
+        path: path.to_string(),
+        headers: Vec::new(),
+        body: Some(serde_json::to_vec(&body).expect("JSON values always serialize")),
+    }
+}
+
+/// The media type a scenario's successful answer must carry (parameters such
+/// as `charset` are allowed after it).
+pub fn expected_content_type(scenario: Scenario) -> &'static str {
+    match scenario {
+        Scenario::Plaintext | Scenario::Middleware(_) => "text/plain",
+        _ => "application/json",
+    }
+}
+
+/// What a correct answer to `request` (a request of `scenario`) is.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ExpectedBody {
+    /// These exact bytes.
+    Exact(&'static str),
+    /// Any JSON text that parses to this value.
+    Json(serde_json::Value),
+}
+
+/// The expected status and body of a correct answer to a valid `request`.
+pub fn expected_response(scenario: Scenario, request: &Request) -> (u16, ExpectedBody) {
+    match scenario {
+        Scenario::Plaintext | Scenario::Middleware(_) => (200, ExpectedBody::Exact(PLAINTEXT_BODY)),
+        Scenario::Json => (
+            200,
+            ExpectedBody::Json(serde_json::from_str(JSON_BODY).expect("constant is JSON")),
+        ),
+        Scenario::Param => {
+            let id = request.path.trim_start_matches("/users/");
+            (200, ExpectedBody::Json(param_response(id)))
+        }
+        Scenario::Echo => {
+            let body = request.body.as_deref().unwrap_or(b"null");
+            (
+                200,
+                ExpectedBody::Json(serde_json::from_slice(body).unwrap_or(serde_json::Value::Null)),
+            )
+        }
+        Scenario::Validate => {
+            let body: serde_json::Value = request
+                .body
+                .as_deref()
+                .and_then(|b| serde_json::from_slice(b).ok())
+                .unwrap_or(serde_json::Value::Null);
+            match validate(&body) {
+                Ok(v) => (200, ExpectedBody::Json(v)),
+                // 400 and 422 are both correct; verify accepts either.
+                Err(_) => (400, ExpectedBody::Json(serde_json::Value::Null)),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+
+    #[test]
+    fn scenario_names_round_trip() {
+        for name in [
+            "plaintext",
+            "json",
+            "param",
+            "echo",
+            "validate",
+            "middleware-0",
+            "middleware-10",
+        ] {
+            let s: Scenario = name.parse().unwrap();
+            assert_eq!(s.to_string(), name);
+        }
+    }
+
+    #[test]
+    fn rejects_unknown_and_oversized_middleware() {
+        assert!(matches!(
+            "plain".parse::<Scenario>(),
+            Err(ScenarioParseError::Unknown(_))
+        ));
+        assert!(matches!(
+            "middleware-65".parse::<Scenario>(),
+            Err(ScenarioParseError::BadMiddleware(_))
+        ));
+        assert!(matches!(
+            "middleware-x".parse::<Scenario>(),
+            Err(ScenarioParseError::BadMiddleware(_))
+        ));
+    }
+
+    #[test]
+    fn validate_accepts_valid_and_rejects_each_broken_rule() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        for _ in 0..100 {
+            let v = random_valid_validate_body(&mut rng);
+            assert!(validate(&v).is_ok(), "{v}");
+            let (bad, why) = random_invalid_validate_body(&mut rng);
+            assert!(validate(&bad).is_err(), "{why}: {bad}");
+        }
+    }
+
+    #[test]
+    fn echo_bodies_reach_their_target_size() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(1);
+        let body = random_echo_body(&mut rng, 8 * 1024).to_string();
+        assert!(body.len() >= 8 * 1024, "{}", body.len());
+        assert!(body.len() < MAX_ECHO_BODY);
+    }
+
+    #[test]
+    fn param_requests_draw_fresh_ids() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(3);
+        let a = sample_request(Scenario::Param, &mut rng);
+        let b = sample_request(Scenario::Param, &mut rng);
+        assert_ne!(a.path, b.path);
+        let (status, body) = expected_response(Scenario::Param, &a);
+        assert_eq!(status, 200);
+        let id = a.path.trim_start_matches("/users/");
+        assert_eq!(
+            body,
+            ExpectedBody::Json(serde_json::json!({"id": id, "name": "ada"}))
+        );
+    }
+}

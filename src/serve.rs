@@ -1,0 +1,275 @@
+//! `fairground serve`: the reference server.
+//!
+//! A small, fast hyper server that answers the whole endpoint contract. It is
+//! the target of fairground's own tests and the yardstick for the loader's own
+//! ceiling, so it must be correct first and quick second. It owns nothing but
+//! HTTP serving; every body and rule comes from `contract`.
+//!
+//! Shape: one OS thread per `--threads`, each with a current-thread tokio
+//! runtime and its own `SO_REUSEPORT` listener, so the kernel spreads
+//! connections across threads and no task ever crosses a thread.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+
+use anyhow::Context;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper::header::{HeaderValue, CONTENT_TYPE};
+use hyper::{Method, Request, Response, StatusCode};
+
+use crate::contract::{self, Scenario};
+
+/// Options of `fairground serve`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ServeArgs {
+    /// Address to listen on. Use 0.0.0.0 inside a container.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub bind: std::net::IpAddr,
+    /// TCP port to listen on (0 picks a free one and prints it).
+    #[arg(short, long, default_value_t = 8080)]
+    pub port: u16,
+    /// Worker threads, each with its own listener (default: CPUs available).
+    #[arg(short, long)]
+    pub threads: Option<usize>,
+}
+
+const TEXT_PLAIN: &str = "text/plain; charset=utf-8";
+const APPLICATION_JSON: &str = "application/json";
+
+/// A running reference server (for tests and in-process use).
+pub struct Server {
+    /// The address it listens on.
+    pub addr: SocketAddr,
+    threads: Vec<std::thread::JoinHandle<()>>,
+    shutdown: Vec<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl Server {
+    /// Stop accepting and join the worker threads.
+    pub fn stop(mut self) {
+        for tx in self.shutdown.drain(..) {
+            let _ = tx.send(());
+        }
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Start the server on `threads` threads; returns once every listener is bound.
+pub fn start(bind: std::net::IpAddr, port: u16, threads: usize) -> anyhow::Result<Server> {
+    let threads = threads.max(1);
+    // Bind the first listener to learn the port when 0 was asked for, then
+    // bind the others to the same port with SO_REUSEPORT.
+    let first = bind_reuseport(SocketAddr::new(bind, port))
+        .with_context(|| format!("cannot listen on {bind}:{port}"))?;
+    let addr = first.local_addr()?;
+    let mut listeners = vec![first];
+    for _ in 1..threads {
+        listeners.push(bind_reuseport(addr).with_context(|| format!("cannot listen on {addr}"))?);
+    }
+    let mut handles = Vec::new();
+    let mut shutdown = Vec::new();
+    for (i, std_listener) in listeners.into_iter().enumerate() {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        shutdown.push(tx);
+        let handle = std::thread::Builder::new()
+            .name(format!("serve-{i}"))
+            .spawn(move || {
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .expect("tokio runtime");
+                rt.block_on(accept_loop(std_listener, rx));
+            })?;
+        handles.push(handle);
+    }
+    Ok(Server {
+        addr,
+        threads: handles,
+        shutdown,
+    })
+}
+
+fn bind_reuseport(addr: SocketAddr) -> std::io::Result<std::net::TcpListener> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    socket.set_reuse_address(true)?;
+    socket.set_reuse_port(true)?;
+    socket.set_tcp_nodelay(true)?;
+    socket.set_nonblocking(true)?;
+    socket.bind(&addr.into())?;
+    // A deep accept queue: high-concurrency tests open thousands of
+    // connections at once; the kernel caps this at net.core.somaxconn.
+    socket.listen(65_535)?;
+    Ok(socket.into())
+}
+
+async fn accept_loop(
+    listener: std::net::TcpListener,
+    mut stop: tokio::sync::oneshot::Receiver<()>,
+) {
+    let listener = tokio::net::TcpListener::from_std(listener).expect("listener into tokio");
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.keep_alive(true).pipeline_flush(true);
+    loop {
+        tokio::select! {
+            _ = &mut stop => return,
+            accepted = listener.accept() => {
+                let (stream, _) = match accepted {
+                    Ok(s) => s,
+                    // EMFILE and friends: keep serving the connections we have.
+                    Err(_) => { tokio::time::sleep(std::time::Duration::from_millis(5)).await; continue; }
+                };
+                let _ = stream.set_nodelay(true);
+                let conn = http.serve_connection(
+                    hyper_util::rt::TokioIo::new(stream),
+                    hyper::service::service_fn(handle),
+                );
+                // On a current-thread runtime the task stays on this thread.
+                tokio::spawn(conn);
+            }
+        }
+    }
+}
+
+/// Answer one request according to the contract.
+async fn handle(req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
+    let path = req.uri().path();
+    let resp = match (req.method(), path) {
+        (&Method::GET, "/") => text(StatusCode::OK, contract::PLAINTEXT_BODY),
+        (&Method::GET, "/json") => json(
+            StatusCode::OK,
+            Bytes::from_static(contract::JSON_BODY.as_bytes()),
+        ),
+        (&Method::GET, p) if p.starts_with("/users/") => {
+            let id = &p["/users/".len()..];
+            if id.is_empty() || id.contains('/') {
+                not_found()
+            } else {
+                json_value(StatusCode::OK, &contract::param_response(id))
+            }
+        }
+        (&Method::GET, p) if p.starts_with("/mw/") => match p["/mw/".len()..].parse::<u16>() {
+            Ok(n) if n <= contract::MAX_MIDDLEWARE => middleware_chain(n, &req),
+            _ => not_found(),
+        },
+        (&Method::POST, "/echo") => match read_body(req).await {
+            Ok(body) => match serde_json::from_slice::<serde_json::Value>(&body) {
+                // Parse and re-serialize: the same work a framework's JSON
+                // handler does, and proof that the body really was JSON.
+                Ok(v) => json_value(StatusCode::OK, &v),
+                Err(e) => text(StatusCode::BAD_REQUEST, &format!("invalid JSON: {e}")),
+            },
+            Err(resp) => resp,
+        },
+        (&Method::POST, "/validate") => match read_body(req).await {
+            Ok(body) => match serde_json::from_slice::<serde_json::Value>(&body) {
+                Ok(v) => match contract::validate(&v) {
+                    Ok(valid) => json_value(StatusCode::OK, &valid),
+                    Err(why) => json_value(
+                        StatusCode::UNPROCESSABLE_ENTITY,
+                        &serde_json::json!({ "error": why }),
+                    ),
+                },
+                Err(e) => json_value(
+                    StatusCode::BAD_REQUEST,
+                    &serde_json::json!({ "error": format!("invalid JSON: {e}") }),
+                ),
+            },
+            Err(resp) => resp,
+        },
+        _ => not_found(),
+    };
+    Ok(resp)
+}
+
+/// Run a chain of `n` layers, each reading `x-test` and setting `x-mw-{i}`.
+/// Written as a real loop over layers so every layer does its own header read
+/// and write: the same work per layer that a framework's middleware does.
+fn middleware_chain(n: u16, req: &Request<Incoming>) -> Response<Full<Bytes>> {
+    let mut resp = text(StatusCode::OK, contract::PLAINTEXT_BODY);
+    for i in 1..=n {
+        let value = req
+            .headers()
+            .get(contract::MW_REQUEST_HEADER)
+            .cloned()
+            .unwrap_or_else(|| HeaderValue::from_static(""));
+        let name = hyper::header::HeaderName::from_bytes(contract::middleware_header(i).as_bytes())
+            .expect("x-mw-N is a valid header name");
+        resp.headers_mut().insert(name, value);
+    }
+    resp
+}
+
+async fn read_body(req: Request<Incoming>) -> Result<Bytes, Response<Full<Bytes>>> {
+    match Limited::new(req.into_body(), contract::MAX_ECHO_BODY * 2)
+        .collect()
+        .await
+    {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(_) => Err(text(StatusCode::PAYLOAD_TOO_LARGE, "body too large")),
+    }
+}
+
+fn text(status: StatusCode, body: &str) -> Response<Full<Bytes>> {
+    let mut resp = Response::new(Full::new(Bytes::copy_from_slice(body.as_bytes())));
+    *resp.status_mut() = status;
+    resp.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(TEXT_PLAIN));
+    resp
+}
+
+fn json(status: StatusCode, body: Bytes) -> Response<Full<Bytes>> {
+    let mut resp = Response::new(Full::new(body));
+    *resp.status_mut() = status;
+    resp.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(APPLICATION_JSON));
+    resp
+}
+
+fn json_value(status: StatusCode, value: &serde_json::Value) -> Response<Full<Bytes>> {
+    json(
+        status,
+        Bytes::from(serde_json::to_vec(value).expect("JSON values serialize")),
+    )
+}
+
+fn not_found() -> Response<Full<Bytes>> {
+    text(StatusCode::NOT_FOUND, "Not Found")
+}
+
+/// Every scenario this server answers, for `fairground serve --help` and tests.
+pub fn supported_scenarios() -> Vec<Scenario> {
+    let mut all = Scenario::FIXED.to_vec();
+    all.extend((0..=contract::MAX_MIDDLEWARE).map(Scenario::Middleware));
+    all
+}
+
+/// Entry point of `fairground serve`: serve until SIGINT or SIGTERM.
+pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
+    let threads = args
+        .threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let server = start(args.bind, args.port, threads)?;
+    // A line the orchestrator and tests can wait for.
+    println!(
+        "fairground serve listening on http://{} ({threads} threads)",
+        server.addr
+    );
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+        anyhow::Ok(())
+    })?;
+    server.stop();
+    Ok(())
+}
