@@ -7,4 +7,5 @@
 pub mod cli;
 pub mod contract;
 pub mod exit;
+pub mod framework;
 pub mod serve;

@@ -1,0 +1,223 @@
+//! Framework manifests: `frameworks/NAME/framework.yaml`, discovery and checks.
+//!
+//! A manifest says what a framework is (language, versions), how its image is
+//! built (base image, optional host-side cargo build), how it is served (port,
+//! readiness path, workers) and which contract scenarios it answers. This
+//! module parses and validates manifests; it builds nothing and starts nothing.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+
+use crate::contract::Scenario;
+use crate::exit::{coded, ExitCode};
+
+/// Name of the manifest file inside each framework folder.
+pub const MANIFEST: &str = "framework.yaml";
+
+/// Environment variable every server container gets: the number of CPUs it
+/// was allotted. Frameworks with workers start exactly this many, so every
+/// framework follows the same rule.
+pub const CPUS_ENV: &str = "FAIRGROUND_CPUS";
+
+/// Path inside every framework image of a text file with one `name version`
+/// line per component (runtime, framework, key libraries), written at build
+/// time from what was really installed. The report shows it.
+pub const VERSIONS_FILE: &str = "/fairground/versions.txt";
+
+/// A framework manifest as written in `framework.yaml`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    /// Short name; must equal the folder name.
+    pub name: String,
+    /// Implementation language, e.g. `rust`, `go`, `python`.
+    pub language: String,
+    /// Human name of the framework, e.g. `axum` or `FastAPI on Uvicorn`.
+    pub framework: String,
+    /// Base image: `scratch`, or the name of a base described by
+    /// `docker/bases/NAME.yaml` (built from the Debian archive when missing).
+    pub base: String,
+    /// Host-side build step run before `docker build`, if any.
+    #[serde(default)]
+    pub prebuild: Option<Prebuild>,
+    /// TCP port the server listens on inside the container.
+    #[serde(default = "default_port")]
+    pub port: u16,
+    /// Path that answers 200 once the server is ready.
+    #[serde(default = "default_readiness")]
+    pub readiness: String,
+    /// Contract scenarios this framework implements.
+    pub scenarios: Vec<Scenario>,
+    /// How the server uses the CPUs it is given (workers, threads, event loop).
+    pub workers: String,
+    /// Whether the server runs with a read-only root filesystem.
+    #[serde(default = "default_true")]
+    pub read_only_rootfs: bool,
+    /// Extra environment for the server container.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// One line: how the app is served, for the report.
+    pub notes: String,
+}
+
+/// A build step fairground runs on the host before `docker build`, because
+/// builds inside a container must never need the network.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase", deny_unknown_fields)]
+pub enum Prebuild {
+    /// `cargo build --release` of the framework folder's own Cargo project,
+    /// statically linked; the binary is placed in the build context as `app`
+    /// and the resolved crate versions as `versions.txt`.
+    Cargo {
+        /// Name of the binary target to copy.
+        bin: String,
+    },
+}
+
+fn default_port() -> u16 {
+    8080
+}
+
+fn default_readiness() -> String {
+    "/".to_string()
+}
+
+fn default_true() -> bool {
+    true
+}
+
+/// A manifest together with where it was found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Framework {
+    /// The parsed manifest.
+    pub manifest: Manifest,
+    /// The framework's folder (the Docker build context).
+    pub dir: PathBuf,
+}
+
+impl Framework {
+    /// The framework's name.
+    pub fn name(&self) -> &str {
+        &self.manifest.name
+    }
+
+    /// Whether the framework declares `scenario`.
+    pub fn supports(&self, scenario: Scenario) -> bool {
+        self.manifest.scenarios.contains(&scenario)
+    }
+}
+
+/// Read and check one manifest from `dir/framework.yaml`.
+pub fn load(dir: &Path) -> anyhow::Result<Framework> {
+    let path = dir.join(MANIFEST);
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    let manifest: Manifest = serde_saphyr::from_str(&text).map_err(|e| {
+        coded(
+            ExitCode::BadInput,
+            anyhow::anyhow!("{}: {e}", path.display()),
+        )
+    })?;
+    let folder = dir
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default()
+        .to_string();
+    if manifest.name != folder {
+        return Err(coded(
+            ExitCode::BadInput,
+            anyhow::anyhow!(
+                "{}: field `name` is `{}` but the folder is `{folder}`; they must match",
+                path.display(),
+                manifest.name
+            ),
+        ));
+    }
+    if manifest.scenarios.is_empty() {
+        return Err(coded(
+            ExitCode::BadInput,
+            anyhow::anyhow!(
+                "{}: field `scenarios` is empty; list at least one",
+                path.display()
+            ),
+        ));
+    }
+    if !manifest.readiness.starts_with('/') {
+        return Err(coded(
+            ExitCode::BadInput,
+            anyhow::anyhow!(
+                "{}: field `readiness` must be a path starting with `/`",
+                path.display()
+            ),
+        ));
+    }
+    Ok(Framework {
+        manifest,
+        dir: dir.to_path_buf(),
+    })
+}
+
+/// Every framework under `root` (normally `frameworks/`), sorted by name.
+/// Folders without a manifest are skipped; a broken manifest is an error.
+pub fn discover(root: &Path) -> anyhow::Result<Vec<Framework>> {
+    let entries = std::fs::read_dir(root)
+        .with_context(|| format!("cannot list frameworks in {}", root.display()))?;
+    let mut found = Vec::new();
+    for entry in entries {
+        let dir = entry?.path();
+        if dir.join(MANIFEST).is_file() {
+            found.push(load(&dir)?);
+        }
+    }
+    found.sort_by(|a, b| a.manifest.name.cmp(&b.manifest.name));
+    Ok(found)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &Path, name: &str, body: &str) -> PathBuf {
+        let d = dir.join(name);
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join(MANIFEST), body).unwrap();
+        d
+    }
+
+    const GOOD: &str = "name: demo\nlanguage: rust\nframework: demo\nbase: scratch\n\
+        prebuild: {cargo: {bin: demo}}\nscenarios: [plaintext, middleware-3]\n\
+        workers: one thread per CPU\nnotes: test\n";
+
+    #[test]
+    fn loads_a_manifest_with_defaults() {
+        let tmp = tempfile::tempdir().unwrap();
+        let fw = load(&write(tmp.path(), "demo", GOOD)).unwrap();
+        assert_eq!(fw.manifest.port, 8080);
+        assert_eq!(fw.manifest.readiness, "/");
+        assert!(fw.supports(Scenario::Middleware(3)));
+        assert_eq!(
+            fw.manifest.prebuild,
+            Some(Prebuild::Cargo { bin: "demo".into() })
+        );
+    }
+
+    #[test]
+    fn rejects_name_that_differs_from_folder() {
+        let tmp = tempfile::tempdir().unwrap();
+        let err = load(&write(tmp.path(), "other", GOOD)).unwrap_err();
+        assert!(format!("{err:#}").contains("folder is `other`"), "{err:#}");
+    }
+
+    #[test]
+    fn rejects_unknown_fields_and_scenarios() {
+        let tmp = tempfile::tempdir().unwrap();
+        let err = load(&write(tmp.path(), "demo", &format!("{GOOD}colour: red\n"))).unwrap_err();
+        assert!(format!("{err:#}").contains("colour"), "{err:#}");
+        let bad = GOOD.replace("middleware-3", "plain");
+        let err = load(&write(tmp.path(), "demo", &bad)).unwrap_err();
+        assert!(format!("{err:#}").contains("unknown scenario"), "{err:#}");
+    }
+}
