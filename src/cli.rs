@@ -19,11 +19,14 @@ pub struct Cli {
 pub enum Command {
     /// Serve the whole endpoint contract (the reference server).
     Serve(crate::serve::ServeArgs),
+    /// Measure and judge the environment; exit 3 when results from it would be refused.
+    Preflight(crate::preflight::PreflightArgs),
 }
 
 /// Run the parsed command line; the returned code is the process exit status.
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Serve(args) => crate::serve::run(&args).map(|()| ExitCode::Ok),
+        Command::Preflight(args) => crate::preflight::run_cli(&args),
     }
 }
