@@ -36,8 +36,20 @@ impl fmt::Display for Layout {
 
 /// The controllers fairground's probe and Docker's limits rely on.
 const V1_CONTROLLERS: [&str; 14] = [
-    "cpu", "cpuacct", "cpuset", "memory", "devices", "freezer", "net_cls", "blkio",
-    "perf_event", "net_prio", "hugetlb", "pids", "rdma", "misc",
+    "cpu",
+    "cpuacct",
+    "cpuset",
+    "memory",
+    "devices",
+    "freezer",
+    "net_cls",
+    "blkio",
+    "perf_event",
+    "net_prio",
+    "hugetlb",
+    "pids",
+    "rdma",
+    "misc",
 ];
 
 /// What the mounts say.
@@ -74,7 +86,11 @@ fn mounts(env: &Env<'_>) -> Vec<(String, String, String)> {
             m.lines()
                 .filter_map(|l| {
                     let f: Vec<&str> = l.split_whitespace().collect();
-                    Some((f.get(1)?.to_string(), f.get(2)?.to_string(), f.get(3)?.to_string()))
+                    Some((
+                        f.get(1)?.to_string(),
+                        f.get(2)?.to_string(),
+                        f.get(3)?.to_string(),
+                    ))
                 })
                 .collect()
         })
@@ -140,14 +156,20 @@ impl Check for CgroupVersion {
     }
     fn evaluate(&self, env: &Env<'_>) -> Outcome {
         let f = detect(env);
-        let why = "container limits are cgroups; the probe reads memory and CPU from v1 or v2 files";
+        let why =
+            "container limits are cgroups; the probe reads memory and CPU from v1 or v2 files";
         let threshold = "a cgroup filesystem mounted (v1, v2 or hybrid)";
-        let remedy = "mount cgroup2 on /sys/fs/cgroup (or the v1 controllers) before starting Docker";
+        let remedy =
+            "mount cgroup2 on /sys/fs/cgroup (or the v1 controllers) before starting Docker";
         let mut measured = f.layout.to_string();
         if !f.v1_controllers.is_empty() {
             measured.push_str(&format!(
                 "; v1: {}",
-                f.v1_controllers.iter().cloned().collect::<Vec<_>>().join(",")
+                f.v1_controllers
+                    .iter()
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(",")
             ));
         }
         if let Some(mp) = &f.v2_mount {
@@ -156,11 +178,19 @@ impl Check for CgroupVersion {
                 if f.v2_controllers.is_empty() {
                     "no controllers".to_string()
                 } else {
-                    f.v2_controllers.iter().cloned().collect::<Vec<_>>().join(",")
+                    f.v2_controllers
+                        .iter()
+                        .cloned()
+                        .collect::<Vec<_>>()
+                        .join(",")
                 }
             ));
         }
-        let verdict = if f.layout == Layout::None { Verdict::Fail } else { Verdict::Pass };
+        let verdict = if f.layout == Layout::None {
+            Verdict::Fail
+        } else {
+            Verdict::Pass
+        };
         Outcome::new(verdict, measured, threshold, why, remedy)
     }
 }
@@ -200,8 +230,18 @@ impl Check for CgroupControllers {
         if !missing.is_empty() {
             measured = format!("{measured}; missing: {}", missing.join(", "));
         }
-        let verdict = if missing.is_empty() { Verdict::Pass } else { Verdict::Warn };
-        Outcome::new(verdict, measured.trim_start_matches("; ").to_string(), threshold, why, remedy)
+        let verdict = if missing.is_empty() {
+            Verdict::Pass
+        } else {
+            Verdict::Warn
+        };
+        Outcome::new(
+            verdict,
+            measured.trim_start_matches("; ").to_string(),
+            threshold,
+            why,
+            remedy,
+        )
     }
 }
 

@@ -15,15 +15,24 @@ pub fn parse_cpu_list(s: &str) -> Result<Vec<u32>, String> {
     for part in s.trim().split(',').map(str::trim).filter(|p| !p.is_empty()) {
         match part.split_once('-') {
             Some((a, b)) => {
-                let a: u32 = a.trim().parse().map_err(|_| format!("bad CPU number in {part:?}"))?;
-                let b: u32 = b.trim().parse().map_err(|_| format!("bad CPU number in {part:?}"))?;
+                let a: u32 = a
+                    .trim()
+                    .parse()
+                    .map_err(|_| format!("bad CPU number in {part:?}"))?;
+                let b: u32 = b
+                    .trim()
+                    .parse()
+                    .map_err(|_| format!("bad CPU number in {part:?}"))?;
                 if a > b {
                     return Err(format!("descending range {part:?}"));
                 }
                 out.extend(a..=b);
             }
             None => {
-                out.insert(part.parse().map_err(|_| format!("bad CPU number {part:?}"))?);
+                out.insert(
+                    part.parse()
+                        .map_err(|_| format!("bad CPU number {part:?}"))?,
+                );
             }
         }
     }
@@ -66,7 +75,13 @@ impl Check for CpuCores {
         let (server, loader) = match (parse(&input.server_cpuset), parse(&input.loader_cpuset)) {
             (Ok(s), Ok(l)) => (s, l),
             (Err(e), _) | (_, Err(e)) => {
-                return Outcome::new(Verdict::Fail, format!("cpuset unreadable: {e}"), threshold, why, remedy)
+                return Outcome::new(
+                    Verdict::Fail,
+                    format!("cpuset unreadable: {e}"),
+                    threshold,
+                    why,
+                    remedy,
+                )
             }
         };
         let shared_verdict = if input.allow_shared_cores {
@@ -78,11 +93,18 @@ impl Check for CpuCores {
         for (role, set) in [("server", &server), ("loader", &loader)] {
             if let Some(set) = set {
                 measured.push_str(&format!("; {role} cpuset {}", fmt_list(set)));
-                let offline: Vec<u32> = set.iter().copied().filter(|c| !online.contains(c)).collect();
+                let offline: Vec<u32> = set
+                    .iter()
+                    .copied()
+                    .filter(|c| !online.contains(c))
+                    .collect();
                 if !offline.is_empty() {
                     return Outcome::new(
                         Verdict::Fail,
-                        format!("{measured}; {role} names offline CPUs {}", fmt_list(&offline)),
+                        format!(
+                            "{measured}; {role} names offline CPUs {}",
+                            fmt_list(&offline)
+                        ),
                         threshold,
                         why,
                         remedy,
@@ -136,7 +158,9 @@ impl Check for CpuCores {
 pub fn sibling_groups(env: &Env<'_>, online: &[u32]) -> Option<Vec<Vec<u32>>> {
     let mut groups: Vec<Vec<u32>> = Vec::new();
     for c in online {
-        let s = env.read(&format!("/sys/devices/system/cpu/cpu{c}/topology/thread_siblings_list"))?;
+        let s = env.read(&format!(
+            "/sys/devices/system/cpu/cpu{c}/topology/thread_siblings_list"
+        ))?;
         let g = parse_cpu_list(&s).ok()?;
         if !groups.contains(&g) {
             groups.push(g);
@@ -159,24 +183,41 @@ impl Check for CpuSmt {
         let why = "two SMT threads of one core share its execution units: a server and a \
                    loader on sibling threads slow each other down like shared cores";
         let threshold = "server and loader not on sibling threads of one core";
-        let remedy = "pin server and loader to different physical cores (see thread_siblings_list), \
+        let remedy =
+            "pin server and loader to different physical cores (see thread_siblings_list), \
                       or turn SMT off";
         let online = env.online_cpus().unwrap_or_default();
         let Some(groups) = sibling_groups(env, &online).filter(|g| !g.is_empty()) else {
-            return Outcome::new(Verdict::Pass, "topology not exposed", threshold, why, remedy);
+            return Outcome::new(
+                Verdict::Pass,
+                "topology not exposed",
+                threshold,
+                why,
+                remedy,
+            );
         };
         let smt = groups.iter().any(|g| g.len() > 1);
         let measured = if smt {
             format!(
                 "SMT on: sibling groups {}",
-                groups.iter().map(|g| fmt_list(g)).collect::<Vec<_>>().join(" ")
+                groups
+                    .iter()
+                    .map(|g| fmt_list(g))
+                    .collect::<Vec<_>>()
+                    .join(" ")
             )
         } else {
             format!("SMT off: {} cores, one thread each", groups.len())
         };
         let sets = (
-            env.input.server_cpuset.as_deref().and_then(|s| parse_cpu_list(s).ok()),
-            env.input.loader_cpuset.as_deref().and_then(|s| parse_cpu_list(s).ok()),
+            env.input
+                .server_cpuset
+                .as_deref()
+                .and_then(|s| parse_cpu_list(s).ok()),
+            env.input
+                .loader_cpuset
+                .as_deref()
+                .and_then(|s| parse_cpu_list(s).ok()),
         );
         if let (Some(server), Some(loader)) = sets {
             let shared_core = groups.iter().find(|g| {
@@ -186,7 +227,10 @@ impl Check for CpuSmt {
             if let Some(g) = shared_core {
                 return Outcome::new(
                     Verdict::Warn,
-                    format!("{measured}; server and loader share the core of threads {}", fmt_list(g)),
+                    format!(
+                        "{measured}; server and loader share the core of threads {}",
+                        fmt_list(g)
+                    ),
                     threshold,
                     why,
                     remedy,
@@ -216,8 +260,10 @@ impl Check for CpuGovernor {
         let govs: Vec<(u32, String)> = online
             .iter()
             .filter_map(|c| {
-                env.read(&format!("/sys/devices/system/cpu/cpu{c}/cpufreq/scaling_governor"))
-                    .map(|g| (*c, g))
+                env.read(&format!(
+                    "/sys/devices/system/cpu/cpu{c}/cpufreq/scaling_governor"
+                ))
+                .map(|g| (*c, g))
             })
             .collect();
         if govs.is_empty() {
@@ -229,7 +275,13 @@ impl Check for CpuGovernor {
             .map(|(c, g)| format!("cpu{c} {g}"))
             .collect();
         if others.is_empty() {
-            Outcome::new(Verdict::Pass, "performance on every CPU", threshold, why, remedy)
+            Outcome::new(
+                Verdict::Pass,
+                "performance on every CPU",
+                threshold,
+                why,
+                remedy,
+            )
         } else {
             Outcome::new(Verdict::Warn, others.join(", "), threshold, why, remedy)
         }
@@ -252,21 +304,37 @@ impl Check for CpuBoost {
         let threshold = "turbo off (recorded; warn when on)";
         let remedy = "echo 1 > /sys/devices/system/cpu/intel_pstate/no_turbo (Intel) or \
                       echo 0 > /sys/devices/system/cpu/cpufreq/boost (on the host, for a VM)";
-        let (on, source) = if let Some(v) = env.read("/sys/devices/system/cpu/intel_pstate/no_turbo") {
-            (v == "0", "intel_pstate/no_turbo")
-        } else if let Some(v) = env.read("/sys/devices/system/cpu/cpufreq/boost") {
-            (v == "1", "cpufreq/boost")
+        let (on, source) =
+            if let Some(v) = env.read("/sys/devices/system/cpu/intel_pstate/no_turbo") {
+                (v == "0", "intel_pstate/no_turbo")
+            } else if let Some(v) = env.read("/sys/devices/system/cpu/cpufreq/boost") {
+                (v == "1", "cpufreq/boost")
+            } else {
+                return Outcome::new(Verdict::Pass, "not exposed", threshold, why, remedy);
+            };
+        let (verdict, state) = if on {
+            (Verdict::Warn, "on")
         } else {
-            return Outcome::new(Verdict::Pass, "not exposed", threshold, why, remedy);
+            (Verdict::Pass, "off")
         };
-        let (verdict, state) = if on { (Verdict::Warn, "on") } else { (Verdict::Pass, "off") };
-        Outcome::new(verdict, format!("turbo {state} ({source})"), threshold, why, remedy)
+        Outcome::new(
+            verdict,
+            format!("turbo {state} ({source})"),
+            threshold,
+            why,
+            remedy,
+        )
     }
 }
 
 /// Clock sources whose reads are cheap (no exit, no port I/O).
-pub const GOOD_CLOCKSOURCES: [&str; 5] =
-    ["tsc", "kvm-clock", "hyperv_clocksource_tsc_page", "arch_sys_counter", "xen"];
+pub const GOOD_CLOCKSOURCES: [&str; 5] = [
+    "tsc",
+    "kvm-clock",
+    "hyperv_clocksource_tsc_page",
+    "arch_sys_counter",
+    "xen",
+];
 
 /// `cpu.clocksource`: the kernel's current clock source.
 pub struct CpuClocksource;
@@ -281,7 +349,10 @@ impl Check for CpuClocksource {
     fn evaluate(&self, env: &Env<'_>) -> Outcome {
         let why = "every timestamp (latency, Date header, timeouts) reads the clock; hpet and \
                    acpi_pm cost microseconds per read (an exit in a VM), tsc tens of ns";
-        let threshold = format!("one of {} (hpet, acpi_pm warn)", GOOD_CLOCKSOURCES.join(", "));
+        let threshold = format!(
+            "one of {} (hpet, acpi_pm warn)",
+            GOOD_CLOCKSOURCES.join(", ")
+        );
         let remedy = "boot with clocksource=tsc (tsc=reliable if the kernel distrusts it), or \
                       kvm-clock in a KVM guest";
         match env.read("/sys/devices/system/clocksource/clocksource0/current_clocksource") {
@@ -311,7 +382,10 @@ mod tests {
 
     #[test]
     fn cpu_lists_parse_ranges_and_singles() {
-        assert_eq!(parse_cpu_list("0-3,8,10-11\n").unwrap(), vec![0, 1, 2, 3, 8, 10, 11]);
+        assert_eq!(
+            parse_cpu_list("0-3,8,10-11\n").unwrap(),
+            vec![0, 1, 2, 3, 8, 10, 11]
+        );
         assert_eq!(parse_cpu_list("1").unwrap(), vec![1]);
         assert!(parse_cpu_list("3-1").is_err());
         assert!(parse_cpu_list("a").is_err());

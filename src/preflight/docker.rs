@@ -74,16 +74,16 @@ pub async fn gather(timeout: Duration) -> DockerFacts {
     match tokio::time::timeout(timeout, ask()).await {
         Ok(Ok(f)) => f,
         Ok(Err(e)) => DockerFacts::unreachable(format!("{e}")),
-        Err(_) => DockerFacts::unreachable(format!(
-            "no answer within {} ms",
-            timeout.as_millis()
-        )),
+        Err(_) => DockerFacts::unreachable(format!("no answer within {} ms", timeout.as_millis())),
     }
 }
 
 /// [`gather`] on a runtime of its own (for callers without one).
 pub fn gather_blocking(timeout: Duration) -> DockerFacts {
-    match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+    match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt.block_on(gather(timeout)),
         Err(e) => DockerFacts::unreachable(format!("cannot start a tokio runtime: {e}")),
     }
@@ -96,7 +96,9 @@ async fn ask() -> Result<DockerFacts, bollard::errors::Error> {
     let version = docker.version().await?;
     let info = docker.info().await?;
     let listed = docker
-        .list_containers(Some(ListContainersOptionsBuilder::default().all(true).build()))
+        .list_containers(Some(
+            ListContainersOptionsBuilder::default().all(true).build(),
+        ))
         .await?;
     let containers = listed
         .into_iter()
@@ -202,7 +204,8 @@ impl Check for DockerCgroup {
         let why = "the probe reads memory and CPU from the containers' cgroups, whose paths and \
                    files depend on the driver and the version";
         let threshold = "recorded; warn when the daemon does not say";
-        let remedy = "a daemon that does not report its cgroup driver is too old for fairground's probe";
+        let remedy =
+            "a daemon that does not report its cgroup driver is too old for fairground's probe";
         let d = env.docker;
         if !d.reachable {
             return Outcome::new(Verdict::Warn, not_reached(env), threshold, why, remedy);
@@ -241,7 +244,8 @@ impl Check for DockerLimits {
         Family::Docker
     }
     fn evaluate(&self, env: &Env<'_>) -> Outcome {
-        let why = "a memory limit the kernel does not enforce is no limit: frameworks then compete \
+        let why =
+            "a memory limit the kernel does not enforce is no limit: frameworks then compete \
                    with different memory than the profile says; without swap limits a container \
                    at its limit swaps instead of being stopped";
         let threshold = "MemoryLimit true (fail otherwise), SwapLimit true (warn otherwise)";
@@ -305,10 +309,22 @@ impl Check for DockerLeftovers {
         let (verdict, measured) = if !running.is_empty() {
             (
                 Verdict::Fail,
-                format!("{} running: {}; {} stopped", running.len(), names(&running), stopped.len()),
+                format!(
+                    "{} running: {}; {} stopped",
+                    running.len(),
+                    names(&running),
+                    stopped.len()
+                ),
             )
         } else if !stopped.is_empty() {
-            (Verdict::Warn, format!("none running; {} stopped: {}", stopped.len(), names(&stopped)))
+            (
+                Verdict::Warn,
+                format!(
+                    "none running; {} stopped: {}",
+                    stopped.len(),
+                    names(&stopped)
+                ),
+            )
         } else {
             (Verdict::Pass, "none".to_string())
         };
@@ -329,7 +345,8 @@ impl Check for DockerOthers {
     fn evaluate(&self, env: &Env<'_>) -> Outcome {
         let why = "other running containers share the host's CPUs, memory and network with the run";
         let threshold = "no other running container (warn)";
-        let remedy = "stop them for the run if they are yours; otherwise run when the host is quiet";
+        let remedy =
+            "stop them for the run if they are yours; otherwise run when the host is quiet";
         let d = env.docker;
         if !d.reachable {
             return Outcome::new(Verdict::Warn, not_reached(env), threshold, why, remedy);

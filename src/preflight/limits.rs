@@ -91,7 +91,9 @@ impl NetSysctls {
     /// `container`, labelling the values with that container's namespace.
     pub fn from_container_output(json: &str, container: &str) -> anyhow::Result<Self> {
         let mut s: Self = serde_json::from_str(json.trim()).with_context(|| {
-            format!("parsing `fairground preflight --net-sysctls` output from container {container}")
+            format!(
+                "parsing `fairground preflight --net-sysctls` output from container {container}"
+            )
         })?;
         s.namespace = SysctlNamespace::Container(container.to_string());
         Ok(s)
@@ -123,7 +125,8 @@ impl Check for Nofile {
     }
     fn evaluate(&self, env: &Env<'_>) -> Outcome {
         let need = env.input.max_concurrency + NOFILE_HEADROOM;
-        let why = "every connection is a file descriptor: with too few, a \"10K connections\" test \
+        let why =
+            "every connection is a file descriptor: with too few, a \"10K connections\" test \
                    holds about a thousand and the rest are connect errors";
         let threshold = format!(
             "soft ≥ {need} (concurrency {} + {NOFILE_HEADROOM}); warn if only hard is, fail if neither",
@@ -133,7 +136,13 @@ impl Check for Nofile {
         let Some(n) = env.probes.nofile else {
             return Outcome::new(Verdict::Warn, "getrlimit failed", threshold, why, remedy);
         };
-        let show = |v: u64| if v == u64::MAX { "unlimited".to_string() } else { v.to_string() };
+        let show = |v: u64| {
+            if v == u64::MAX {
+                "unlimited".to_string()
+            } else {
+                v.to_string()
+            }
+        };
         let verdict = if n.soft >= need {
             Verdict::Pass
         } else if n.hard >= need {
@@ -143,7 +152,11 @@ impl Check for Nofile {
         };
         Outcome::new(
             verdict,
-            format!("soft {}, hard {} (getrlimit, fairground process)", show(n.soft), show(n.hard)),
+            format!(
+                "soft {}, hard {} (getrlimit, fairground process)",
+                show(n.soft),
+                show(n.hard)
+            ),
             threshold,
             why,
             remedy,
@@ -163,19 +176,33 @@ impl Check for FileMax {
     }
     fn evaluate(&self, env: &Env<'_>) -> Outcome {
         let need = 2 * env.input.max_concurrency + FILE_MAX_HEADROOM;
-        let why = "both ends of every connection hold a file on this host when the loader is local; \
+        let why =
+            "both ends of every connection hold a file on this host when the loader is local; \
                    past fs.file-max every open fails";
         let threshold = format!("≥ {need} (2 × concurrency + {FILE_MAX_HEADROOM})");
         let remedy = format!("sysctl -w fs.file-max={need}");
-        match env.read("/proc/sys/fs/file-max").and_then(|s| s.parse::<u64>().ok()) {
+        match env
+            .read("/proc/sys/fs/file-max")
+            .and_then(|s| s.parse::<u64>().ok())
+        {
             Some(v) => Outcome::new(
-                if v >= need { Verdict::Pass } else { Verdict::Fail },
+                if v >= need {
+                    Verdict::Pass
+                } else {
+                    Verdict::Fail
+                },
                 format!("{v} (system-wide)"),
                 threshold,
                 why,
                 remedy,
             ),
-            None => Outcome::new(Verdict::Warn, "not readable (/proc/sys/fs/file-max)", threshold, why, remedy),
+            None => Outcome::new(
+                Verdict::Warn,
+                "not readable (/proc/sys/fs/file-max)",
+                threshold,
+                why,
+                remedy,
+            ),
         }
     }
 }
@@ -226,16 +253,27 @@ fn backlog_outcome(env: &Env<'_>, value: Option<u64>, name: &str, why: &str) -> 
     let ns = net(env).namespace;
     let need = env.input.max_concurrency.min(MAX_BACKLOG);
     let threshold = format!("≥ {need} (highest concurrency, capped at {MAX_BACKLOG}); warn below");
-    let remedy = format!("set {name}={need} for the containers (docker run --sysctl {name}={need})");
+    let remedy =
+        format!("set {name}={need} for the containers (docker run --sysctl {name}={need})");
     match value {
         Some(v) => Outcome::new(
-            if v >= need { Verdict::Pass } else { Verdict::Warn },
+            if v >= need {
+                Verdict::Pass
+            } else {
+                Verdict::Warn
+            },
             format!("{v} ({ns})"),
             threshold,
             why,
             remedy,
         ),
-        None => Outcome::new(Verdict::Warn, format!("not readable ({ns})"), threshold, why, remedy),
+        None => Outcome::new(
+            Verdict::Warn,
+            format!("not readable ({ns})"),
+            threshold,
+            why,
+            remedy,
+        ),
     }
 }
 
@@ -261,14 +299,24 @@ impl Check for PortRange {
             Some((lo, hi)) => {
                 let width = u64::from(hi.saturating_sub(lo)) + 1;
                 Outcome::new(
-                    if width >= c { Verdict::Pass } else { Verdict::Fail },
+                    if width >= c {
+                        Verdict::Pass
+                    } else {
+                        Verdict::Fail
+                    },
                     format!("{lo}-{hi}, {width} ports ({})", s.namespace),
                     threshold,
                     why,
                     remedy,
                 )
             }
-            None => Outcome::new(Verdict::Warn, format!("not readable ({})", s.namespace), threshold, why, remedy),
+            None => Outcome::new(
+                Verdict::Warn,
+                format!("not readable ({})", s.namespace),
+                threshold,
+                why,
+                remedy,
+            ),
         }
     }
 }
@@ -287,19 +335,41 @@ impl Check for TwReuse {
         let s = net(env);
         let why = "connections closed by the loader sit in TIME_WAIT for 60 s holding their port; \
                    without reuse a run that reconnects runs out of ports";
-        let threshold = "1 (on) passes; 2 (loopback only, the default) passes for keep-alive runs; 0 warns";
+        let threshold =
+            "1 (on) passes; 2 (loopback only, the default) passes for keep-alive runs; 0 warns";
         let remedy = "--sysctl net.ipv4.tcp_tw_reuse=1 for the loader container";
         match s.tcp_tw_reuse {
-            Some(1) => Outcome::new(Verdict::Pass, format!("1, on ({})", s.namespace), threshold, why, remedy),
-            Some(2) => Outcome::new(
+            Some(1) => Outcome::new(
                 Verdict::Pass,
-                format!("2, loopback only ({}); keep-alive runs do not churn ports", s.namespace),
+                format!("1, on ({})", s.namespace),
                 threshold,
                 why,
                 remedy,
             ),
-            Some(v) => Outcome::new(Verdict::Warn, format!("{v}, off ({})", s.namespace), threshold, why, remedy),
-            None => Outcome::new(Verdict::Warn, format!("not readable ({})", s.namespace), threshold, why, remedy),
+            Some(2) => Outcome::new(
+                Verdict::Pass,
+                format!(
+                    "2, loopback only ({}); keep-alive runs do not churn ports",
+                    s.namespace
+                ),
+                threshold,
+                why,
+                remedy,
+            ),
+            Some(v) => Outcome::new(
+                Verdict::Warn,
+                format!("{v}, off ({})", s.namespace),
+                threshold,
+                why,
+                remedy,
+            ),
+            None => Outcome::new(
+                Verdict::Warn,
+                format!("not readable ({})", s.namespace),
+                threshold,
+                why,
+                remedy,
+            ),
         }
     }
 }

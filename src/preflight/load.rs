@@ -5,7 +5,7 @@
 //! The Go library page measured the same targets 3.5-8.5x slower in a window
 //! with load average 90-105 on 14 cores: an overloaded window voids results.
 
-use super::{Check, CheckResult, EnvReport, Env, Family, Outcome, Verdict};
+use super::{Check, CheckResult, Env, EnvReport, Family, Outcome, Verdict};
 
 /// Steal share (percent of all CPU time) above which the hypervisor is
 /// visibly giving our CPUs to others. Source: judgement — a couple of
@@ -44,7 +44,8 @@ impl Check for LoadAvg {
         let why = "a host already running other work gives the server and loader less CPU than \
                    they are told they have; figures then measure the neighbours";
         let threshold = format!("≤ {limit:.2} per online core (1-minute load average)");
-        let remedy = "wait for other work (builds, tests, other benchmarks) to finish, or stop it; \
+        let remedy =
+            "wait for other work (builds, tests, other benchmarks) to finish, or stop it; \
                       see load.busy for the busiest processes";
         let la = env.read("/proc/loadavg").and_then(|s| parse_loadavg(&s));
         let cores = env.online_cpus().map(|c| c.len()).filter(|n| *n > 0);
@@ -82,14 +83,21 @@ impl Check for LoadSteal {
         Family::Load
     }
     fn evaluate(&self, env: &Env<'_>) -> Outcome {
-        let why = "steal is CPU time the hypervisor gave to other guests: our cores were not ours; \
+        let why =
+            "steal is CPU time the hypervisor gave to other guests: our cores were not ours; \
                    high iowait means disk work competing for the same machine";
         let threshold = format!(
             "steal pass < {STEAL_WARN_PCT}%, warn ≤ {STEAL_FAIL_PCT}%, fail above; iowait warn > {IOWAIT_WARN_PCT}%"
         );
         let remedy = "use dedicated (not overcommitted) vCPUs or bare metal; stop disk-heavy work";
         let Some(s) = &env.probes.sample else {
-            return Outcome::new(Verdict::Warn, "not sampled (/proc/stat unreadable)", threshold, why, remedy);
+            return Outcome::new(
+                Verdict::Warn,
+                "not sampled (/proc/stat unreadable)",
+                threshold,
+                why,
+                remedy,
+            );
         };
         let mut verdict = if s.steal_pct > STEAL_FAIL_PCT {
             Verdict::Fail
@@ -147,7 +155,10 @@ impl Check for LoadBusy {
         };
         Outcome::new(
             verdict,
-            format!("machine {:.0}% busy; top: {top} (% of one core, over {:.2} s)", s.busy_pct, s.seconds),
+            format!(
+                "machine {:.0}% busy; top: {top} (% of one core, over {:.2} s)",
+                s.busy_pct, s.seconds
+            ),
             threshold,
             why,
             remedy,
@@ -166,7 +177,10 @@ fn run_cpus(report: &EnvReport) -> f64 {
             .or(cpus)
     };
     let cores = report.host.cores_online.unwrap_or(1) as f64;
-    match (count(&i.server_cpuset, i.server_cpus), count(&i.loader_cpuset, i.loader_cpus)) {
+    match (
+        count(&i.server_cpuset, i.server_cpus),
+        count(&i.loader_cpuset, i.loader_cpus),
+    ) {
         (Some(s), Some(l)) => (s + l).min(cores),
         _ => cores,
     }

@@ -41,14 +41,27 @@ impl Check for MemAvailable {
             "sum of limits ≤ MemAvailable (warn above {:.0}% of it)",
             MEM_HEADROOM_FRACTION * 100.0
         );
-        let remedy = "lower the containers' memory limits or free memory (stop other containers and jobs)";
-        let Some(avail) = env.read("/proc/meminfo").and_then(|m| meminfo_bytes(&m, "MemAvailable")) else {
-            return Outcome::new(Verdict::Warn, "MemAvailable not readable (/proc/meminfo)", threshold, why, remedy);
+        let remedy =
+            "lower the containers' memory limits or free memory (stop other containers and jobs)";
+        let Some(avail) = env
+            .read("/proc/meminfo")
+            .and_then(|m| meminfo_bytes(&m, "MemAvailable"))
+        else {
+            return Outcome::new(
+                Verdict::Warn,
+                "MemAvailable not readable (/proc/meminfo)",
+                threshold,
+                why,
+                remedy,
+            );
         };
         let Some(total) = env.input.memory_limits_total else {
             return Outcome::new(
                 Verdict::Pass,
-                format!("MemAvailable {}; the run gives no memory limits", fmt_bytes(avail)),
+                format!(
+                    "MemAvailable {}; the run gives no memory limits",
+                    fmt_bytes(avail)
+                ),
                 threshold,
                 why,
                 remedy,
@@ -63,7 +76,11 @@ impl Check for MemAvailable {
         };
         Outcome::new(
             verdict,
-            format!("limits {} of MemAvailable {}", fmt_bytes(total), fmt_bytes(avail)),
+            format!(
+                "limits {} of MemAvailable {}",
+                fmt_bytes(total),
+                fmt_bytes(avail)
+            ),
             threshold,
             why,
             remedy,
@@ -87,7 +104,13 @@ impl Check for MemSwap {
         let threshold = "no swap (warn when on)";
         let remedy = "swapoff -a for the run, or give containers --memory-swap equal to --memory";
         let Some(m) = env.read("/proc/meminfo") else {
-            return Outcome::new(Verdict::Warn, "not readable (/proc/meminfo)", threshold, why, remedy);
+            return Outcome::new(
+                Verdict::Warn,
+                "not readable (/proc/meminfo)",
+                threshold,
+                why,
+                remedy,
+            );
         };
         let total = meminfo_bytes(&m, "SwapTotal").unwrap_or(0);
         let free = meminfo_bytes(&m, "SwapFree").unwrap_or(0);
@@ -96,7 +119,11 @@ impl Check for MemSwap {
         } else {
             Outcome::new(
                 Verdict::Warn,
-                format!("swap on: {} total, {} used", fmt_bytes(total), fmt_bytes(total.saturating_sub(free))),
+                format!(
+                    "swap on: {} total, {} used",
+                    fmt_bytes(total),
+                    fmt_bytes(total.saturating_sub(free))
+                ),
                 threshold,
                 why,
                 remedy,
@@ -127,7 +154,13 @@ impl Check for MemThp {
                     .find(|w| w.starts_with('['))
                     .map(|w| w.trim_matches(['[', ']']).to_string())
                     .unwrap_or(s);
-                Outcome::new(Verdict::Pass, format!("enabled={chosen}"), threshold, why, remedy)
+                Outcome::new(
+                    Verdict::Pass,
+                    format!("enabled={chosen}"),
+                    threshold,
+                    why,
+                    remedy,
+                )
             }
             None => Outcome::new(Verdict::Pass, "not exposed", threshold, why, remedy),
         }
@@ -145,7 +178,8 @@ mod tests {
 
     #[test]
     fn meminfo_fields_are_bytes() {
-        let m = "MemTotal:       24684092 kB\nMemAvailable:   23806552 kB\nHugePages_Total:       0\n";
+        let m =
+            "MemTotal:       24684092 kB\nMemAvailable:   23806552 kB\nHugePages_Total:       0\n";
         assert_eq!(meminfo_bytes(m, "MemAvailable"), Some(23_806_552 * 1024));
         assert_eq!(meminfo_bytes(m, "HugePages_Total"), Some(0));
         assert_eq!(meminfo_bytes(m, "Mem"), None);

@@ -375,7 +375,13 @@ impl EnvReport {
     /// Plain-text table for a terminal: one line per check, then why and
     /// remedy under every check that did not pass.
     pub fn table(&self) -> String {
-        let w_id = self.checks.iter().map(|c| c.id.len()).max().unwrap_or(5).max(5);
+        let w_id = self
+            .checks
+            .iter()
+            .map(|c| c.id.len())
+            .max()
+            .unwrap_or(5)
+            .max(5);
         let w_m = self
             .checks
             .iter()
@@ -396,7 +402,11 @@ impl EnvReport {
                 c.threshold
             ));
         }
-        let bad: Vec<_> = self.checks.iter().filter(|c| c.verdict != Verdict::Pass).collect();
+        let bad: Vec<_> = self
+            .checks
+            .iter()
+            .filter(|c| c.verdict != Verdict::Pass)
+            .collect();
         if !bad.is_empty() {
             out.push('\n');
             for c in bad {
@@ -485,7 +495,11 @@ pub fn judge(
         })
         .collect();
     let host = host_summary(&env);
-    let verdict = checks.iter().map(|c| c.verdict).max().unwrap_or(Verdict::Pass);
+    let verdict = checks
+        .iter()
+        .map(|c| c.verdict)
+        .max()
+        .unwrap_or(Verdict::Pass);
     EnvReport {
         fairground_version: env!("CARGO_PKG_VERSION").to_string(),
         taken_at: chrono::Utc::now(),
@@ -530,7 +544,9 @@ fn host_summary(env: &Env<'_>) -> HostSummary {
         memory_total: env
             .read("/proc/meminfo")
             .and_then(|m| memory::meminfo_bytes(&m, "MemTotal")),
-        loadavg_1m: env.read("/proc/loadavg").and_then(|s| load::parse_loadavg(&s)),
+        loadavg_1m: env
+            .read("/proc/loadavg")
+            .and_then(|s| load::parse_loadavg(&s)),
         platform: virt::detect(env).describe(),
         cgroup: cgroup::detect(env).layout.to_string(),
         docker,
@@ -568,9 +584,8 @@ pub fn run_cli(args: &PreflightArgs) -> anyhow::Result<ExitCode> {
         ));
     }
     if args.net_sysctls {
-        let s = NetSysctls::read(&args.root, SysctlNamespace::Host).with_context(|| {
-            format!("reading network sysctls under {}", args.root.display())
-        })?;
+        let s = NetSysctls::read(&args.root, SysctlNamespace::Host)
+            .with_context(|| format!("reading network sysctls under {}", args.root.display()))?;
         println!("{}", serde_json::to_string(&s)?);
         return Ok(ExitCode::Ok);
     }

@@ -13,7 +13,9 @@ use super::{virt, Check, Env, Family, Outcome, Verdict};
 /// Drivers of NICs a hypervisor emulates register by register. On bare
 /// metal e1000e is also Intel's driver for real NICs, so these count as
 /// emulated only under a hypervisor.
-pub const EMULATED_DRIVERS: [&str; 6] = ["e1000", "e1000e", "8139cp", "8139too", "pcnet32", "ne2k-pci"];
+pub const EMULATED_DRIVERS: [&str; 6] = [
+    "e1000", "e1000e", "8139cp", "8139too", "pcnet32", "ne2k-pci",
+];
 
 /// One interface with a device behind it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -114,7 +116,11 @@ impl Check for NicDriver {
                 n.name,
                 n.driver,
                 if emulated { " (emulated)" } else { "" },
-                if carries { ", carries the run's traffic" } else { "" }
+                if carries {
+                    ", carries the run's traffic"
+                } else {
+                    ""
+                }
             ));
         }
         Outcome::new(

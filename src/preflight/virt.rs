@@ -152,13 +152,16 @@ fn from_dmi(dmi: &[String]) -> Option<(Option<Hypervisor>, String)> {
 pub fn detect(env: &Env<'_>) -> VirtFacts {
     let mut f = VirtFacts::default();
     let cpuid = env.probes.cpuid.as_ref();
-    let from_cpuid = cpuid
-        .filter(|c| c.hypervisor_bit)
-        .map(|c| (c.signature.clone(), Hypervisor::from_signature(&c.signature)));
+    let from_cpuid = cpuid.filter(|c| c.hypervisor_bit).map(|c| {
+        (
+            c.signature.clone(),
+            Hypervisor::from_signature(&c.signature),
+        )
+    });
     match &from_cpuid {
-        Some((sig, _)) => f.evidence.push(format!(
-            "CPUID hypervisor bit set, signature {sig:?}"
-        )),
+        Some((sig, _)) => f
+            .evidence
+            .push(format!("CPUID hypervisor bit set, signature {sig:?}")),
         None if cpuid.is_some() => f.evidence.push("CPUID hypervisor bit clear".into()),
         None => f.evidence.push("CPUID not available".into()),
     }
@@ -166,7 +169,10 @@ pub fn detect(env: &Env<'_>) -> VirtFacts {
 
     let dmi: Vec<String> = DMI_FILES
         .iter()
-        .map(|n| env.read(&format!("/sys/class/dmi/id/{n}")).unwrap_or_default())
+        .map(|n| {
+            env.read(&format!("/sys/class/dmi/id/{n}"))
+                .unwrap_or_default()
+        })
         .collect();
     let dmi_present = dmi.iter().any(|s| !s.is_empty());
     let dmi_says = from_dmi(&dmi);
@@ -221,7 +227,9 @@ fn virtio_transport(env: &Env<'_>) -> Option<&'static str> {
     let dir = env.path("/sys/bus/virtio/devices");
     let mut any_pci = false;
     for e in fs::read_dir(dir).ok()?.flatten() {
-        let real = fs::canonicalize(e.path()).ok()?;
+        let Ok(real) = fs::canonicalize(e.path()) else {
+            continue;
+        };
         let s = real.to_string_lossy();
         if s.contains("virtio-mmio") || s.contains("virtio_mmio") {
             return Some("virtio_mmio");
@@ -295,7 +303,8 @@ pub fn root_fs_type(mountinfo: &str) -> Option<String> {
 /// `virt.kind`: bare metal, container or VM, and which hypervisor.
 pub struct VirtKind;
 
-const KIND_WHY: &str = "A VM without hardware acceleration (QEMU TCG) emulates every instruction and \
+const KIND_WHY: &str =
+    "A VM without hardware acceleration (QEMU TCG) emulates every instruction and \
     VirtualBox on a Hyper-V host runs on its slow path (130k vs 530k req/s for the same binary); \
     inside a container, cores, memory and load are the container's view, not the host's";
 
@@ -410,10 +419,22 @@ mod tests {
 
     #[test]
     fn known_signatures_name_their_hypervisor() {
-        assert_eq!(Hypervisor::from_signature("KVMKVMKVM"), Some(Hypervisor::Kvm));
-        assert_eq!(Hypervisor::from_signature("TCGTCGTCGTCG"), Some(Hypervisor::Tcg));
-        assert_eq!(Hypervisor::from_signature("Microsoft Hv"), Some(Hypervisor::HyperV));
-        assert_eq!(Hypervisor::from_signature("bhyve bhyve "), Some(Hypervisor::Bhyve));
+        assert_eq!(
+            Hypervisor::from_signature("KVMKVMKVM"),
+            Some(Hypervisor::Kvm)
+        );
+        assert_eq!(
+            Hypervisor::from_signature("TCGTCGTCGTCG"),
+            Some(Hypervisor::Tcg)
+        );
+        assert_eq!(
+            Hypervisor::from_signature("Microsoft Hv"),
+            Some(Hypervisor::HyperV)
+        );
+        assert_eq!(
+            Hypervisor::from_signature("bhyve bhyve "),
+            Some(Hypervisor::Bhyve)
+        );
         assert_eq!(Hypervisor::from_signature(""), None);
         assert_eq!(
             Hypervisor::from_signature("NewHyperVis"),
