@@ -86,8 +86,16 @@ pub enum Family {
 
 impl fmt::Display for Family {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let s = serde_json::to_value(self).ok();
-        f.write_str(s.as_ref().and_then(|v| v.as_str()).unwrap_or("?"))
+        f.write_str(match self {
+            Family::Virtualization => "virtualization",
+            Family::Nic => "nic",
+            Family::Cpu => "cpu",
+            Family::Load => "load",
+            Family::Memory => "memory",
+            Family::Limits => "limits",
+            Family::Docker => "docker",
+            Family::Cgroup => "cgroup",
+        })
     }
 }
 
