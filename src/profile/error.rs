@@ -220,6 +220,14 @@ impl Locator<'_> {
                 None,
             ),
             E::Message { msg, .. } => (msg.clone(), None),
+            E::Unexpected { expected, .. } => (
+                match *expected {
+                    "sequence start" => "expected a list, e.g. `[a, b]`".to_string(),
+                    "mapping start" => "expected a mapping of `field: value` lines".to_string(),
+                    other => format!("expected {other}"),
+                },
+                None,
+            ),
             other => (
                 other.render_with_options(serde_saphyr::render_options! {
                     snippets: serde_saphyr::SnippetMode::Off,

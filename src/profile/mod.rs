@@ -292,7 +292,7 @@ fn run_to(args: &ProfileArgs, out: &mut impl std::io::Write) -> anyhow::Result<(
                 match resolve_with(f, &host) {
                     Ok((p, path)) => writeln!(
                         out,
-                        "ok {}: {} cell(s) per framework ({} scenario(s) x {} concurrency level(s) x {} round(s)), at least {} per framework",
+                        "ok {}: {} cell(s) per framework ({} scenario(s) x {} concurrency level(s) x {} round(s)); warm-up and measurement take up to {} per framework",
                         path.display(),
                         p.cells().len(),
                         p.scenarios.len(),
