@@ -103,9 +103,27 @@ impl fmt::Display for Available<'_> {
 pub(crate) struct Locator<'a> {
     pub path: &'a std::path::Path,
     pub spans: &'a Spans,
+    /// The profile text, to quote a bad scalar back to the user.
+    pub text: &'a str,
 }
 
 impl Locator<'_> {
+    /// `, found `…`` quoting the plain scalar that starts at `pos`, if any.
+    fn found(&self, pos: Pos) -> String {
+        let line = self
+            .text
+            .lines()
+            .nth(pos.line.saturating_sub(1))
+            .unwrap_or("");
+        let rest: String = line.chars().skip(pos.col.saturating_sub(1)).collect();
+        let scalar = rest.split([',', ']', '}', '#']).next().unwrap_or("").trim();
+        if scalar.is_empty() {
+            String::new()
+        } else {
+            format!(", found `{scalar}`")
+        }
+    }
+
     fn at(
         &self,
         pos: Pos,
@@ -161,7 +179,7 @@ impl Locator<'_> {
     /// Translate a serde-saphyr error: its location is mapped back to the
     /// field path, and the common serde errors are reworded with the nearest
     /// valid name.
-    pub fn from_yaml(&self, err: &serde_saphyr::Error) -> ProfileError {
+    pub fn yaml_error(&self, err: &serde_saphyr::Error) -> ProfileError {
         use serde_saphyr::Error as E;
         let err = err.without_snippet();
         let pos = err
@@ -220,6 +238,17 @@ impl Locator<'_> {
                 None,
             ),
             E::Message { msg, .. } => (msg.clone(), None),
+            E::InvalidScalar { ty, .. } => (
+                match *ty {
+                    "u8" | "u16" | "u32" | "u64" | "usize" => {
+                        "expected a whole number (0 or more)".to_string()
+                    }
+                    "f32" | "f64" | "floating point" => "expected a number".to_string(),
+                    "bool" | "boolean" => "expected `true` or `false`".to_string(),
+                    other => format!("expected a value of type {other}"),
+                } + &self.found(pos),
+                None,
+            ),
             E::Unexpected { expected, .. } => (
                 match *expected {
                     "sequence start" => "expected a list, e.g. `[a, b]`".to_string(),

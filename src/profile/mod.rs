@@ -125,6 +125,7 @@ pub fn load_str(text: &str, path: &Path, host: &HostFacts) -> Result<Profile, Pr
     let loc = error::Locator {
         path,
         spans: &spans,
+        text,
     };
     if text.lines().all(|l| {
         let l = l.trim();
@@ -135,7 +136,7 @@ pub fn load_str(text: &str, path: &Path, host: &HostFacts) -> Result<Profile, Pr
             "the file is empty; a profile is a YAML mapping (see docs/profiles.md)",
         ));
     }
-    let raw: RawProfile = serde_saphyr::from_str(text).map_err(|e| loc.from_yaml(&e))?;
+    let raw: RawProfile = serde_saphyr::from_str(text).map_err(|e| loc.yaml_error(&e))?;
     let name = path
         .file_stem()
         .and_then(|s| s.to_str())

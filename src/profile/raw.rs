@@ -261,6 +261,7 @@ pub enum LoadMode {
 /// `load` as written.
 #[derive(Debug, Clone, PartialEq, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Load")]
 pub struct RawLoad {
     /// `closed` or `fixed-rate`. Default: `closed`.
     #[serde(default)]
@@ -383,6 +384,7 @@ impl JsonSchema for SysctlValue {
 /// Container limits as written (`server` and `loader`).
 #[derive(Debug, Clone, PartialEq, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Limits")]
 pub struct RawLimits {
     /// Whole CPUs for the container (Docker `--cpus`); servers start this
     /// many workers (`FAIRGROUND_CPUS`). Default: `1`.
@@ -411,6 +413,7 @@ pub struct RawLimits {
 /// `thresholds` as written.
 #[derive(Debug, Clone, PartialEq, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Thresholds")]
 pub struct RawThresholds {
     /// Largest share of failed requests (non-2xx, timeouts, socket errors)
     /// a cell may have, from 0 to 1. Default: `0.001`.

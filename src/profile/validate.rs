@@ -168,7 +168,7 @@ fn frameworks(
     loc: &Locator<'_>,
     host: &HostFacts,
 ) -> Result<Frameworks> {
-    let (names, field, build): (Vec<String>, &str, fn(Vec<String>) -> Frameworks) = match raw {
+    let (names, field, build): (_, _, fn(_) -> _) = match raw {
         None | Some(RawFrameworks::All) => return Ok(Frameworks::All),
         Some(RawFrameworks::Only(n)) => (n, "frameworks", Frameworks::Only),
         Some(RawFrameworks::Exclude(n)) => (n, "frameworks.exclude", Frameworks::Exclude),
@@ -563,7 +563,7 @@ fn network_rules(
         (_, Some(v)) => (
             parse_port_range(v).unwrap_or((1, 0)),
             key("loader.sysctls", PORT_RANGE),
-            "it",
+            "as set",
         ),
         (Network::Bridge, None) => (
             KERNEL_PORT_RANGE,
