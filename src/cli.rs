@@ -19,11 +19,14 @@ pub struct Cli {
 pub enum Command {
     /// Serve the whole endpoint contract (the reference server).
     Serve(crate::serve::ServeArgs),
+    /// Check, show and describe benchmark profiles (profiles/*.yaml).
+    Profile(crate::profile::ProfileArgs),
 }
 
 /// Run the parsed command line; the returned code is the process exit status.
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Serve(args) => crate::serve::run(&args).map(|()| ExitCode::Ok),
+        Command::Profile(args) => crate::profile::run(&args).map(|()| ExitCode::Ok),
     }
 }
