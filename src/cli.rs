@@ -21,6 +21,8 @@ pub enum Command {
     Serve(crate::serve::ServeArgs),
     /// Measure and judge the environment; exit 3 when results from it would be refused.
     Preflight(crate::preflight::PreflightArgs),
+    /// Check, show and describe benchmark profiles (profiles/*.yaml).
+    Profile(crate::profile::ProfileArgs),
 }
 
 /// Run the parsed command line; the returned code is the process exit status.
@@ -28,5 +30,6 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Serve(args) => crate::serve::run(&args).map(|()| ExitCode::Ok),
         Command::Preflight(args) => crate::preflight::run_cli(&args),
+        Command::Profile(args) => crate::profile::run(&args).map(|()| ExitCode::Ok),
     }
 }

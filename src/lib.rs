@@ -9,4 +9,5 @@ pub mod contract;
 pub mod exit;
 pub mod framework;
 pub mod preflight;
+pub mod profile;
 pub mod serve;
