@@ -663,3 +663,105 @@ fn net_sysctls_prints_this_namespaces_values_as_json() {
         "{s:?}"
     );
 }
+
+// ---- profiles -----------------------------------------------------------------
+
+fn shipped_profile(name: &str, cores: usize) -> fairground::profile::Profile {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("profiles/{name}.yaml"));
+    let host = fairground::profile::HostFacts::with_cores(cores);
+    fairground::profile::load_file_with(&path, &host).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+#[test]
+fn a_profile_maps_to_its_concurrency_cores_memory_and_requested_sysctls() {
+    let host = fairground::profile::HostFacts::with_cores(4);
+    let p = shipped_profile("highconc", 4);
+    let input = PreflightInput::from_profile(&p, &host);
+    assert_eq!(input.max_concurrency, u64::from(p.max_concurrency()));
+    assert_eq!(input.max_concurrency, 10_000);
+    let (server, loader) = (
+        input.server_cpuset.clone().unwrap(),
+        input.loader_cpuset.clone().unwrap(),
+    );
+    assert_ne!(server, loader);
+    assert_eq!(
+        input.memory_limits_total,
+        Some(p.server.memory + p.loader.memory)
+    );
+    assert!(!input.remote_loader);
+    // Judged on a host whose own netns is untuned: the profile's requested
+    // container values are what count, and they are labelled as requested.
+    let r = judge_with("kvm-virtio", &input);
+    assert_check(
+        &r,
+        "limits.somaxconn",
+        Verdict::Pass,
+        "65535 (requested for the containers by profile highconc",
+    );
+    assert_check(
+        &r,
+        "limits.port_range",
+        Verdict::Pass,
+        "64512 ports (requested",
+    );
+    assert_check(
+        &r,
+        "cpu.cores",
+        Verdict::Pass,
+        &format!("server cpuset {server}; loader cpuset {loader}"),
+    );
+}
+
+#[test]
+fn a_profile_whose_cores_cannot_be_placed_is_refused_by_cpu_cores() {
+    let mut p = shipped_profile("highconc", 4);
+    p.server.cpus = 3;
+    p.loader.cpus = 2;
+    let input = PreflightInput::from_profile(&p, &fairground::profile::HostFacts::with_cores(4));
+    assert_eq!(
+        (
+            input.server_cpuset.as_deref(),
+            input.loader_cpuset.as_deref()
+        ),
+        (None, None)
+    );
+    let r = judge_with("kvm-virtio", &input);
+    assert_check(
+        &r,
+        "cpu.cores",
+        Verdict::Fail,
+        "server 3 + loader 2 = 5 CPUs",
+    );
+}
+
+#[test]
+fn preflight_with_a_profile_judges_against_it() {
+    let out = Command::new(env!("CARGO_BIN_EXE_fairground"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["preflight", "--profile", "highconc", "--json"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let r: EnvReport =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"));
+    assert_eq!(r.input.max_concurrency, 10_000);
+    assert!(
+        stderr.contains("preflight for profile highconc"),
+        "{stderr}"
+    );
+    assert!(check(&r, "limits.nofile")
+        .threshold
+        .contains("soft ≥ 10256"));
+}
+
+#[test]
+fn preflight_with_an_unknown_profile_is_bad_input() {
+    let out = Command::new(env!("CARGO_BIN_EXE_fairground"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["preflight", "--profile", "highconk"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("highconk"), "{stderr}");
+}

@@ -32,8 +32,11 @@ pub const MAX_BACKLOG: u64 = 65_535;
 pub enum SysctlNamespace {
     /// The host's (fairground's own) namespace.
     Host,
-    /// A container's namespace (named by container).
+    /// A container's namespace (named by container), read inside it.
     Container(String),
+    /// Set for the run's containers by the named profile, not yet read back
+    /// (the run pipeline reads the real values inside the container).
+    Requested(String),
 }
 
 impl fmt::Display for SysctlNamespace {
@@ -41,6 +44,10 @@ impl fmt::Display for SysctlNamespace {
         match self {
             Self::Host => f.write_str("host netns"),
             Self::Container(c) => write!(f, "netns of container {c}"),
+            Self::Requested(p) => write!(
+                f,
+                "requested for the containers by profile {p}, not yet read back"
+            ),
         }
     }
 }
@@ -87,6 +94,31 @@ impl NetSysctls {
         Ok(s)
     }
 
+    /// The sysctls `profile` sets on its containers in bridge mode, labelled
+    /// as requested (listener side from the server's, connecting side from
+    /// the loader's); `None` in host network mode, where the containers
+    /// share the host's namespace and the host's values are the real ones.
+    pub fn requested_by(profile: &crate::profile::Profile) -> Option<Self> {
+        if profile.network == crate::profile::Network::Host {
+            return None;
+        }
+        let num = |m: &std::collections::BTreeMap<String, String>, k: &str| {
+            m.get(k).and_then(|v| v.trim().parse::<u64>().ok())
+        };
+        let (srv, ldr) = (&profile.server.sysctls, &profile.loader.sysctls);
+        let range = ldr.get("net.ipv4.ip_local_port_range").and_then(|v| {
+            let mut f = v.split_whitespace().map(|x| x.parse::<u32>().ok());
+            Some((f.next()??, f.next()??))
+        });
+        Some(Self {
+            namespace: SysctlNamespace::Requested(profile.name.clone()),
+            somaxconn: num(srv, "net.core.somaxconn"),
+            tcp_max_syn_backlog: num(srv, "net.ipv4.tcp_max_syn_backlog"),
+            ip_local_port_range: range,
+            tcp_tw_reuse: num(ldr, "net.ipv4.tcp_tw_reuse").map(|v| v as u8),
+        })
+    }
+
     /// Parse the JSON that `fairground preflight --net-sysctls` printed inside
     /// `container`, labelling the values with that container's namespace.
     pub fn from_container_output(json: &str, container: &str) -> anyhow::Result<Self> {
@@ -100,17 +132,19 @@ impl NetSysctls {
     }
 }
 
-/// The sysctl set to judge: the containers' when given, else the host's.
-fn net(env: &Env<'_>) -> NetSysctls {
-    env.input.container_sysctls.clone().unwrap_or_else(|| {
-        NetSysctls::read(env.root, SysctlNamespace::Host).unwrap_or(NetSysctls {
-            namespace: SysctlNamespace::Host,
-            somaxconn: None,
-            tcp_max_syn_backlog: None,
-            ip_local_port_range: None,
-            tcp_tw_reuse: None,
-        })
-    })
+/// One sysctl's value and the namespace it came from: the containers' when
+/// the input has it, else the host's own.
+fn net_value<T>(
+    env: &Env<'_>,
+    field: impl Fn(&NetSysctls) -> Option<T>,
+) -> (Option<T>, SysctlNamespace) {
+    if let Some(c) = &env.input.container_sysctls {
+        if let Some(v) = field(c) {
+            return (Some(v), c.namespace.clone());
+        }
+    }
+    let host = NetSysctls::read(env.root, SysctlNamespace::Host).ok();
+    (host.as_ref().and_then(field), SysctlNamespace::Host)
 }
 
 /// `limits.nofile`: fairground's own nofile against the highest concurrency.
@@ -220,7 +254,7 @@ impl Check for Somaxconn {
     fn evaluate(&self, env: &Env<'_>) -> Outcome {
         backlog_outcome(
             env,
-            net(env).somaxconn,
+            net_value(env, |s| s.somaxconn),
             "net.core.somaxconn",
             "it caps every listen backlog: when all connections open at once, those past it are \
              dropped and retried a second later, which shows as connect errors and a latency tail",
@@ -241,7 +275,7 @@ impl Check for SynBacklog {
     fn evaluate(&self, env: &Env<'_>) -> Outcome {
         backlog_outcome(
             env,
-            net(env).tcp_max_syn_backlog,
+            net_value(env, |s| s.tcp_max_syn_backlog),
             "net.ipv4.tcp_max_syn_backlog",
             "half-open connections past it are dropped (or answered with syncookies) during the \
              connection burst at the start of every cell",
@@ -249,8 +283,12 @@ impl Check for SynBacklog {
     }
 }
 
-fn backlog_outcome(env: &Env<'_>, value: Option<u64>, name: &str, why: &str) -> Outcome {
-    let ns = net(env).namespace;
+fn backlog_outcome(
+    env: &Env<'_>,
+    (value, ns): (Option<u64>, SysctlNamespace),
+    name: &str,
+    why: &str,
+) -> Outcome {
     let need = env.input.max_concurrency.min(MAX_BACKLOG);
     let threshold = format!("≥ {need} (highest concurrency, capped at {MAX_BACKLOG}); warn below");
     let remedy =
@@ -288,14 +326,14 @@ impl Check for PortRange {
         Family::Limits
     }
     fn evaluate(&self, env: &Env<'_>) -> Outcome {
-        let s = net(env);
+        let (range, ns) = net_value(env, |s| s.ip_local_port_range);
         let c = env.input.max_concurrency;
         let why = "every loader connection to the one server address needs its own ephemeral \
                    port: a narrower range cannot hold the concurrency";
         let threshold = format!("width ≥ {c} (highest concurrency)");
         let remedy = "widen it for the loader container: --sysctl net.ipv4.ip_local_port_range=\"1024 65535\" \
                       (64,512 ports); beyond that, give the loader several source addresses";
-        match s.ip_local_port_range {
+        match range {
             Some((lo, hi)) => {
                 let width = u64::from(hi.saturating_sub(lo)) + 1;
                 Outcome::new(
@@ -304,7 +342,7 @@ impl Check for PortRange {
                     } else {
                         Verdict::Fail
                     },
-                    format!("{lo}-{hi}, {width} ports ({})", s.namespace),
+                    format!("{lo}-{hi}, {width} ports ({ns})"),
                     threshold,
                     why,
                     remedy,
@@ -312,7 +350,7 @@ impl Check for PortRange {
             }
             None => Outcome::new(
                 Verdict::Warn,
-                format!("not readable ({})", s.namespace),
+                format!("not readable ({ns})"),
                 threshold,
                 why,
                 remedy,
@@ -332,40 +370,37 @@ impl Check for TwReuse {
         Family::Limits
     }
     fn evaluate(&self, env: &Env<'_>) -> Outcome {
-        let s = net(env);
+        let (reuse, ns) = net_value(env, |s| s.tcp_tw_reuse);
         let why = "connections closed by the loader sit in TIME_WAIT for 60 s holding their port; \
                    without reuse a run that reconnects runs out of ports";
         let threshold =
             "1 (on) passes; 2 (loopback only, the default) passes for keep-alive runs; 0 warns";
         let remedy = "--sysctl net.ipv4.tcp_tw_reuse=1 for the loader container";
-        match s.tcp_tw_reuse {
+        match reuse {
             Some(1) => Outcome::new(
                 Verdict::Pass,
-                format!("1, on ({})", s.namespace),
+                format!("1, on ({ns})"),
                 threshold,
                 why,
                 remedy,
             ),
             Some(2) => Outcome::new(
                 Verdict::Pass,
-                format!(
-                    "2, loopback only ({}); keep-alive runs do not churn ports",
-                    s.namespace
-                ),
+                format!("2, loopback only ({ns}); keep-alive runs do not churn ports"),
                 threshold,
                 why,
                 remedy,
             ),
             Some(v) => Outcome::new(
                 Verdict::Warn,
-                format!("{v}, off ({})", s.namespace),
+                format!("{v}, off ({ns})"),
                 threshold,
                 why,
                 remedy,
             ),
             None => Outcome::new(
                 Verdict::Warn,
-                format!("not readable ({})", s.namespace),
+                format!("not readable ({ns})"),
                 threshold,
                 why,
                 remedy,

@@ -272,6 +272,34 @@ impl Default for PreflightInput {
     }
 }
 
+impl PreflightInput {
+    /// What `profile` needs: its highest concurrency, the cores it places
+    /// server and loader on (by [`Profile::placement`](crate::profile::Profile::placement)
+    /// on `host`; when they cannot be placed, their CPU counts, which
+    /// `cpu.cores` then refuses), its memory limits and shared-cores permission.
+    /// A profile runs its loader on this machine, so `remote_loader` is false.
+    /// Container sysctls are the ones the profile requests, labelled so; the
+    /// run pipeline replaces them with the values read inside the container.
+    pub fn from_profile(
+        profile: &crate::profile::Profile,
+        host: &crate::profile::HostFacts,
+    ) -> Self {
+        let placement = profile.placement(host).ok();
+        Self {
+            max_concurrency: u64::from(profile.max_concurrency()),
+            server_cpuset: placement.as_ref().map(|p| p.server.to_string()),
+            loader_cpuset: placement.as_ref().map(|p| p.loader.to_string()),
+            server_cpus: Some(f64::from(profile.server.cpus)),
+            loader_cpus: Some(f64::from(profile.loader.cpus)),
+            allow_shared_cores: profile.allow_shared_cores,
+            memory_limits_total: Some(profile.server.memory + profile.loader.memory),
+            remote_loader: false,
+            container_sysctls: NetSysctls::requested_by(profile),
+            ..Self::default()
+        }
+    }
+}
+
 /// Facts about the host worth a line in every report.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct HostSummary {
@@ -571,6 +599,10 @@ pub struct PreflightArgs {
     /// Read /proc and /sys under this directory instead of / (fixture trees).
     #[arg(long, default_value = "/")]
     pub root: PathBuf,
+    /// Judge against this profile's needs (a bare name in profiles/, or a
+    /// path): highest concurrency, cores, memory limits.
+    #[arg(long, value_name = "NAME")]
+    pub profile: Option<String>,
     /// The id of the current run: its own containers are not leftovers.
     #[arg(long)]
     pub run_id: Option<String>,
@@ -578,6 +610,21 @@ pub struct PreflightArgs {
     /// pipeline calls this inside the loader container).
     #[arg(long)]
     pub net_sysctls: bool,
+}
+
+/// The host facts a profile is validated and placed against: this machine's,
+/// with cores and port range read under `root` when it is not `/`.
+fn host_facts(root: &Path) -> crate::profile::HostFacts {
+    let mut host = crate::profile::HostFacts::detect();
+    if root != Path::new("/") {
+        let read = |rel: &str| fs::read_to_string(root.join(rel)).ok();
+        if let Some(c) = read("sys/devices/system/cpu/online").and_then(|s| s.trim().parse().ok()) {
+            host.cores_online = c;
+        }
+        host.ip_local_port_range = read("proc/sys/net/ipv4/ip_local_port_range")
+            .and_then(|s| crate::profile::parse_port_range(s.trim()).ok());
+    }
+    host
 }
 
 /// `fairground preflight`: print the report; exit 3 when something fails.
@@ -597,10 +644,24 @@ pub fn run_cli(args: &PreflightArgs) -> anyhow::Result<ExitCode> {
         println!("{}", serde_json::to_string(&s)?);
         return Ok(ExitCode::Ok);
     }
-    let input = PreflightInput {
-        run_id: args.run_id.clone(),
-        ..PreflightInput::default()
+    let mut input = match &args.profile {
+        Some(name) => {
+            let host = host_facts(&args.root);
+            let (profile, path) = crate::profile::resolve_with(name, &host)?;
+            let input = PreflightInput::from_profile(&profile, &host);
+            eprintln!(
+                "preflight for profile {} ({}): concurrency up to {}, server cores {}, loader cores {}",
+                profile.name,
+                path.display(),
+                input.max_concurrency,
+                input.server_cpuset.as_deref().unwrap_or("unplaced"),
+                input.loader_cpuset.as_deref().unwrap_or("unplaced"),
+            );
+            input
+        }
+        None => PreflightInput::default(),
     };
+    input.run_id = args.run_id.clone();
     let report = run(&input, &args.root);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
