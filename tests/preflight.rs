@@ -765,3 +765,10 @@ fn preflight_with_an_unknown_profile_is_bad_input() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("highconk"), "{stderr}");
 }
+
+#[test]
+fn firecracker_summary_snapshot() {
+    // The Markdown section results.md embeds: host line, platform, one row per check.
+    let r = judge_with("firecracker", &pinned("0", "1"));
+    insta::assert_snapshot!(r.summary());
+}

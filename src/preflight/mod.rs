@@ -408,8 +408,10 @@ impl EnvReport {
         out
     }
 
-    /// Plain-text table for a terminal: one line per check, then why and
-    /// remedy under every check that did not pass.
+    /// Plain-text table for a terminal: one line per check (long
+    /// measurements cut to [`TABLE_MEASURED_WIDTH`]; `--json` has them
+    /// whole), then the whole measurement, why and remedy of every check
+    /// that did not pass.
     pub fn table(&self) -> String {
         let w_id = self
             .checks
@@ -424,7 +426,7 @@ impl EnvReport {
             .map(|c| c.measured.chars().count())
             .max()
             .unwrap_or(8)
-            .clamp(8, 70);
+            .clamp(8, TABLE_MEASURED_WIDTH);
         let mut out = format!(
             "{:<7} {:<w_id$}  {:<w_m$}  THRESHOLD\n",
             "VERDICT", "CHECK", "MEASURED"
@@ -434,7 +436,7 @@ impl EnvReport {
                 "{:<7} {:<w_id$}  {:<w_m$}  {}\n",
                 c.verdict.to_string(),
                 c.id,
-                c.measured,
+                ellipsize(&c.measured, w_m),
                 c.threshold
             ));
         }
@@ -447,8 +449,8 @@ impl EnvReport {
             out.push('\n');
             for c in bad {
                 out.push_str(&format!(
-                    "{} {}: {}\n    why: {}\n    remedy: {}\n",
-                    c.verdict, c.id, c.measured, c.why, c.remedy
+                    "{} {}: {}\n    threshold: {}\n    why: {}\n    remedy: {}\n",
+                    c.verdict, c.id, c.measured, c.threshold, c.why, c.remedy
                 ));
             }
         }
@@ -462,6 +464,20 @@ impl EnvReport {
 
     fn count(&self, v: Verdict) -> usize {
         self.checks.iter().filter(|c| c.verdict == v).count()
+    }
+}
+
+/// Widest MEASURED column of the terminal table, in characters.
+pub const TABLE_MEASURED_WIDTH: usize = 72;
+
+/// `s` cut to `width` characters, the cut marked with `…`.
+fn ellipsize(s: &str, width: usize) -> String {
+    if s.chars().count() <= width {
+        s.to_string()
+    } else {
+        let mut t: String = s.chars().take(width.saturating_sub(1)).collect();
+        t.push('…');
+        t
     }
 }
 
