@@ -235,6 +235,9 @@ pub struct PreflightInput {
     pub memory_limits_total: Option<u64>,
     /// Whether the loader runs on another machine (traffic crosses a NIC).
     pub remote_loader: bool,
+    /// Whether the containers use the host's network stack (traffic over
+    /// loopback) rather than a Docker bridge.
+    pub host_network: bool,
     /// Highest 1-minute load average per online core before a run.
     pub load_per_core_limit: f64,
     /// Network sysctls as the containers see them (read inside a container,
@@ -265,6 +268,7 @@ impl Default for PreflightInput {
             allow_shared_cores: false,
             memory_limits_total: None,
             remote_loader: false,
+            host_network: false,
             load_per_core_limit: DEFAULT_LOAD_PER_CORE_LIMIT,
             container_sysctls: None,
             docker_timeout_ms: 2_500,
@@ -294,6 +298,7 @@ impl PreflightInput {
             allow_shared_cores: profile.allow_shared_cores,
             memory_limits_total: Some(profile.server.memory + profile.loader.memory),
             remote_loader: false,
+            host_network: profile.network == crate::profile::Network::Host,
             container_sysctls: NetSysctls::requested_by(profile),
             ..Self::default()
         }

@@ -61,6 +61,8 @@ pub fn traffic_path(env: &Env<'_>) -> String {
             Some(i) => format!("remote loader: traffic crosses {i} (default route)"),
             None => "remote loader: no default route found".into(),
         }
+    } else if env.input.host_network {
+        "local, host network: loader and server talk over loopback (lo), no NIC crossed".into()
     } else {
         "local: loader and server containers on a Docker bridge (veth pairs), no NIC crossed".into()
     }
