@@ -9,3 +9,4 @@ pub mod contract;
 pub mod exit;
 pub mod framework;
 pub mod serve;
+pub mod verify;
