@@ -55,6 +55,14 @@ pub enum ClientError {
     /// The bytes received are not a valid HTTP/1.x response.
     #[error("malformed response: {0}")]
     Malformed(String),
+    /// The head arrived (with `status`) but the body did not come as framed.
+    #[error("{source}")]
+    Body {
+        /// Status code of the head that did arrive.
+        status: u16,
+        /// What went wrong reading the body.
+        source: Box<ClientError>,
+    },
     /// Any other socket error.
     #[error("I/O error {what}: {source}")]
     Io {
@@ -68,7 +76,16 @@ pub enum ClientError {
 impl ClientError {
     /// Whether this is a timeout (the server hung).
     pub fn is_timeout(&self) -> bool {
-        matches!(self, ClientError::Timeout { .. })
+        match self {
+            ClientError::Timeout { .. } => true,
+            ClientError::Body { source, .. } => source.is_timeout(),
+            _ => false,
+        }
+    }
+
+    /// Whether the head arrived and only the body's framing went wrong.
+    pub fn is_framing(&self) -> bool {
+        matches!(self, ClientError::Body { .. })
     }
 }
 
@@ -425,52 +442,17 @@ impl Conn {
             Framing::Close
         };
 
-        // 3. The body.
-        let (body, consumed) = match framing {
-            Framing::Empty => (Vec::new(), head_len),
-            Framing::Length(n) => {
-                let n = usize::try_from(n).unwrap_or(usize::MAX);
-                if n > MAX_BODY {
-                    return Err(ClientError::Malformed(format!(
-                        "Content-Length {n} is larger than any contract answer ({MAX_BODY} bytes)"
-                    )));
-                }
-                while self.buf.len() - head_len < n {
-                    let got = self.buf.len() - head_len;
-                    let read = self
-                        .read_more(deadline, after, || {
-                            format!("the body: Content-Length says {n} bytes, {got} arrived")
-                        })
-                        .await?;
-                    if read == 0 {
-                        return Err(ClientError::Closed {
-                            what: format!("after {got} body bytes, but Content-Length says {n}"),
-                        });
-                    }
-                }
-                (self.buf[head_len..head_len + n].to_vec(), head_len + n)
-            }
-            Framing::Close => {
-                loop {
-                    let got = self.buf.len() - head_len;
-                    if got > MAX_BODY {
-                        return Err(ClientError::Malformed(format!(
-                            "close-delimited body longer than {MAX_BODY} bytes"
-                        )));
-                    }
-                    let read = self
-                        .read_more(deadline, after, || {
-                            format!("the server to close the connection to end a body that has no Content-Length ({got} bytes arrived)")
-                        })
-                        .await?;
-                    if read == 0 {
-                        break;
-                    }
-                }
-                (self.buf[head_len..].to_vec(), self.buf.len())
-            }
-            Framing::Chunked => self.read_chunked(head_len, deadline, after).await?,
+        // 3. The body. Errors from here on are about framing: the head was fine.
+        let body = match framing {
+            Framing::Empty => Ok((Vec::new(), head_len)),
+            Framing::Length(n) => self.read_length(head_len, n, deadline, after).await,
+            Framing::Close => self.read_to_close(head_len, deadline, after).await,
+            Framing::Chunked => self.read_chunked(head_len, deadline, after).await,
         };
+        let (body, consumed) = body.map_err(|source| ClientError::Body {
+            status,
+            source: Box::new(source),
+        })?;
         self.buf.drain(..consumed);
         Ok(Response {
             status,
@@ -483,6 +465,59 @@ impl Conn {
             head_bytes: head_len,
             wire_bytes: consumed,
         })
+    }
+
+    async fn read_length(
+        &mut self,
+        head_len: usize,
+        n: u64,
+        deadline: Instant,
+        after: Duration,
+    ) -> Result<(Vec<u8>, usize), ClientError> {
+        let n = usize::try_from(n).unwrap_or(usize::MAX);
+        if n > MAX_BODY {
+            return Err(ClientError::Malformed(format!(
+                "Content-Length {n} is larger than any contract answer ({MAX_BODY} bytes)"
+            )));
+        }
+        while self.buf.len() - head_len < n {
+            let got = self.buf.len() - head_len;
+            let read = self
+                .read_more(deadline, after, || {
+                    format!("the body: Content-Length says {n} bytes, {got} arrived")
+                })
+                .await?;
+            if read == 0 {
+                return Err(ClientError::Closed {
+                    what: format!("after {got} body bytes, but Content-Length says {n}"),
+                });
+            }
+        }
+        Ok((self.buf[head_len..head_len + n].to_vec(), head_len + n))
+    }
+
+    async fn read_to_close(
+        &mut self,
+        head_len: usize,
+        deadline: Instant,
+        after: Duration,
+    ) -> Result<(Vec<u8>, usize), ClientError> {
+        loop {
+            let got = self.buf.len() - head_len;
+            if got > MAX_BODY {
+                return Err(ClientError::Malformed(format!(
+                    "close-delimited body longer than {MAX_BODY} bytes"
+                )));
+            }
+            let read = self
+                .read_more(deadline, after, || {
+                    format!("the server to close the connection to end a body that has no Content-Length ({got} bytes arrived)")
+                })
+                .await?;
+            if read == 0 {
+                return Ok((self.buf[head_len..].to_vec(), self.buf.len()));
+            }
+        }
     }
 
     /// Decode a chunked body that starts at `start` in the buffer; returns the
