@@ -9,6 +9,7 @@
 pub mod answer;
 pub mod client;
 pub mod connection;
+pub mod footprint;
 pub mod report;
 pub mod scenario;
 
@@ -190,6 +191,7 @@ pub async fn verify_url(
         checks: Vec::new(),
         scenarios: Vec::new(),
         facts: report::Facts::default(),
+        footprint: None,
         passed: false,
     };
     let mut answering = Vec::new();

@@ -157,6 +157,15 @@ pub struct Facts {
     pub keep_alive_answered: u32,
 }
 
+/// What a framework's app costs to write and ship.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Footprint {
+    /// Non-blank, non-comment lines of the app (see `verify::footprint`).
+    pub lines: super::footprint::LinesOfCode,
+    /// Size of the server binary in bytes, where the app is one binary.
+    pub binary_bytes: Option<u64>,
+}
+
 /// Everything `fairground verify` found about one server.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct VerifyReport {
@@ -177,6 +186,10 @@ pub struct VerifyReport {
     pub scenarios: Vec<ScenarioReport>,
     /// Recorded values.
     pub facts: Facts,
+    /// Lines of code and binary size of the framework's app, when its
+    /// folder (and image) are known: orchestrated mode only.
+    #[serde(default)]
+    pub footprint: Option<Footprint>,
     /// Whether every required check passed.
     pub passed: bool,
 }
@@ -311,6 +324,15 @@ pub fn render_table(reports: &[(String, &VerifyReport)]) -> String {
         out.push_str(&details);
     }
     for (name, r) in reports {
+        if let Some(fp) = &r.footprint {
+            let _ = write!(out, "\n{name}: app {}", fp.lines);
+            if let Some(b) = fp.binary_bytes {
+                let _ = write!(out, ", binary {}", super::footprint::format_bytes(b));
+            }
+            out.push('\n');
+        }
+    }
+    for (name, r) in reports {
         let _ = writeln!(
             out,
             "\n{name}: {} (seed {}, timeout {} ms)",
@@ -384,6 +406,7 @@ mod tests {
                 },
             ],
             facts: Facts::default(),
+            footprint: None,
             passed: true,
         }
     }
@@ -418,8 +441,20 @@ mod tests {
     #[test]
     fn table_lists_failures_with_their_detail() {
         let mut r = report();
+        r.footprint = Some(Footprint {
+            lines: super::super::footprint::LinesOfCode {
+                total: 42,
+                by_language: [("rust".to_string(), 42)].into(),
+                files: 1,
+            },
+            binary_bytes: Some(3_879_731),
+        });
         r.finish();
         let table = render_table(&[("demo".into(), &r)]);
+        assert!(
+            table.contains("demo: app 42 lines, binary 3.7 MiB"),
+            "{table}"
+        );
         assert!(table.contains("demo       param"), "{table}");
         assert!(
             table.contains("demo param random-inputs: FAIL hard-coded"),
