@@ -116,14 +116,23 @@ impl Target {
         let port = authority.port_u16().unwrap_or(80);
         let addr = match host.parse::<std::net::IpAddr>() {
             Ok(ip) => SocketAddr::new(ip, port),
-            Err(_) => tokio::net::lookup_host((host, port))
-                .await
-                .map_err(|source| VerifyError::Resolve {
-                    url: url.to_string(),
-                    source,
-                })?
-                .next()
-                .ok_or_else(|| bad("the host resolved to no address"))?,
+            Err(_) => {
+                let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host, port))
+                    .await
+                    .map_err(|source| VerifyError::Resolve {
+                        url: url.to_string(),
+                        source,
+                    })?
+                    .collect();
+                // IPv4 first: `localhost` often resolves to ::1 first while
+                // servers commonly listen on 127.0.0.1 only.
+                addrs
+                    .iter()
+                    .find(|a| a.is_ipv4())
+                    .or(addrs.first())
+                    .copied()
+                    .ok_or_else(|| bad("the host resolved to no address"))?
+            }
         };
         Ok(Target {
             addr,
@@ -278,4 +287,33 @@ pub fn run(args: &VerifyArgs) -> anyhow::Result<crate::exit::ExitCode> {
     } else {
         ExitCode::VerifyFailed
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn parses_base_urls_and_rejects_paths_and_other_schemes() {
+        let t = Target::from_url("http://127.0.0.1:8080", Duration::from_secs(1))
+            .await
+            .unwrap();
+        assert_eq!(t.addr, "127.0.0.1:8080".parse().unwrap());
+        assert_eq!(t.host, "127.0.0.1:8080");
+        let t = Target::from_url("http://localhost:9/", Duration::from_secs(1))
+            .await
+            .unwrap();
+        assert_eq!(t.addr, "127.0.0.1:9".parse().unwrap());
+        for bad in [
+            "https://127.0.0.1:1",
+            "http://127.0.0.1:1/json",
+            "127.0.0.1:1",
+            "http://",
+        ] {
+            let err = Target::from_url(bad, Duration::from_secs(1))
+                .await
+                .unwrap_err();
+            assert!(matches!(err, VerifyError::BadUrl { .. }), "{bad}: {err}");
+        }
+    }
 }
