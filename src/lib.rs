@@ -10,3 +10,4 @@ pub mod exit;
 pub mod framework;
 pub mod profile;
 pub mod serve;
+pub mod verify;
