@@ -11,3 +11,4 @@ pub mod framework;
 pub mod preflight;
 pub mod profile;
 pub mod serve;
+pub mod verify;
