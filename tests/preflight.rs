@@ -772,3 +772,62 @@ fn firecracker_summary_snapshot() {
     let r = judge_with("firecracker", &pinned("0", "1"));
     insta::assert_snapshot!(r.summary());
 }
+
+#[test]
+fn an_absent_docker_socket_fails_the_daemon_check_and_exits_3() {
+    let out = Command::new(env!("CARGO_BIN_EXE_fairground"))
+        .args(["preflight", "--json"])
+        .env("DOCKER_HOST", "unix:///nonexistent/fairground-test.sock")
+        .output()
+        .unwrap();
+    let r: EnvReport = serde_json::from_slice(&out.stdout).expect("JSON report");
+    assert_eq!(out.status.code(), Some(3));
+    assert_check(&r, "docker.daemon", Verdict::Fail, "daemon not reachable");
+    assert_check(
+        &r,
+        "docker.leftovers",
+        Verdict::Warn,
+        "daemon not reachable",
+    );
+}
+
+#[test]
+fn a_daemon_that_never_answers_is_given_up_on_within_the_time_budget() {
+    // A socket that accepts and then says nothing: the Docker query must time
+    // out and the whole preflight still finish in under 5 seconds.
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("silent.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stop_seen = stop.clone();
+    let held = std::thread::spawn(move || {
+        // Hold accepted connections open, unanswered, until told to stop
+        // (bounded: never longer than 10 s).
+        let mut conns = Vec::new();
+        let until = Instant::now() + Duration::from_secs(10);
+        while !stop_seen.load(std::sync::atomic::Ordering::Relaxed) && Instant::now() < until {
+            if let Ok((c, _)) = listener.accept() {
+                conns.push(c);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    });
+    let t = Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_fairground"))
+        .args(["preflight", "--json"])
+        .env("DOCKER_HOST", format!("unix://{}", sock.display()))
+        .output()
+        .unwrap();
+    let took = t.elapsed();
+    let r: EnvReport = serde_json::from_slice(&out.stdout).expect("JSON report");
+    assert_check(
+        &r,
+        "docker.daemon",
+        Verdict::Fail,
+        "no answer within 2500 ms",
+    );
+    assert!(took < Duration::from_secs(5), "took {took:?}");
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    held.join().unwrap();
+}

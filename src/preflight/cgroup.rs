@@ -249,3 +249,53 @@ impl Check for CgroupControllers {
 pub fn checks() -> Vec<Box<dyn Check>> {
     vec![Box::new(CgroupVersion), Box::new(CgroupControllers)]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::preflight::{DockerFacts, PreflightInput, ProbeFacts};
+
+    fn detect_in(files: &[(&str, &str)]) -> CgroupFacts {
+        let dir = tempfile::tempdir().unwrap();
+        for (rel, text) in files {
+            let p = dir.path().join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        }
+        let (input, probes, docker) = (
+            PreflightInput::default(),
+            ProbeFacts::default(),
+            DockerFacts::default(),
+        );
+        let env = Env {
+            root: dir.path(),
+            input: &input,
+            probes: &probes,
+            docker: &docker,
+        };
+        detect(&env)
+    }
+
+    #[test]
+    fn proc_mounts_is_read_when_mountinfo_is_absent() {
+        let f = detect_in(&[
+            (
+                "proc/mounts",
+                "cgroup2 /sys/fs/cgroup cgroup2 rw,nosuid,nodev,noexec,relatime 0 0\n",
+            ),
+            ("sys/fs/cgroup/cgroup.controllers", "cpu memory pids\n"),
+        ]);
+        assert_eq!(f.layout, Layout::V2);
+        assert_eq!(f.controller("memory"), Some("v2"));
+        assert_eq!(f.controller("cpuacct"), None);
+    }
+
+    #[test]
+    fn no_cgroup_mount_is_layout_none() {
+        let f = detect_in(&[(
+            "proc/self/mountinfo",
+            "27 1 8:1 / / rw - ext4 /dev/sda1 rw\n",
+        )]);
+        assert_eq!(f.layout, Layout::None);
+    }
+}

@@ -139,3 +139,38 @@ impl Check for NicDriver {
 pub fn checks() -> Vec<Box<dyn Check>> {
     vec![Box::new(NicDriver)]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::preflight::{DockerFacts, PreflightInput, ProbeFacts};
+
+    #[test]
+    fn default_route_is_the_zero_destination_line() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("proc/net")).unwrap();
+        std::fs::write(
+            dir.path().join("proc/net/route"),
+            "Iface\tDestination\tGateway\tFlags\n\
+             docker0\t000011AC\t00000000\t0001\n\
+             ens5\t00000000\t0100A8C0\t0003\n",
+        )
+        .unwrap();
+        let input = PreflightInput {
+            remote_loader: true,
+            ..PreflightInput::default()
+        };
+        let (probes, docker) = (ProbeFacts::default(), DockerFacts::default());
+        let env = Env {
+            root: dir.path(),
+            input: &input,
+            probes: &probes,
+            docker: &docker,
+        };
+        assert_eq!(default_route_iface(&env).as_deref(), Some("ens5"));
+        assert_eq!(
+            traffic_path(&env),
+            "remote loader: traffic crosses ens5 (default route)"
+        );
+    }
+}
