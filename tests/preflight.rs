@@ -831,3 +831,20 @@ fn a_daemon_that_never_answers_is_given_up_on_within_the_time_budget() {
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     held.join().unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_may_be_called_from_inside_a_tokio_runtime() {
+    // The run pipeline is async: preflight must not try to start a runtime on
+    // a thread that already has one.
+    let input = PreflightInput {
+        run_id: Some("preflight-test".into()),
+        ..PreflightInput::default()
+    };
+    let r = tokio::task::spawn_blocking(move || preflight::run(&input, Path::new("/")))
+        .await
+        .unwrap();
+    assert_eq!(r.checks.len(), preflight::all_checks().len());
+    let direct = preflight::run(&PreflightInput::default(), Path::new("/"));
+    assert_eq!(direct.input, PreflightInput::default());
+    assert_eq!(preflight::after_run(&direct).id, "load.after");
+}

@@ -508,17 +508,19 @@ pub fn fmt_bytes(b: u64) -> String {
 
 /// Measure and judge the real environment: probes on this machine, Docker
 /// facts from the daemon, files under `root`. Takes a little over a second
-/// (the load sample). Safe to call from inside a tokio runtime: the Docker
-/// query runs on its own thread.
+/// (the load sample) and blocks meanwhile: from async code call it through
+/// `spawn_blocking`. It starts no runtime on the caller's thread (the Docker
+/// query runs on a thread of its own), so it is safe inside a tokio runtime.
 pub fn run(input: &PreflightInput, root: &Path) -> EnvReport {
-    let probes_before = probe::measure_exit_cost();
+    // Timed first, on a quiet process: a few ms, outside the load sample.
+    let exit_cost = probe::measure_exit_cost();
     let timeout = std::time::Duration::from_millis(input.docker_timeout_ms);
     let docker = std::thread::scope(|s| {
         s.spawn(|| docker::gather_blocking(timeout))
             .join()
             .unwrap_or_else(|_| DockerFacts::unreachable("the Docker query thread panicked"))
     });
-    let probes = probe::ProbeFacts::measure(root, probes_before);
+    let probes = probe::ProbeFacts::measure(root, exit_cost);
     judge(input, root, probes, docker)
 }
 
