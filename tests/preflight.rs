@@ -848,3 +848,23 @@ async fn run_may_be_called_from_inside_a_tokio_runtime() {
     assert_eq!(direct.input, PreflightInput::default());
     assert_eq!(preflight::after_run(&direct).id, "load.after");
 }
+
+#[test]
+fn max_load_per_core_sets_the_load_limit_and_rejects_nonsense() {
+    let root = fixture_dir("loaded").join("root");
+    let root = root.to_str().unwrap();
+    let (_, stdout, _, _) = fairground(&[
+        "preflight",
+        "--root",
+        root,
+        "--max-load-per-core",
+        "3",
+        "--json",
+    ]);
+    let r: EnvReport = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(r.input.load_per_core_limit, 3.0);
+    assert_check(&r, "load.avg", Verdict::Pass, "2.26 per core");
+    let (code, _, stderr, _) = fairground(&["preflight", "--max-load-per-core", "-1"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("--max-load-per-core -1"), "{stderr}");
+}

@@ -629,6 +629,10 @@ pub struct PreflightArgs {
     /// The id of the current run: its own containers are not leftovers.
     #[arg(long)]
     pub run_id: Option<String>,
+    /// Highest 1-minute load average per online core before a run
+    /// (default 0.5).
+    #[arg(long, value_name = "LOAD", allow_negative_numbers = true)]
+    pub max_load_per_core: Option<f64>,
     /// Print only this network namespace's sysctls as JSON and exit (the run
     /// pipeline calls this inside the loader container).
     #[arg(long)]
@@ -685,6 +689,17 @@ pub fn run_cli(args: &PreflightArgs) -> anyhow::Result<ExitCode> {
         None => PreflightInput::default(),
     };
     input.run_id = args.run_id.clone();
+    if let Some(limit) = args.max_load_per_core {
+        if !(limit.is_finite() && limit > 0.0) {
+            return Err(coded(
+                ExitCode::BadInput,
+                anyhow::anyhow!(
+                    "--max-load-per-core {limit}: give a positive load per core, e.g. 0.5"
+                ),
+            ));
+        }
+        input.load_per_core_limit = limit;
+    }
     let report = run(&input, &args.root);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
