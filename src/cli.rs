@@ -19,11 +19,14 @@ pub struct Cli {
 pub enum Command {
     /// Serve the whole endpoint contract (the reference server).
     Serve(crate::serve::ServeArgs),
+    /// Generate HTTP load against one server and report what it saw.
+    Load(crate::load::args::LoadArgs),
 }
 
 /// Run the parsed command line; the returned code is the process exit status.
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Serve(args) => crate::serve::run(&args).map(|()| ExitCode::Ok),
+        Command::Load(args) => crate::load::args::run(&args),
     }
 }

@@ -8,4 +8,5 @@ pub mod cli;
 pub mod contract;
 pub mod exit;
 pub mod framework;
+pub mod load;
 pub mod serve;
