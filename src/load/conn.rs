@@ -81,6 +81,8 @@ pub struct Shared {
     pub open: AtomicU64,
     /// Most connections open at once.
     pub peak_open: AtomicU64,
+    /// Connection slots whose first connect attempt has ended (either way).
+    pub settled: AtomicU64,
 }
 
 /// Live counters for `--progress`, written by one worker thread only.
@@ -172,6 +174,9 @@ pub struct Worker {
     pub connect_sem: tokio::sync::Semaphore,
     /// Fixed-rate pacer (None in closed loop).
     pub pacer: Option<Rc<Pacer>>,
+    /// The start gate is open: connections may send.
+    gate_open: Cell<bool>,
+    gate: tokio::sync::Notify,
     base_instant: tokio::time::Instant,
     base_ns: u64,
 }
@@ -197,6 +202,8 @@ impl Worker {
             shared,
             connect_sem: tokio::sync::Semaphore::new(CONNECTS_IN_FLIGHT),
             pacer,
+            gate_open: Cell::new(false),
+            gate: tokio::sync::Notify::new(),
             base_instant: tokio::time::Instant::now(),
             base_ns: now_ns(),
             plan,
@@ -209,6 +216,35 @@ impl Worker {
             self.base_instant + Duration::from_nanos(ns - self.base_ns)
         } else {
             self.base_instant
+        }
+    }
+
+    /// The start gate: requests wait until every connection slot's first
+    /// connect has ended (so a high connection count is really held before
+    /// load starts, and a server busy answering the first connections does
+    /// not starve the accept queue of the last ones), or until the connect
+    /// timeout has passed since the start, whichever comes first. One task
+    /// per thread polls the shared count every millisecond.
+    pub async fn gate_keeper(self: Rc<Self>) {
+        let patience = (self.plan.connect_timeout.as_nanos() as u64)
+            .max(self.plan.measure_start_ns - self.plan.start_ns);
+        let deadline = self.plan.start_ns + patience;
+        loop {
+            let settled = self.shared.settled.load(Ordering::Relaxed);
+            if settled >= self.plan.connections as u64 || now_ns() >= deadline {
+                self.gate_open.set(true);
+                self.gate.notify_waiters();
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
+
+    async fn wait_for_gate(&self) {
+        if !self.gate_open.get() {
+            // Single-threaded: the keeper cannot run between this check and
+            // the first poll of `notified`, so no wake-up is missed.
+            self.gate.notified().await;
         }
     }
 
@@ -324,11 +360,17 @@ pub async fn connection(w: Rc<Worker>, global: usize, local: usize) {
         local,
     };
     let mut established = false;
+    let mut settled = false;
     let mut backoff = FIRST_BACKOFF;
     loop {
         let permit = w.connect_sem.acquire().await.expect("semaphore is never closed");
         let connected = tokio::time::timeout(plan.connect_timeout, TcpStream::connect(plan.addr)).await;
         drop(permit);
+        if !settled {
+            settled = true;
+            w.shared.settled.fetch_add(1, Ordering::Relaxed);
+            w.wait_for_gate().await;
+        }
         let stream = match connected {
             Ok(Ok(s)) => s,
             Ok(Err(_)) | Err(_) => {
@@ -384,6 +426,10 @@ impl Conn {
                 None => {
                     if self.inflight.is_empty() {
                         let now = now_ns();
+                        if now >= plan.measure_end_ns {
+                            // The run is over: nothing sent now could count.
+                            return Outcome::Finished;
+                        }
                         let n = w.take_permits(plan.pipeline, now);
                         if n == 0 {
                             return Outcome::Finished;
@@ -405,6 +451,12 @@ impl Conn {
                 Some(rate) => {
                     while self.inflight.len() < plan.pipeline {
                         let intended = intended_ns(plan.start_ns, self.global, plan.connections, rate, self.k);
+                        if intended >= plan.measure_end_ns {
+                            if self.inflight.is_empty() {
+                                return Outcome::Finished;
+                            }
+                            break;
+                        }
                         let now = now_ns();
                         if now < intended {
                             if self.inflight.is_empty() {

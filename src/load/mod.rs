@@ -332,6 +332,7 @@ fn worker_thread(
                 .context("cannot create the fixed-rate pacer (timerfd)")?,
         );
         tokio::time::sleep_until(worker.instant_at(plan.start_ns)).await;
+        tokio::task::spawn_local(std::rc::Rc::clone(&worker).gate_keeper());
         if let Some(p) = &worker.pacer {
             tokio::task::spawn_local(std::rc::Rc::clone(p).run());
         }
