@@ -24,12 +24,30 @@ fn ten_thousand_connections_are_all_established() {
     let server = fairground::serve::start("127.0.0.1".parse().unwrap(), 0, 2).unwrap();
     let url = format!("http://{}", server.addr);
     let r = load(&[
-        "--url", &url, "--scenario", "plaintext", "-c", "10000", "-t", "2", "--warmup", "3s", "-d", "1s",
-        "--connect-timeout", "3s", "--timeout", "5s",
+        "--url",
+        &url,
+        "--scenario",
+        "plaintext",
+        "-c",
+        "10000",
+        "-t",
+        "2",
+        "--warmup",
+        "3s",
+        "-d",
+        "1s",
+        "--connect-timeout",
+        "3s",
+        "--timeout",
+        "5s",
     ]);
     server.stop();
     assert_eq!(r.errors_whole_run.connect, 0, "{:?}", r.errors_whole_run);
-    assert_eq!(r.connections.attempted, 10_000, "warnings: {:?}", r.warnings);
+    assert_eq!(
+        r.connections.attempted, 10_000,
+        "warnings: {:?}",
+        r.warnings
+    );
     assert_eq!(r.connections.established, 10_000, "{:?}", r.connections);
     assert_eq!(r.connections.peak_open, 10_000, "{:?}", r.connections);
     assert!(r.responses.status_2xx > 0);

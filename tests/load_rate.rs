@@ -24,11 +24,35 @@ fn corrected_latency_shows_a_stall_that_uncorrected_latency_hides() {
     // near 490 ms. We require ≥ 200 ms to leave room for a busy machine.
     // Uncorrected, only the one stalled request is slow (0.05% of requests),
     // so its p99 is an ordinary loopback latency: we require < 100 ms.
-    let r = load(&["--url", &server.url(), "-R", "1000", "-c", "1", "-t", "1", "-d", "2s", "--timeout", "2s"]);
-    let unc = r.uncorrected_latency.as_ref().expect("fixed rate reports uncorrected latency");
-    assert!(r.latency.p99_us >= 200_000, "corrected p99 {} µs", r.latency.p99_us);
+    let r = load(&[
+        "--url",
+        &server.url(),
+        "-R",
+        "1000",
+        "-c",
+        "1",
+        "-t",
+        "1",
+        "-d",
+        "2s",
+        "--timeout",
+        "2s",
+    ]);
+    let unc = r
+        .uncorrected_latency
+        .as_ref()
+        .expect("fixed rate reports uncorrected latency");
+    assert!(
+        r.latency.p99_us >= 200_000,
+        "corrected p99 {} µs",
+        r.latency.p99_us
+    );
     assert!(unc.p99_us < 100_000, "uncorrected p99 {} µs", unc.p99_us);
-    assert!(r.latency.max_us >= 450_000, "corrected max {} µs", r.latency.max_us);
+    assert!(
+        r.latency.max_us >= 450_000,
+        "corrected max {} µs",
+        r.latency.max_us
+    );
     let rate = r.rate.expect("fixed rate reports its rate");
     assert_eq!(rate.target_rps, 1000.0);
     // The backlog is caught up after the stall, so the target is met.
@@ -40,7 +64,18 @@ fn corrected_latency_shows_a_stall_that_uncorrected_latency_hides() {
 fn fixed_rate_sends_the_target_rate_and_no_more() {
     let server = ScriptedServer::start(|_| Action::Reply(ok_response()));
     // 2,000 req/s over 8 connections and 2 threads for 1.5 s: 3,000 requests.
-    let r = load(&["--url", &server.url(), "-R", "2000", "-c", "8", "-t", "2", "-d", "1500ms"]);
+    let r = load(&[
+        "--url",
+        &server.url(),
+        "-R",
+        "2000",
+        "-c",
+        "8",
+        "-t",
+        "2",
+        "-d",
+        "1500ms",
+    ]);
     let total = r.responses.total as f64;
     assert!((2850.0..=3010.0).contains(&total), "{total} responses");
     let rate = r.rate.unwrap();

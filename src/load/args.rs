@@ -83,9 +83,9 @@ impl LoadArgs {
                     .headers
                     .iter()
                     .map(|h| {
-                        let (k, v) = h
-                            .split_once(':')
-                            .with_context(|| format!("--header `{h}` must look like `Name: value`"))?;
+                        let (k, v) = h.split_once(':').with_context(|| {
+                            format!("--header `{h}` must look like `Name: value`")
+                        })?;
                         Ok((k.trim().to_string(), v.trim().to_string()))
                     })
                     .collect::<anyhow::Result<Vec<_>>>()?;
@@ -125,7 +125,9 @@ pub fn run(args: &LoadArgs) -> anyhow::Result<ExitCode> {
         use std::io::Write;
         writeln!(out)?;
     } else {
-        report.write_human(&mut out).context("cannot write the report to stdout")?;
+        report
+            .write_human(&mut out)
+            .context("cannot write the report to stdout")?;
     }
     Ok(ExitCode::Ok)
 }

@@ -194,7 +194,8 @@ impl Worker {
             Some(_) => Some(Pacer::new(local_connections)?),
             None => None,
         };
-        let windows = (plan.measure_end_ns - plan.measure_start_ns).div_ceil(1_000_000_000) as usize;
+        let windows =
+            (plan.measure_end_ns - plan.measure_start_ns).div_ceil(1_000_000_000) as usize;
         Ok(Self {
             stats: RefCell::new(ThreadStats::new(windows.max(1))),
             permits: Cell::new(permits),
@@ -294,7 +295,11 @@ impl Worker {
             return;
         }
         let mut s = self.stats.borrow_mut();
-        let class = if (100..600).contains(&status) { status as usize / 100 } else { 0 };
+        let class = if (100..600).contains(&status) {
+            status as usize / 100
+        } else {
+            0
+        };
         s.status[class] += 1;
         s.response_bytes += wire_bytes;
         if ok {
@@ -306,7 +311,8 @@ impl Worker {
         // Microseconds, at least 1: the histogram's lowest value.
         s.hist.saturating_record(((done - sched) / 1000).max(1));
         if self.plan.rate.is_some() {
-            s.hist_uncorrected.saturating_record(((done - sent) / 1000).max(1));
+            s.hist_uncorrected
+                .saturating_record(((done - sent) / 1000).max(1));
         }
     }
 
@@ -363,8 +369,13 @@ pub async fn connection(w: Rc<Worker>, global: usize, local: usize) {
     let mut settled = false;
     let mut backoff = FIRST_BACKOFF;
     loop {
-        let permit = w.connect_sem.acquire().await.expect("semaphore is never closed");
-        let connected = tokio::time::timeout(plan.connect_timeout, TcpStream::connect(plan.addr)).await;
+        let permit = w
+            .connect_sem
+            .acquire()
+            .await
+            .expect("semaphore is never closed");
+        let connected =
+            tokio::time::timeout(plan.connect_timeout, TcpStream::connect(plan.addr)).await;
         drop(permit);
         if !settled {
             settled = true;
@@ -444,13 +455,17 @@ impl Conn {
                             w.stats.borrow_mut().bytes_written += len;
                         }
                         for _ in 0..n {
-                            self.inflight.push_back(InFlight { sched: now, sent: now });
+                            self.inflight.push_back(InFlight {
+                                sched: now,
+                                sent: now,
+                            });
                         }
                     }
                 }
                 Some(rate) => {
                     while self.inflight.len() < plan.pipeline {
-                        let intended = intended_ns(plan.start_ns, self.global, plan.connections, rate, self.k);
+                        let intended =
+                            intended_ns(plan.start_ns, self.global, plan.connections, rate, self.k);
                         if intended >= plan.measure_end_ns {
                             if self.inflight.is_empty() {
                                 return Outcome::Finished;
@@ -488,7 +503,10 @@ impl Conn {
                             let lag = now.saturating_sub(intended.max(self.free_at));
                             s.max_lag_ns = s.max_lag_ns.max(lag);
                         }
-                        self.inflight.push_back(InFlight { sched: intended, sent: now });
+                        self.inflight.push_back(InFlight {
+                            sched: intended,
+                            sent: now,
+                        });
                     }
                 }
             }
@@ -507,7 +525,10 @@ impl Conn {
                     return Outcome::Reconnect;
                 }
             }
-            let deadline = self.inflight.front().map_or(u64::MAX, |f| f.sent + plan.timeout_ns);
+            let deadline = self
+                .inflight
+                .front()
+                .map_or(u64::MAX, |f| f.sent + plan.timeout_ns);
             let pacer = w.pacer.clone();
             let local = self.local;
             let pace = async move {

@@ -54,7 +54,11 @@ pub fn local_ports() -> Option<(u32, u32)> {
 
 /// How many of `requested` connections can be opened to `addr`, and a
 /// message for each limit that cuts them short.
-pub fn connection_capacity(requested: usize, threads: usize, addr: SocketAddr) -> (usize, Vec<String>) {
+pub fn connection_capacity(
+    requested: usize,
+    threads: usize,
+    addr: SocketAddr,
+) -> (usize, Vec<String>) {
     let mut allowed = requested;
     let mut warnings = Vec::new();
     let soft = raise_nofile();

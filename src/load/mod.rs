@@ -7,7 +7,9 @@
 //! merged at the end (see `conn` for the hot path).
 //!
 //! Phases, all on CLOCK_MONOTONIC from one start time shared by every
-//! thread: connections open and requests start at `start`; a response is
+//! thread: connections open at `start`, and requests start as soon as every
+//! connection slot's first connect has ended (the start gate, see
+//! `conn::Worker::gate_keeper`); a response is
 //! *measured* when its request was scheduled in `[start + warmup, start +
 //! warmup + duration)` and completed before that end. The run stops at the
 //! end whatever the server does: tasks still waiting are dropped with their
@@ -213,10 +215,14 @@ fn announce(warnings: &[String]) {
 /// (warmup + duration at most, a few ms more for shutdown).
 pub fn run(cfg: &LoadConfig) -> anyhow::Result<LoadReport> {
     cfg.validate()?;
-    let (attempted, mut warnings) = limits::connection_capacity(cfg.connections, cfg.threads, cfg.target.addr);
+    let (attempted, mut warnings) =
+        limits::connection_capacity(cfg.connections, cfg.threads, cfg.target.addr);
     announce(&warnings);
     if attempted == 0 {
-        bail!("no connection can be opened within this process's limits: {}", warnings.join("; "));
+        bail!(
+            "no connection can be opened within this process's limits: {}",
+            warnings.join("; ")
+        );
     }
     let threads = cfg.threads.min(attempted);
     let set = request::RequestSet::build(&cfg.target, &cfg.request, cfg.pipeline, cfg.seed);
@@ -242,14 +248,14 @@ pub fn run(cfg: &LoadConfig) -> anyhow::Result<LoadReport> {
     let lives: Vec<Arc<Live>> = (0..threads).map(|_| Arc::new(Live::default())).collect();
 
     let mut handles = Vec::with_capacity(threads);
-    for t in 0..threads {
+    for (t, live) in lives.iter().enumerate() {
         // Connection i belongs to thread i % threads.
         let globals: Vec<usize> = (t..attempted).step_by(threads).collect();
         let permits = match cfg.max_requests {
             None => u64::MAX,
             Some(n) => n / threads as u64 + u64::from((t as u64) < n % threads as u64),
         };
-        let (plan, live, shared) = (Arc::clone(&plan), Arc::clone(&lives[t]), Arc::clone(&shared));
+        let (plan, live, shared) = (Arc::clone(&plan), Arc::clone(live), Arc::clone(&shared));
         let handle = std::thread::Builder::new()
             .name(format!("load-{t}"))
             .spawn(move || worker_thread(plan, globals, permits, live, shared))
@@ -272,7 +278,11 @@ pub fn run(cfg: &LoadConfig) -> anyhow::Result<LoadReport> {
             let ok: u64 = lives.iter().map(|l| l.ok.load(Ordering::Relaxed)).sum();
             let err: u64 = lives.iter().map(|l| l.errors.load(Ordering::Relaxed)).sum();
             let t = (now - run_start) as f64 / 1e9;
-            let phase = if now < measure_start_ns { "warmup" } else { "measure" };
+            let phase = if now < measure_start_ns {
+                "warmup"
+            } else {
+                "measure"
+            };
             eprintln!(
                 "{}",
                 serde_json::json!({"t": (t * 10.0).round() / 10.0, "phase": phase, "ok": ok - last_ok, "errors": err - last_err})
@@ -291,7 +301,9 @@ pub fn run(cfg: &LoadConfig) -> anyhow::Result<LoadReport> {
             .context("load worker thread failed")?;
         stats.push(s);
     }
-    let mut report = merge(cfg, &plan, attempted, threads, &shared, stats, cpu_start, cpu_end);
+    let mut report = merge(
+        cfg, &plan, attempted, threads, &shared, stats, cpu_start, cpu_end,
+    );
     if let Some(rate) = &report.rate {
         if rate.ratio < 0.98 {
             report.warnings.push(format!(
@@ -339,7 +351,13 @@ fn worker_thread(
         let tasks: Vec<_> = globals
             .iter()
             .enumerate()
-            .map(|(local, &global)| tokio::task::spawn_local(conn::connection(std::rc::Rc::clone(&worker), global, local)))
+            .map(|(local, &global)| {
+                tokio::task::spawn_local(conn::connection(
+                    std::rc::Rc::clone(&worker),
+                    global,
+                    local,
+                ))
+            })
             .collect();
         let all = futures_util::future::join_all(tasks);
         let end = worker.instant_at(plan.measure_end_ns);
@@ -390,7 +408,9 @@ fn merge(
         established += s.established;
         reconnects += s.reconnects;
         hist.add(&s.hist).expect("histograms share bounds");
-        hist_unc.add(&s.hist_uncorrected).expect("histograms share bounds");
+        hist_unc
+            .add(&s.hist_uncorrected)
+            .expect("histograms share bounds");
         max_lag = max_lag.max(s.max_lag_ns);
         for (a, b) in windows_ok.iter_mut().zip(&s.windows_ok) {
             *a += b;
@@ -403,10 +423,20 @@ fn merge(
             None => all_finished = false,
         }
     }
-    let measured_end = if all_finished { finished_at.min(plan.measure_end_ns) } else { plan.measure_end_ns };
+    let measured_end = if all_finished {
+        finished_at.min(plan.measure_end_ns)
+    } else {
+        plan.measure_end_ns
+    };
     let measured_s = (measured_end.saturating_sub(plan.measure_start_ns)) as f64 / 1e9;
     let total: u64 = status.iter().sum();
-    let per_s = |n: u64| if measured_s > 0.0 { n as f64 / measured_s } else { 0.0 };
+    let per_s = |n: u64| {
+        if measured_s > 0.0 {
+            n as f64 / measured_s
+        } else {
+            0.0
+        }
+    };
     // Keep only the windows the measured period really covered.
     let covered = (measured_s.ceil() as usize).min(windows_ok.len());
     let windows = (0..covered)
@@ -433,7 +463,11 @@ fn merge(
             url: cfg.url.clone(),
             scenario: cfg.scenario_name(),
             method: cfg.method(),
-            mode: if cfg.rate.is_some() { Mode::FixedRate } else { Mode::Closed },
+            mode: if cfg.rate.is_some() {
+                Mode::FixedRate
+            } else {
+                Mode::Closed
+            },
             threads,
             pipeline: cfg.pipeline,
             warmup_s: cfg.warmup.as_secs_f64(),
@@ -465,7 +499,11 @@ fn merge(
         bytes: report::Bytes {
             read,
             written,
-            mean_response_bytes: if total > 0 { response_bytes as f64 / total as f64 } else { 0.0 },
+            mean_response_bytes: if total > 0 {
+                response_bytes as f64 / total as f64
+            } else {
+                0.0
+            },
         },
         latency: histogram::LatencySummary::of(&hist),
         uncorrected_latency: cfg.rate.map(|_| histogram::LatencySummary::of(&hist_unc)),
@@ -473,7 +511,11 @@ fn merge(
         loader: report::LoaderUsage {
             user_cpu_us: cpu_user,
             sys_cpu_us: cpu_sys,
-            cpu_us_per_response: if total > 0 { (cpu_user + cpu_sys) as f64 / total as f64 } else { 0.0 },
+            cpu_us_per_response: if total > 0 {
+                (cpu_user + cpu_sys) as f64 / total as f64
+            } else {
+                0.0
+            },
             peak_rss_kib: cpu_end.max_rss_kib,
         },
         windows,

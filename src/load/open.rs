@@ -56,7 +56,10 @@ impl Pacer {
     pub fn new(connections: usize) -> std::io::Result<Rc<Self>> {
         // SAFETY: timerfd_create returns a new descriptor or -1.
         let raw = unsafe {
-            libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_NONBLOCK | libc::TFD_CLOEXEC)
+            libc::timerfd_create(
+                libc::CLOCK_MONOTONIC,
+                libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
+            )
         };
         if raw < 0 {
             return Err(std::io::Error::last_os_error());
@@ -83,11 +86,20 @@ impl Pacer {
         } else {
             // A zero it_value would disarm: never ask for time 0.
             let d = deadline.max(1);
-            ((d / 1_000_000_000) as libc::time_t, (d % 1_000_000_000) as libc::c_long)
+            (
+                (d / 1_000_000_000) as libc::time_t,
+                (d % 1_000_000_000) as libc::c_long,
+            )
         };
         let spec = libc::itimerspec {
-            it_interval: libc::timespec { tv_sec: 0, tv_nsec: 0 },
-            it_value: libc::timespec { tv_sec: sec, tv_nsec: nsec },
+            it_interval: libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            },
+            it_value: libc::timespec {
+                tv_sec: sec,
+                tv_nsec: nsec,
+            },
         };
         // SAFETY: valid timerfd and a stack itimerspec.
         unsafe {
@@ -189,14 +201,20 @@ mod tests {
     fn schedule_is_staggered_and_does_not_drift() {
         // 4 connections at 1000 req/s: each sends every 4 ms, offset by 1 ms.
         let t = |c, k| intended_ns(0, c, 4, 1000.0, k);
-        assert_eq!([t(0, 0), t(1, 0), t(3, 0), t(0, 1)], [0, 1_000_000, 3_000_000, 4_000_000]);
+        assert_eq!(
+            [t(0, 0), t(1, 0), t(3, 0), t(0, 1)],
+            [0, 1_000_000, 3_000_000, 4_000_000]
+        );
         // Far into a run the closed form is still exact to the nanosecond.
         assert_eq!(t(2, 1_000_000), 4_000_002_000_000);
     }
 
     #[test]
     fn pacer_wakes_at_sub_millisecond_deadlines_in_order() {
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
         let local = tokio::task::LocalSet::new();
         local.block_on(&rt, async {
             let pacer = Pacer::new(3).unwrap();

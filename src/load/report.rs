@@ -252,7 +252,11 @@ impl LoadReport {
             Mode::Closed => "closed loop".to_string(),
             Mode::FixedRate => format!("fixed rate {:.0} req/s", s.rate_rps.unwrap_or(0.0)),
         };
-        writeln!(w, "Running {:.1}s test @ {} ({what}, {mode})", s.duration_s, s.url)?;
+        writeln!(
+            w,
+            "Running {:.1}s test @ {} ({what}, {mode})",
+            s.duration_s, s.url
+        )?;
         let c = &self.connections;
         writeln!(
             w,

@@ -121,12 +121,16 @@ fn serialize(
     json: bool,
 ) -> Vec<u8> {
     let mut out = Vec::with_capacity(128 + body.map_or(0, |b| b.len()));
-    out.extend_from_slice(format!("{method} {path} HTTP/1.1\r\nHost: {}\r\n", target.authority).as_bytes());
+    out.extend_from_slice(
+        format!("{method} {path} HTTP/1.1\r\nHost: {}\r\n", target.authority).as_bytes(),
+    );
     for (k, v) in headers {
         out.extend_from_slice(format!("{k}: {v}\r\n").as_bytes());
     }
     if let Some(body) = body {
-        let has_type = headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("content-type"));
+        let has_type = headers
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case("content-type"));
         if json && !has_type {
             out.extend_from_slice(b"Content-Type: application/json\r\n");
         }
@@ -168,7 +172,14 @@ impl RequestSet {
         let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
         match spec {
             RequestSpec::Custom(c) => {
-                let one = serialize(target, &c.method, &target.path, &c.headers, c.body.as_deref(), false);
+                let one = serialize(
+                    target,
+                    &c.method,
+                    &target.path,
+                    &c.headers,
+                    c.body.as_deref(),
+                    false,
+                );
                 Self::fixed(one, pipeline, c.method.eq_ignore_ascii_case("HEAD"))
             }
             RequestSpec::Scenario(Scenario::Param) => {
@@ -182,14 +193,28 @@ impl RequestSet {
             }
             RequestSpec::Scenario(s) if !needs_pool(*s) => {
                 let r = contract::sample_request(*s, &mut rng);
-                let one = serialize(target, r.method, &target.join(&r.path), &r.headers, r.body.as_deref(), true);
+                let one = serialize(
+                    target,
+                    r.method,
+                    &target.join(&r.path),
+                    &r.headers,
+                    r.body.as_deref(),
+                    true,
+                );
                 Self::fixed(one, pipeline, false)
             }
             RequestSpec::Scenario(s) => {
                 let pool = (0..POOL_SIZE)
                     .map(|_| {
                         let r = contract::sample_request(*s, &mut rng);
-                        serialize(target, r.method, &target.join(&r.path), &r.headers, r.body.as_deref(), true)
+                        serialize(
+                            target,
+                            r.method,
+                            &target.join(&r.path),
+                            &r.headers,
+                            r.body.as_deref(),
+                            true,
+                        )
                     })
                     .collect();
                 Self::Pool(Arc::new(pool))
@@ -199,7 +224,12 @@ impl RequestSet {
 
     fn fixed(one: Vec<u8>, pipeline: usize, head: bool) -> Self {
         let len = one.len();
-        let batch: Vec<u8> = one.iter().copied().cycle().take(len * pipeline.max(1)).collect();
+        let batch: Vec<u8> = one
+            .iter()
+            .copied()
+            .cycle()
+            .take(len * pipeline.max(1))
+            .collect();
         Self::Fixed {
             len,
             batch: batch.into(),
@@ -214,7 +244,10 @@ impl RequestSet {
 }
 
 fn needs_pool(s: Scenario) -> bool {
-    matches!(s, Scenario::Echo | Scenario::Validate | Scenario::Middleware(_))
+    matches!(
+        s,
+        Scenario::Echo | Scenario::Validate | Scenario::Middleware(_)
+    )
 }
 
 /// One connection's view of the request set: its random ids, its place in
@@ -234,11 +267,16 @@ impl RequestGen {
             RequestSet::Pool(p) => rng.random_range(0..p.len()),
             _ => 0,
         };
+        // Fixed requests are written straight from the shared batch.
+        let buf = match &set {
+            RequestSet::Fixed { .. } => Vec::new(),
+            _ => Vec::with_capacity(1024),
+        };
         Self {
             set,
             rng,
             cursor,
-            buf: Vec::with_capacity(4096),
+            buf,
         }
     }
 
@@ -295,10 +333,15 @@ mod tests {
     fn parses_ip_urls_and_refuses_host_names() {
         let t = Target::parse("http://10.0.0.2:9000/api?x=1").unwrap();
         assert_eq!(t.addr, "10.0.0.2:9000".parse().unwrap());
-        assert_eq!((t.authority.as_str(), t.path.as_str()), ("10.0.0.2:9000", "/api?x=1"));
+        assert_eq!(
+            (t.authority.as_str(), t.path.as_str()),
+            ("10.0.0.2:9000", "/api?x=1")
+        );
         assert_eq!(Target::parse("http://[::1]:81").unwrap().addr.port(), 81);
         assert_eq!(Target::parse("http://127.0.0.1").unwrap().addr.port(), 80);
-        let err = Target::parse("http://localhost:80").unwrap_err().to_string();
+        let err = Target::parse("http://localhost:80")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("IP address"), "{err}");
         assert!(Target::parse("https://127.0.0.1").is_err());
     }
@@ -310,12 +353,25 @@ mod tests {
         let mut seen = std::collections::HashSet::new();
         for _ in 0..1000 {
             let r = String::from_utf8(g.next(1).to_vec()).unwrap();
-            let id = r.strip_prefix("GET /users/").unwrap().split(' ').next().unwrap().to_string();
-            assert!(r.ends_with(" HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n"), "{r}");
+            let id = r
+                .strip_prefix("GET /users/")
+                .unwrap()
+                .split(' ')
+                .next()
+                .unwrap()
+                .to_string();
+            assert!(
+                r.ends_with(" HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n"),
+                "{r}"
+            );
             assert!(id.parse::<u64>().unwrap() >= 1);
             seen.insert(id);
         }
-        assert!(seen.len() >= 999, "ids repeat: {} distinct of 1000", seen.len());
+        assert!(
+            seen.len() >= 999,
+            "ids repeat: {} distinct of 1000",
+            seen.len()
+        );
     }
 
     #[test]

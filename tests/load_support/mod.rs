@@ -25,7 +25,10 @@ pub fn load_with(mut cmd: Command, args: &[&str]) -> LoadReport {
         .output()
         .expect("run fairground load");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "fairground load {args:?} failed: {stderr}");
+    assert!(
+        out.status.success(),
+        "fairground load {args:?} failed: {stderr}"
+    );
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(
             "report is not JSON ({e}): {}\nstderr: {stderr}",
@@ -79,7 +82,11 @@ impl ScriptedServer {
                 std::thread::spawn(move || serve_conn(conn, &rx, &st, &*script));
             }
         });
-        Self { addr, received, stop }
+        Self {
+            addr,
+            received,
+            stop,
+        }
     }
 
     pub fn url(&self) -> String {
@@ -95,7 +102,12 @@ impl Drop for ScriptedServer {
     }
 }
 
-fn serve_conn(mut conn: TcpStream, received: &AtomicU64, stop: &AtomicBool, script: &dyn Fn(u64) -> Action) {
+fn serve_conn(
+    mut conn: TcpStream,
+    received: &AtomicU64,
+    stop: &AtomicBool,
+    script: &dyn Fn(u64) -> Action,
+) {
     let _ = conn.set_nodelay(true);
     let _ = conn.set_read_timeout(Some(Duration::from_millis(100)));
     let mut buf = [0u8; 16 * 1024];
@@ -105,7 +117,14 @@ fn serve_conn(mut conn: TcpStream, received: &AtomicU64, stop: &AtomicBool, scri
         let n = match conn.read(&mut buf) {
             Ok(0) => return,
             Ok(n) => n,
-            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => continue,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                continue
+            }
             Err(_) => return,
         };
         tail.extend_from_slice(&buf[..n]);
@@ -140,7 +159,11 @@ fn serve_conn(mut conn: TcpStream, received: &AtomicU64, stop: &AtomicBool, scri
                         match conn.read(&mut buf) {
                             Ok(0) => return,
                             Ok(_) => {}
-                            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+                            Err(e)
+                                if matches!(
+                                    e.kind(),
+                                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                                ) => {}
                             Err(_) => return,
                         }
                     }
