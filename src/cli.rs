@@ -21,6 +21,11 @@ pub enum Command {
     Serve(crate::serve::ServeArgs),
     /// Generate HTTP load against one server and report what it saw.
     Load(crate::load::args::LoadArgs),
+    /// Check, show and describe benchmark profiles (profiles/*.yaml).
+    Profile(crate::profile::ProfileArgs),
+    /// Check a running server against the endpoint contract with random
+    /// inputs (exit 5 when a required check fails).
+    Verify(crate::verify::VerifyArgs),
 }
 
 /// Run the parsed command line; the returned code is the process exit status.
@@ -28,5 +33,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Serve(args) => crate::serve::run(&args).map(|()| ExitCode::Ok),
         Command::Load(args) => crate::load::args::run(&args),
+        Command::Profile(args) => crate::profile::run(&args).map(|()| ExitCode::Ok),
+        Command::Verify(args) => crate::verify::run(&args),
     }
 }

@@ -9,4 +9,6 @@ pub mod contract;
 pub mod exit;
 pub mod framework;
 pub mod load;
+pub mod profile;
 pub mod serve;
+pub mod verify;
