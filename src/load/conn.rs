@@ -430,13 +430,19 @@ impl Conn {
         let head = plan.set.is_head();
         let mut parser = ResponseParser::new();
         let (mut start, mut end) = (0usize, 0usize);
+        // Time of the last read, reused as the send time of a closed-loop
+        // batch written right after it (saves a clock read per request; the
+        // send time is then early by the parse time, so latency errs high
+        // by well under a microsecond, never low).
+        let mut read_at = 0u64;
         loop {
             // 1. Send what may be sent now.
             let mut pace_deadline = 0u64;
             match plan.rate {
                 None => {
                     if self.inflight.is_empty() {
-                        let now = now_ns();
+                        let now = if read_at != 0 { read_at } else { now_ns() };
+                        read_at = 0;
                         if now >= plan.measure_end_ns {
                             // The run is over: nothing sent now could count.
                             return Outcome::Finished;
@@ -553,6 +559,7 @@ impl Conn {
                 () = pace => continue,
             };
             let now = now_ns();
+            read_at = now;
             match read {
                 Ok(0) => {
                     if let Some((status, bytes)) = parser.finish_on_close() {
