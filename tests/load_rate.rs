@@ -77,9 +77,13 @@ fn fixed_rate_sends_the_target_rate_and_no_more() {
         "1500ms",
     ]);
     let total = r.responses.total as f64;
-    assert!((2850.0..=3010.0).contains(&total), "{total} responses");
+    // Never more than the schedule (+ rounding at the window edges); less
+    // only by what a descheduled test process on a busy machine misses.
+    assert!((2700.0..=3010.0).contains(&total), "{total} responses");
     let rate = r.rate.unwrap();
-    assert!(rate.ratio > 0.95, "{rate:?}");
-    // Pacing is sub-millisecond: the loader itself is never far behind.
-    assert!(rate.max_schedule_lag_us < 50_000, "{rate:?}");
+    assert!(rate.ratio > 0.9, "{rate:?}");
+    // The loader is never far behind its own schedule. (Sub-millisecond
+    // precision itself is checked by the pacer's unit test; this bound only
+    // has to survive a debug build on a shared 2-core machine.)
+    assert!(rate.max_schedule_lag_us < 250_000, "{rate:?}");
 }
