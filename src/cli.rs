@@ -21,6 +21,8 @@ pub enum Command {
     Serve(crate::serve::ServeArgs),
     /// Measure and judge the environment; exit 3 when results from it would be refused.
     Preflight(crate::preflight::PreflightArgs),
+    /// Generate HTTP load against one server and report what it saw.
+    Load(crate::load::args::LoadArgs),
     /// Check, show and describe benchmark profiles (profiles/*.yaml).
     Profile(crate::profile::ProfileArgs),
     /// Check a running server against the endpoint contract with random
@@ -33,6 +35,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Serve(args) => crate::serve::run(&args).map(|()| ExitCode::Ok),
         Command::Preflight(args) => crate::preflight::run_cli(&args),
+        Command::Load(args) => crate::load::args::run(&args),
         Command::Profile(args) => crate::profile::run(&args).map(|()| ExitCode::Ok),
         Command::Verify(args) => crate::verify::run(&args),
     }
