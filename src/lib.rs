@@ -6,6 +6,8 @@
 
 pub mod cli;
 pub mod contract;
+pub mod docker;
 pub mod exit;
 pub mod framework;
+pub mod probe;
 pub mod serve;
