@@ -68,10 +68,20 @@ pub fn load_spec(root: &Path, name: &str) -> Result<(BaseSpec, Vec<u8>), DockerE
                 .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "+-.:".contains(c))
     };
     if let Some(bad) = spec.packages.iter().find(|p| !valid_pkg(p)) {
-        return Err(err(format!("`packages`: `{bad}` is not a Debian package name")));
+        return Err(err(format!(
+            "`packages`: `{bad}` is not a Debian package name"
+        )));
     }
-    if spec.suite.is_empty() || !spec.suite.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
-        return Err(err(format!("`suite`: `{}` is not a Debian suite name", spec.suite)));
+    if spec.suite.is_empty()
+        || !spec
+            .suite
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-')
+    {
+        return Err(err(format!(
+            "`suite`: `{}` is not a Debian suite name",
+            spec.suite
+        )));
     }
     Ok((spec, bytes))
 }
@@ -83,7 +93,10 @@ pub fn host_mirror(etc_apt: &Path, suite: &str) -> String {
         .map(|rd| rd.flatten().map(|e| e.path()).collect())
         .unwrap_or_default();
     sources.sort();
-    for path in sources.iter().filter(|p| p.extension().is_some_and(|e| e == "sources")) {
+    for path in sources
+        .iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "sources"))
+    {
         let text = std::fs::read_to_string(path).unwrap_or_default();
         if let Some(m) = mirror_from_deb822(&text, suite) {
             return m;
@@ -104,7 +117,9 @@ fn mirror_from_deb822(text: &str, suite: &str) -> Option<String> {
         let is_deb = field("Types").is_some_and(|t| t.split_whitespace().any(|x| x == "deb"));
         let has_suite = field("Suites").is_some_and(|s| s.split_whitespace().any(|x| x == suite));
         if is_deb && has_suite {
-            if let Some(uri) = field("URIs").and_then(|u| u.split_whitespace().next().map(str::to_string)) {
+            if let Some(uri) =
+                field("URIs").and_then(|u| u.split_whitespace().next().map(str::to_string))
+            {
                 return Some(uri);
             }
         }
@@ -133,7 +148,11 @@ pub fn inputs_hash(yaml: &[u8], source: &str) -> String {
 
 /// Resolve a manifest's `base`: `scratch` stays `scratch`; a name is built
 /// when missing and its tag returned.
-pub async fn resolve(docker: &Docker, base: &str, opts: &ImageOptions) -> anyhow::Result<(String, Option<ImageInfo>)> {
+pub async fn resolve(
+    docker: &Docker,
+    base: &str,
+    opts: &ImageOptions,
+) -> anyhow::Result<(String, Option<ImageInfo>)> {
     if base == "scratch" {
         return Ok(("scratch".to_string(), None));
     }
@@ -170,13 +189,15 @@ pub async fn ensure(docker: &Docker, name: &str, opts: &ImageOptions) -> anyhow:
         Some(up) => build_from_upstream(docker, name, &spec, up, &tag, &hash, &log, opts).await?,
         None => bootstrap(docker, name, &spec, &source, &tag, &hash, &log, opts).await?,
     }
-    let (id, size) = images::existing(docker, &tag).await?.ok_or_else(|| DockerError::Build {
-        image: tag.clone(),
-        what: format!("base {name}"),
-        reason: "the import reported success but the image is not there".into(),
-        log: log.clone(),
-        tail: images::tail_file(&log, 30),
-    })?;
+    let (id, size) = images::existing(docker, &tag)
+        .await?
+        .ok_or_else(|| DockerError::Build {
+            image: tag.clone(),
+            what: format!("base {name}"),
+            reason: "the import reported success but the image is not there".into(),
+            log: log.clone(),
+            tail: images::tail_file(&log, 30),
+        })?;
     Ok(finish(id, size, false))
 }
 
@@ -216,7 +237,9 @@ async fn bootstrap(
     }
     // No apt lists or caches in the image: smaller, and nothing to fetch later.
     args.push("--aptopt=Acquire::Languages \"none\"".to_string());
-    args.push("--customize-hook=rm -rf \"$1\"/var/lib/apt/lists/* \"$1\"/var/cache/apt/*.bin".to_string());
+    args.push(
+        "--customize-hook=rm -rf \"$1\"/var/lib/apt/lists/* \"$1\"/var/cache/apt/*.bin".to_string(),
+    );
     args.extend([spec.suite.clone(), "-".to_string(), mirror.to_string()]);
     writeln!(log_file, "=== mmdebstrap {}", args.join(" "))?;
     (opts.progress)(&format!(
@@ -258,10 +281,17 @@ async fn bootstrap(
         repo: Some(repo.into()),
         tag: Some(tag_part.into()),
         changes,
-        message: Some(format!("fairground base {name}: mmdebstrap {} from {mirror}", spec.suite)),
+        message: Some(format!(
+            "fairground base {name}: mmdebstrap {} from {mirror}",
+            spec.suite
+        )),
         ..Default::default()
     };
-    let mut stream = docker.create_image(Some(import_opts), Some(bollard::body_try_stream(body)), None);
+    let mut stream = docker.create_image(
+        Some(import_opts),
+        Some(bollard::body_try_stream(body)),
+        None,
+    );
     let mut import_err = None;
     while let Some(item) = stream.next().await {
         match item {
@@ -280,7 +310,11 @@ async fn bootstrap(
     if !status.success() || import_err.is_some() {
         // A failed bootstrap may still have produced a partial import: drop it.
         let _ = docker
-            .remove_image(tag, None::<bollard::query_parameters::RemoveImageOptions>, None)
+            .remove_image(
+                tag,
+                None::<bollard::query_parameters::RemoveImageOptions>,
+                None,
+            )
             .await;
         let reason = match import_err {
             Some(e) if status.success() => format!("docker import failed: {e}"),
@@ -309,14 +343,19 @@ async fn build_from_upstream(
     );
     let mut ctx = images::Context::new();
     ctx.add_bytes("Dockerfile", dockerfile.as_bytes(), 0o644)?;
-    (opts.progress)(&format!("base {name} {tag}: FROM {upstream} (log: {})", log.display()));
+    (opts.progress)(&format!(
+        "base {name} {tag}: FROM {upstream} (log: {})",
+        log.display()
+    ));
     images::build(
         docker,
         images::BuildRequest {
             tag,
             what: &format!("base {name} from {upstream}"),
             context: ctx.finish()?,
-            labels: labels(name, hash, opts).into_iter().collect::<HashMap<_, _>>(),
+            labels: labels(name, hash, opts)
+                .into_iter()
+                .collect::<HashMap<_, _>>(),
             build_args: HashMap::new(),
             log,
             // The only build allowed to fetch: apt-get from the upstream image.
@@ -342,7 +381,11 @@ mod tests {
              Types: deb deb-src\nURIs: http://mirror.example/debian\nSuites: bookworm bookworm-updates\nComponents: main\n",
         )
         .unwrap();
-        std::fs::write(d.join("sources.list"), "deb http://old.example/debian bookworm main\n").unwrap();
+        std::fs::write(
+            d.join("sources.list"),
+            "deb http://old.example/debian bookworm main\n",
+        )
+        .unwrap();
         assert_eq!(host_mirror(d, "bookworm"), "http://mirror.example/debian");
     }
 
@@ -363,9 +406,16 @@ mod tests {
     fn spec_rejects_bad_package_names_and_names_the_file() {
         let tmp = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(tmp.path().join(BASES_DIR)).unwrap();
-        std::fs::write(spec_path(tmp.path(), "x"), "suite: bookworm\npackages: [\"nginx; rm -rf\"]\n").unwrap();
+        std::fs::write(
+            spec_path(tmp.path(), "x"),
+            "suite: bookworm\npackages: [\"nginx; rm -rf\"]\n",
+        )
+        .unwrap();
         let err = load_spec(tmp.path(), "x").unwrap_err().to_string();
-        assert!(err.contains("x.yaml") && err.contains("not a Debian package"), "{err}");
+        assert!(
+            err.contains("x.yaml") && err.contains("not a Debian package"),
+            "{err}"
+        );
         let err = load_spec(tmp.path(), "missing").unwrap_err().to_string();
         assert!(err.contains("add docker/bases/missing.yaml"), "{err}");
     }
@@ -373,7 +423,10 @@ mod tests {
     #[test]
     fn hash_changes_with_yaml_or_mirror() {
         let a = inputs_hash(b"suite: bookworm\n", "http://m1");
-        assert_ne!(a, inputs_hash(b"suite: bookworm\npackages: [x]\n", "http://m1"));
+        assert_ne!(
+            a,
+            inputs_hash(b"suite: bookworm\npackages: [x]\n", "http://m1")
+        );
         assert_ne!(a, inputs_hash(b"suite: bookworm\n", "http://m2"));
     }
 }

@@ -35,7 +35,10 @@ pub struct CleanupReport {
 impl CleanupReport {
     /// Whether nothing was found.
     pub fn is_empty(&self) -> bool {
-        self.containers.is_empty() && self.networks.is_empty() && self.images.is_empty() && self.failed.is_empty()
+        self.containers.is_empty()
+            && self.networks.is_empty()
+            && self.images.is_empty()
+            && self.failed.is_empty()
     }
 
     /// One line for humans.
@@ -65,7 +68,11 @@ fn run_filter(run: Option<&RunId>) -> HashMap<String, Vec<String>> {
 /// Remove the containers and networks of `run` (every fairground run when
 /// `None`), and with `images` also fairground's images (every one when
 /// `run` is `None`, else those that run built).
-pub async fn clean(docker: &Docker, run: Option<&RunId>, images: bool) -> Result<CleanupReport, DockerError> {
+pub async fn clean(
+    docker: &Docker,
+    run: Option<&RunId>,
+    images: bool,
+) -> Result<CleanupReport, DockerError> {
     let mut report = CleanupReport::default();
     let which = run.map_or("every fairground run".to_string(), |r| format!("run {r}"));
     let containers = docker
@@ -104,7 +111,10 @@ pub async fn clean(docker: &Docker, run: Option<&RunId>, images: bool) -> Result
         .doing(|| format!("listing networks of {which}"))?;
     for n in networks {
         let name = n.name.unwrap_or_default();
-        match docker.remove_network(n.id.as_deref().unwrap_or(&name)).await {
+        match docker
+            .remove_network(n.id.as_deref().unwrap_or(&name))
+            .await
+        {
             Ok(()) => report.networks.push(name),
             Err(e) if is_not_found(&e) => {}
             Err(e) => report.failed.push(format!("network {name}: {e}")),
@@ -112,7 +122,10 @@ pub async fn clean(docker: &Docker, run: Option<&RunId>, images: bool) -> Result
     }
     if images {
         let mut filters = run_filter(run);
-        filters.get_mut("label").unwrap().push(LABEL_KIND.to_string());
+        filters
+            .get_mut("label")
+            .unwrap()
+            .push(LABEL_KIND.to_string());
         let imgs = docker
             .list_images(Some(ListImagesOptions {
                 filters: Some(filters),
@@ -121,7 +134,11 @@ pub async fn clean(docker: &Docker, run: Option<&RunId>, images: bool) -> Result
             .await
             .doing(|| format!("listing images of {which}"))?;
         for img in imgs {
-            let name = img.repo_tags.first().cloned().unwrap_or_else(|| img.id.clone());
+            let name = img
+                .repo_tags
+                .first()
+                .cloned()
+                .unwrap_or_else(|| img.id.clone());
             let opts = RemoveImageOptions {
                 force: true,
                 ..Default::default()
@@ -231,7 +248,9 @@ impl Drop for RunGuard {
         // which this thread may be blocking).
         let run = self.run.clone();
         let joined = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build();
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build();
             match rt {
                 Ok(rt) => rt
                     .block_on(async {

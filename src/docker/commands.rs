@@ -100,7 +100,10 @@ pub fn run_images(args: &ImagesArgs) -> anyhow::Result<ExitCode> {
                 if rows.is_empty() {
                     println!("no fairground images yet; run `fairground images build`");
                 }
-                println!("{:<10} {:<16} {:<44} {:>10}  inputs", "KIND", "NAME", "TAG", "SIZE");
+                println!(
+                    "{:<10} {:<16} {:<44} {:>10}  inputs",
+                    "KIND", "NAME", "TAG", "SIZE"
+                );
                 for r in rows {
                     println!(
                         "{:<10} {:<16} {:<44} {:>10}  {}",

@@ -8,8 +8,8 @@
 use std::collections::{BTreeMap, HashMap};
 
 use bollard::models::{
-    ContainerCreateBody, ContainerInspectResponse, EndpointSettings, HostConfig,
-    NetworkingConfig, ResourcesUlimits,
+    ContainerCreateBody, ContainerInspectResponse, EndpointSettings, HostConfig, NetworkingConfig,
+    ResourcesUlimits,
 };
 
 use super::error::DockerError;
@@ -74,7 +74,10 @@ impl NetSysctls {
             ),
             (
                 "net.ipv4.ip_local_port_range".into(),
-                format!("{} {}", self.ip_local_port_range.0, self.ip_local_port_range.1),
+                format!(
+                    "{} {}",
+                    self.ip_local_port_range.0, self.ip_local_port_range.1
+                ),
             ),
             (
                 "net.ipv4.tcp_tw_reuse".into(),
@@ -101,7 +104,11 @@ impl Limits {
     /// CPUs allotted: the quota rounded up, capped by the cpuset size; the
     /// value of `FAIRGROUND_CPUS` so servers size their worker pools by it.
     pub fn cpus_allotted(&self) -> Option<usize> {
-        let from_set = self.cpuset.as_deref().and_then(|s| parse_cpuset(s).ok()).map(|v| v.len());
+        let from_set = self
+            .cpuset
+            .as_deref()
+            .and_then(|s| parse_cpuset(s).ok())
+            .map(|v| v.len());
         let from_quota = self.cpus.map(|c| c.ceil().max(1.0) as usize);
         match (from_set, from_quota) {
             (Some(a), Some(b)) => Some(a.min(b)),

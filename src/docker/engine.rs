@@ -112,28 +112,56 @@ pub struct BuiltImages {
 pub trait Engine: Send + Sync {
     /// Build or reuse the fairground image, the bases the frameworks need
     /// and the framework images.
-    fn ensure_images(&self, frameworks: &[Framework]) -> impl Future<Output = anyhow::Result<BuiltImages>> + Send;
+    fn ensure_images(
+        &self,
+        frameworks: &[Framework],
+    ) -> impl Future<Output = anyhow::Result<BuiltImages>> + Send;
     /// CPUs of the daemon's host, for `cpuset: auto`
     /// ([`super::container::allocate_cpusets`]).
     fn host_cpus(&self) -> impl Future<Output = anyhow::Result<Vec<usize>>> + Send;
     /// Create the run's internal network.
-    fn create_network(&self, run: &RunId) -> impl Future<Output = anyhow::Result<NetworkInfo>> + Send;
+    fn create_network(
+        &self,
+        run: &RunId,
+    ) -> impl Future<Output = anyhow::Result<NetworkInfo>> + Send;
     /// Create and start a long-running container (server).
-    fn start_container(&self, spec: &ContainerSpec) -> impl Future<Output = anyhow::Result<Handle>> + Send;
+    fn start_container(
+        &self,
+        spec: &ContainerSpec,
+    ) -> impl Future<Output = anyhow::Result<Handle>> + Send;
     /// The limits Docker really applied to a container.
-    fn inspect_limits(&self, h: &Handle) -> impl Future<Output = anyhow::Result<AppliedLimits>> + Send;
+    fn inspect_limits(
+        &self,
+        h: &Handle,
+    ) -> impl Future<Output = anyhow::Result<AppliedLimits>> + Send;
     /// Wait for 200 on the server's readiness path, probed from inside the
     /// run network; errors with the server's log tail on timeout.
-    fn wait_ready(&self, server: &Handle, check: &ReadyCheck) -> impl Future<Output = anyhow::Result<Readiness>> + Send;
+    fn wait_ready(
+        &self,
+        server: &Handle,
+        check: &ReadyCheck,
+    ) -> impl Future<Output = anyhow::Result<Readiness>> + Send;
     /// Run a container to its exit (bounded by `timeout`), remove it, and
     /// return its output. A non-zero exit is an error showing its output.
-    fn run_to_exit(&self, spec: &ContainerSpec, timeout: Duration) -> impl Future<Output = anyhow::Result<Output>> + Send;
+    fn run_to_exit(
+        &self,
+        spec: &ContainerSpec,
+        timeout: Duration,
+    ) -> impl Future<Output = anyhow::Result<Output>> + Send;
     /// Start sampling memory and CPU of a container every `every`.
-    fn start_sampler(&self, h: &Handle, every: Duration) -> impl Future<Output = anyhow::Result<Sampler>> + Send;
+    fn start_sampler(
+        &self,
+        h: &Handle,
+        every: Duration,
+    ) -> impl Future<Output = anyhow::Result<Sampler>> + Send;
     /// Whether the container still runs, or how it ended (crash, OOM kill).
     fn exit_state(&self, h: &Handle) -> impl Future<Output = anyhow::Result<ExitState>> + Send;
     /// Its last `lines` log lines (stdout and stderr).
-    fn logs_tail(&self, h: &Handle, lines: usize) -> impl Future<Output = anyhow::Result<String>> + Send;
+    fn logs_tail(
+        &self,
+        h: &Handle,
+        lines: usize,
+    ) -> impl Future<Output = anyhow::Result<String>> + Send;
     /// Stop and remove one container.
     fn remove(&self, h: &Handle) -> impl Future<Output = anyhow::Result<()>> + Send;
     /// Remove every container and network of `run`.
@@ -153,7 +181,9 @@ pub struct DockerEngine {
 
 impl std::fmt::Debug for DockerEngine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DockerEngine").field("opts", &self.opts).finish()
+        f.debug_struct("DockerEngine")
+            .field("opts", &self.opts)
+            .finish()
     }
 }
 
@@ -198,9 +228,15 @@ impl DockerEngine {
         Ok(self.ensure_fairground().await?.tag)
     }
 
-    async fn inspect(&self, id: &str) -> Result<bollard::models::ContainerInspectResponse, DockerError> {
+    async fn inspect(
+        &self,
+        id: &str,
+    ) -> Result<bollard::models::ContainerInspectResponse, DockerError> {
         self.docker
-            .inspect_container(id, None::<bollard::query_parameters::InspectContainerOptions>)
+            .inspect_container(
+                id,
+                None::<bollard::query_parameters::InspectContainerOptions>,
+            )
             .await
             .doing(|| format!("inspecting container {id}"))
     }
@@ -216,7 +252,14 @@ impl DockerEngine {
                 spec.to_create_body(),
             )
             .await
-            .doing(|| format!("creating container {} ({}) from {}", spec.name, spec.role.as_str(), spec.image))?;
+            .doing(|| {
+                format!(
+                    "creating container {} ({}) from {}",
+                    spec.name,
+                    spec.role.as_str(),
+                    spec.image
+                )
+            })?;
         if let Err(source) = self
             .docker
             .start_container(&created.id, None::<StartContainerOptions>)
@@ -254,14 +297,20 @@ impl DockerEngine {
         let opts = LogsOptions {
             stdout: true,
             stderr: true,
-            tail: if lines == 0 { "all".into() } else { lines.to_string() },
+            tail: if lines == 0 {
+                "all".into()
+            } else {
+                lines.to_string()
+            },
             ..Default::default()
         };
         let mut stream = self.docker.logs(id, Some(opts));
         let (mut out, mut err) = (Vec::new(), Vec::new());
         while let Some(item) = stream.next().await {
             match item.doing(|| format!("reading logs of container {id}"))? {
-                bollard::container::LogOutput::StdErr { message } => err.extend_from_slice(&message),
+                bollard::container::LogOutput::StdErr { message } => {
+                    err.extend_from_slice(&message)
+                }
                 other => out.extend_from_slice(other.as_ref()),
             }
         }
@@ -295,7 +344,12 @@ impl DockerEngine {
         if waited.is_err() {
             let _ = self
                 .docker
-                .kill_container(&id, Some(KillContainerOptions { signal: "KILL".into() }))
+                .kill_container(
+                    &id,
+                    Some(KillContainerOptions {
+                        signal: "KILL".into(),
+                    }),
+                )
                 .await;
             let tail = self.tail(&id, 100).await.unwrap_or_default();
             let _ = self.force_remove(&id).await;
@@ -340,7 +394,13 @@ impl Engine for DockerEngine {
         for fw in frameworks {
             let (base_tag, base_info) = bases::resolve(&self.docker, &fw.manifest.base, &self.opts)
                 .await
-                .map_err(|e| e.context(format!("framework {}: base `{}`", fw.name(), fw.manifest.base)))?;
+                .map_err(|e| {
+                    e.context(format!(
+                        "framework {}: base `{}`",
+                        fw.name(),
+                        fw.manifest.base
+                    ))
+                })?;
             if let Some(b) = base_info {
                 base_infos.insert(b.name.clone(), b);
             }
@@ -355,7 +415,11 @@ impl Engine for DockerEngine {
     }
 
     async fn host_cpus(&self) -> anyhow::Result<Vec<usize>> {
-        let info = self.docker.info().await.doing(|| "reading daemon info".into())?;
+        let info = self
+            .docker
+            .info()
+            .await
+            .doing(|| "reading daemon info".into())?;
         let n = info.ncpu.unwrap_or(0).max(0) as usize;
         Ok((0..n).collect())
     }
@@ -396,7 +460,10 @@ impl Engine for DockerEngine {
 
     async fn wait_ready(&self, server: &Handle, check: &ReadyCheck) -> anyhow::Result<Readiness> {
         let ip = server.ip.clone().ok_or_else(|| {
-            anyhow::anyhow!("server {} has no address on a run network; start it with `network` set", server.name)
+            anyhow::anyhow!(
+                "server {} has no address on a run network; start it with `network` set",
+                server.name
+            )
         })?;
         let url = format!("http://{ip}:{}{}", check.port, check.path);
         let image = self.fairground_tag().await?;
@@ -408,7 +475,12 @@ impl Engine for DockerEngine {
                 .and_then(|l| l.get(super::LABEL_RUN).cloned())
                 .unwrap_or_else(|| self.opts.run.0.clone()),
         );
-        let mut spec = ContainerSpec::new(&run, Role::Probe, format!("{}-ready-{:04x}", server.name, rand::random::<u16>()), image);
+        let mut spec = ContainerSpec::new(
+            &run,
+            Role::Probe,
+            format!("{}-ready-{:04x}", server.name, rand::random::<u16>()),
+            image,
+        );
         spec.network = server.network.clone();
         spec.read_only_rootfs = true;
         spec.cmd = vec![
@@ -418,8 +490,13 @@ impl Engine for DockerEngine {
             "--timeout".into(),
             format!("{}ms", check.timeout.as_millis()),
         ];
-        let out = self.run_collect(&spec, check.timeout + Duration::from_secs(30)).await?;
-        let report: Option<ReadyReport> = out.stdout.lines().find_map(|l| serde_json::from_str(l).ok());
+        let out = self
+            .run_collect(&spec, check.timeout + Duration::from_secs(30))
+            .await?;
+        let report: Option<ReadyReport> = out
+            .stdout
+            .lines()
+            .find_map(|l| serde_json::from_str(l).ok());
         match report {
             Some(ReadyReport {
                 ready: true,
@@ -430,7 +507,10 @@ impl Engine for DockerEngine {
                 url,
                 first_200_unix_ms: t,
                 attempts,
-                cold_start_ms: server.started_at.as_deref().and_then(|s| cold_start_ms(s, t)),
+                cold_start_ms: server
+                    .started_at
+                    .as_deref()
+                    .and_then(|s| cold_start_ms(s, t)),
             }),
             _ => {
                 let tail = self.tail(&server.id, 100).await.unwrap_or_default();
@@ -502,7 +582,9 @@ impl Engine for DockerEngine {
 impl DockerEngine {
     /// Read a container's cgroup once (local daemons only).
     pub fn read_cgroup(&self, h: &Handle) -> anyhow::Result<CgroupReading> {
-        let pid = h.pid.ok_or_else(|| anyhow::anyhow!("container {} has no PID (not running?)", h.name))?;
+        let pid = h
+            .pid
+            .ok_or_else(|| anyhow::anyhow!("container {} has no PID (not running?)", h.name))?;
         Ok(self.cgroup.for_pid(pid)?.read()?)
     }
 }
@@ -609,7 +691,12 @@ impl Engine for FakeEngine {
             bases: Vec::new(),
             frameworks: frameworks
                 .iter()
-                .map(|f| (f.name().to_string(), Self::image(images::ImageKind::Framework, f.name())))
+                .map(|f| {
+                    (
+                        f.name().to_string(),
+                        Self::image(images::ImageKind::Framework, f.name()),
+                    )
+                })
                 .collect(),
         })
     }
@@ -621,7 +708,11 @@ impl Engine for FakeEngine {
     async fn create_network(&self, run: &RunId) -> anyhow::Result<NetworkInfo> {
         let name = format!("{}-net", run.name_prefix());
         self.log(format!("create_network {name}"));
-        self.state.lock().unwrap().networks.insert(name.clone(), run.clone());
+        self.state
+            .lock()
+            .unwrap()
+            .networks
+            .insert(name.clone(), run.clone());
         Ok(NetworkInfo {
             name: name.clone(),
             id: format!("fake-{name}"),
@@ -671,7 +762,12 @@ impl Engine for FakeEngine {
 
     async fn wait_ready(&self, server: &Handle, check: &ReadyCheck) -> anyhow::Result<Readiness> {
         self.log(format!("wait_ready {}", server.name));
-        let url = format!("http://{}:{}{}", server.ip.clone().unwrap_or_default(), check.port, check.path);
+        let url = format!(
+            "http://{}:{}{}",
+            server.ip.clone().unwrap_or_default(),
+            check.port,
+            check.path
+        );
         match self.script.cold_start_ms {
             Some(ms) => Ok(Readiness {
                 url,
@@ -690,7 +786,11 @@ impl Engine for FakeEngine {
         }
     }
 
-    async fn run_to_exit(&self, spec: &ContainerSpec, _timeout: Duration) -> anyhow::Result<Output> {
+    async fn run_to_exit(
+        &self,
+        spec: &ContainerSpec,
+        _timeout: Duration,
+    ) -> anyhow::Result<Output> {
         self.log(format!("run {} {}", spec.role.as_str(), spec.name));
         let state = ExitState {
             exit_code: Some(self.script.loader_exit),
@@ -715,7 +815,10 @@ impl Engine for FakeEngine {
 
     async fn start_sampler(&self, h: &Handle, every: Duration) -> anyhow::Result<Sampler> {
         self.log(format!("sample {}", h.name));
-        Ok(Sampler::start(SamplerSource::Scripted(self.script.samples.clone()), every))
+        Ok(Sampler::start(
+            SamplerSource::Scripted(self.script.samples.clone()),
+            every,
+        ))
     }
 
     async fn exit_state(&self, h: &Handle) -> anyhow::Result<ExitState> {
@@ -846,7 +949,10 @@ mod tests {
         let t = chrono::DateTime::parse_from_rfc3339("2026-01-01T00:00:01.250Z")
             .unwrap()
             .timestamp_millis() as u64;
-        assert_eq!(cold_start_ms("2026-01-01T00:00:01.000000000Z", t), Some(250));
+        assert_eq!(
+            cold_start_ms("2026-01-01T00:00:01.000000000Z", t),
+            Some(250)
+        );
         assert_eq!(cold_start_ms("0001-garbage", t), None);
     }
 }

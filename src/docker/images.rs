@@ -151,7 +151,12 @@ pub fn is_static_elf(path: &Path) -> std::io::Result<bool> {
     let mut f = std::fs::File::open(path)?;
     let mut head = [0u8; 64];
     f.read_exact(&mut head)?;
-    let bad = || std::io::Error::new(std::io::ErrorKind::InvalidData, "not a 64-bit little-endian ELF file");
+    let bad = || {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "not a 64-bit little-endian ELF file",
+        )
+    };
     if &head[..4] != b"\x7fELF" || head[4] != 2 || head[5] != 1 {
         return Err(bad());
     }
@@ -180,18 +185,37 @@ pub fn static_bin_path(root: &Path) -> PathBuf {
 /// The static fairground binary to put in the image: this executable if it
 /// is static, else `$FAIRGROUND_STATIC_BIN`, else the `make static` output.
 pub fn locate_static_binary(root: &Path) -> Result<PathBuf, DockerError> {
+    locate_static_binary_from(
+        std::env::current_exe().ok(),
+        std::env::var_os(STATIC_BIN_ENV).map(PathBuf::from),
+        root,
+    )
+}
+
+/// [`locate_static_binary`] with its inputs explicit (for tests).
+pub fn locate_static_binary_from(
+    current_exe: Option<PathBuf>,
+    env_bin: Option<PathBuf>,
+    root: &Path,
+) -> Result<PathBuf, DockerError> {
     let mut looked = Vec::new();
-    if let Ok(exe) = std::env::current_exe() {
-        if is_static_elf(&exe).unwrap_or(false) && exe.file_name().is_some_and(|n| n == "fairground") {
+    if let Some(exe) = current_exe {
+        // Only the fairground binary itself, not a test harness that happens
+        // to be static.
+        if exe.file_name().is_some_and(|n| n == "fairground")
+            && is_static_elf(&exe).unwrap_or(false)
+        {
             return Ok(exe);
         }
-        looked.push(format!("{} is dynamically linked", exe.display()));
+        looked.push(format!("{} is not a static fairground", exe.display()));
     }
-    if let Some(p) = std::env::var_os(STATIC_BIN_ENV) {
-        let p = PathBuf::from(p);
+    if let Some(p) = env_bin {
         match is_static_elf(&p) {
             Ok(true) => return Ok(p),
-            Ok(false) => looked.push(format!("{STATIC_BIN_ENV}={} is dynamically linked", p.display())),
+            Ok(false) => looked.push(format!(
+                "{STATIC_BIN_ENV}={} is dynamically linked",
+                p.display()
+            )),
             Err(e) => looked.push(format!("{STATIC_BIN_ENV}={}: {e}", p.display())),
         }
     }
@@ -340,7 +364,8 @@ pub async fn build(docker: &Docker, req: BuildRequest<'_>) -> Result<(), DockerE
         tail: tail_file(req.log, TAIL_LINES),
     };
     if let Some(dir) = req.log.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| fail(format!("cannot create {}: {e}", dir.display())))?;
+        std::fs::create_dir_all(dir)
+            .map_err(|e| fail(format!("cannot create {}: {e}", dir.display())))?;
     }
     let mut log = std::fs::OpenOptions::new()
         .create(true)
@@ -492,13 +517,15 @@ async fn finish_info(
     reused: bool,
     run: &RunId,
 ) -> Result<ImageInfo, DockerError> {
-    let (id, size_bytes) = existing(docker, tag).await?.ok_or_else(|| DockerError::Build {
-        image: tag.into(),
-        what: name.into(),
-        reason: "the build reported success but the image is not there".into(),
-        log: PathBuf::new(),
-        tail: String::new(),
-    })?;
+    let (id, size_bytes) = existing(docker, tag)
+        .await?
+        .ok_or_else(|| DockerError::Build {
+            image: tag.into(),
+            what: name.into(),
+            reason: "the build reported success but the image is not there".into(),
+            log: PathBuf::new(),
+            tail: String::new(),
+        })?;
     let versions = read_file_from_image(docker, tag, VERSIONS_FILE, run).await?;
     Ok(ImageInfo {
         kind,
@@ -524,14 +551,27 @@ ENTRYPOINT [\"/fairground/fairground\"]\n";
 /// Build (or reuse) `fairground/fairground:<sha256 of the binary, 12 hex>`.
 pub async fn ensure_fairground(docker: &Docker, opts: &ImageOptions) -> anyhow::Result<ImageInfo> {
     let bin = locate_static_binary(&opts.root)?;
-    let bytes = std::fs::read(&bin).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", bin.display()))?;
+    let bytes =
+        std::fs::read(&bin).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", bin.display()))?;
     let hash = sha256_hex(&bytes);
     let tag = format!("{FAIRGROUND_REPO}:{}", short(&hash));
     if existing(docker, &tag).await?.is_some() {
         (opts.progress)(&format!("fairground image {tag}: up to date"));
-        return Ok(finish_info(docker, ImageKind::Fairground, "fairground", &tag, &hash, true, &opts.run).await?);
+        return Ok(finish_info(
+            docker,
+            ImageKind::Fairground,
+            "fairground",
+            &tag,
+            &hash,
+            true,
+            &opts.run,
+        )
+        .await?);
     }
-    (opts.progress)(&format!("fairground image {tag}: building from {}", bin.display()));
+    (opts.progress)(&format!(
+        "fairground image {tag}: building from {}",
+        bin.display()
+    ));
     let mut ctx = Context::new();
     ctx.add_bytes("Dockerfile", FAIRGROUND_DOCKERFILE.as_bytes(), 0o644)?;
     ctx.add_bytes("fairground", &bytes, 0o755)?;
@@ -551,7 +591,16 @@ pub async fn ensure_fairground(docker: &Docker, opts: &ImageOptions) -> anyhow::
         },
     )
     .await?;
-    Ok(finish_info(docker, ImageKind::Fairground, "fairground", &tag, &hash, false, &opts.run).await?)
+    Ok(finish_info(
+        docker,
+        ImageKind::Fairground,
+        "fairground",
+        &tag,
+        &hash,
+        false,
+        &opts.run,
+    )
+    .await?)
 }
 
 // ---------------------------------------------------------------------------
@@ -581,8 +630,13 @@ pub fn framework_inputs_hash(fw: &Framework, base_tag: &str) -> anyhow::Result<S
         h.update(rustc_version()?.as_bytes());
         h.update(STATIC_RUSTFLAGS.as_bytes());
     }
-    hash_dir(&fw.dir, &mut h)
-        .map_err(|e| anyhow::anyhow!("framework {}: cannot read {}: {e}", fw.name(), fw.dir.display()))?;
+    hash_dir(&fw.dir, &mut h).map_err(|e| {
+        anyhow::anyhow!(
+            "framework {}: cannot read {}: {e}",
+            fw.name(),
+            fw.dir.display()
+        )
+    })?;
     Ok(hex::encode(h.finalize()))
 }
 
@@ -590,7 +644,14 @@ pub fn framework_inputs_hash(fw: &Framework, base_tag: &str) -> anyhow::Result<S
 /// in `dir`, from `cargo metadata`, plus the rustc version.
 pub fn cargo_versions(dir: &Path) -> anyhow::Result<String> {
     let out = std::process::Command::new("cargo")
-        .args(["metadata", "--format-version", "1", "--locked", "--filter-platform", STATIC_TARGET])
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--locked",
+            "--filter-platform",
+            STATIC_TARGET,
+        ])
         .current_dir(dir)
         .output()
         .map_err(|e| anyhow::anyhow!("cannot run cargo metadata in {}: {e}", dir.display()))?;
@@ -641,17 +702,36 @@ pub fn cargo_versions(dir: &Path) -> anyhow::Result<String> {
 
 /// `cargo build --release --locked` of a framework, static, into the shared
 /// `target/frameworks`; returns the binary. Output goes to `log`.
-pub async fn cargo_prebuild(fw: &Framework, bin: &str, root: &Path, log: &Path) -> anyhow::Result<PathBuf> {
+pub async fn cargo_prebuild(
+    fw: &Framework,
+    bin: &str,
+    root: &Path,
+    log: &Path,
+) -> anyhow::Result<PathBuf> {
     let target_dir = root.join("target/frameworks");
     if let Some(d) = log.parent() {
         std::fs::create_dir_all(d)?;
     }
-    let file = std::fs::OpenOptions::new().create(true).append(true).open(log)?;
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)?;
     let status = tokio::process::Command::new("cargo")
-        .args(["build", "--release", "--locked", "--target", STATIC_TARGET, "--bin", bin])
+        .args([
+            "build",
+            "--release",
+            "--locked",
+            "--target",
+            STATIC_TARGET,
+            "--bin",
+            bin,
+        ])
         .current_dir(&fw.dir)
         .env("CARGO_TARGET_DIR", &target_dir)
-        .env("CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUSTFLAGS", STATIC_RUSTFLAGS)
+        .env(
+            "CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUSTFLAGS",
+            STATIC_RUSTFLAGS,
+        )
         .stdout(file.try_clone()?)
         .stderr(file)
         .status()
@@ -682,13 +762,25 @@ pub async fn ensure_framework(
     let tag = format!("fairground/fw-{name}:{}", short(&hash));
     if existing(docker, &tag).await?.is_some() {
         (opts.progress)(&format!("framework {name} {tag}: up to date"));
-        return Ok(finish_info(docker, ImageKind::Framework, &name, &tag, &hash, true, &opts.run).await?);
+        return Ok(finish_info(
+            docker,
+            ImageKind::Framework,
+            &name,
+            &tag,
+            &hash,
+            true,
+            &opts.run,
+        )
+        .await?);
     }
     let log = opts.log_dir.join(format!("fw-{name}.log"));
     let _ = std::fs::remove_file(&log);
     let mut ctx = Context::new();
     if let Some(Prebuild::Cargo { bin }) = &fw.manifest.prebuild {
-        (opts.progress)(&format!("framework {name}: cargo build (log: {})", log.display()));
+        (opts.progress)(&format!(
+            "framework {name}: cargo build (log: {})",
+            log.display()
+        ));
         let app = cargo_prebuild(fw, bin, &opts.root, &log).await?;
         ctx.add_bytes("app", &std::fs::read(&app)?, 0o755)?;
         let versions = cargo_versions(&fw.dir)
@@ -697,7 +789,10 @@ pub async fn ensure_framework(
     }
     ctx.add_dir(&fw.dir)
         .map_err(|e| anyhow::anyhow!("framework {name}: packing {}: {e}", fw.dir.display()))?;
-    (opts.progress)(&format!("framework {name} {tag}: docker build FROM {base_tag} (log: {})", log.display()));
+    (opts.progress)(&format!(
+        "framework {name} {tag}: docker build FROM {base_tag} (log: {})",
+        log.display()
+    ));
     build(
         docker,
         BuildRequest {
@@ -711,7 +806,16 @@ pub async fn ensure_framework(
         },
     )
     .await?;
-    Ok(finish_info(docker, ImageKind::Framework, &name, &tag, &hash, false, &opts.run).await?)
+    Ok(finish_info(
+        docker,
+        ImageKind::Framework,
+        &name,
+        &tag,
+        &hash,
+        false,
+        &opts.run,
+    )
+    .await?)
 }
 
 // ---------------------------------------------------------------------------
@@ -783,7 +887,10 @@ mod tests {
         std::fs::write(d.join("Dockerfile"), b"FROM scratch\n").unwrap();
         std::fs::write(d.join("src/main.rs"), b"fn main() {}\n").unwrap();
         let files = context_files(d).unwrap();
-        assert_eq!(files, vec![PathBuf::from("Dockerfile"), PathBuf::from("src/main.rs")]);
+        assert_eq!(
+            files,
+            vec![PathBuf::from("Dockerfile"), PathBuf::from("src/main.rs")]
+        );
         let hash = |d: &Path| {
             let mut h = Sha256::new();
             hash_dir(d, &mut h).unwrap();
@@ -799,11 +906,10 @@ mod tests {
     #[test]
     fn missing_static_binary_says_make_static() {
         let tmp = tempfile::tempdir().unwrap();
-        // Only meaningful when the env var does not point at a real build.
-        if std::env::var_os(STATIC_BIN_ENV).is_some() {
-            return;
-        }
-        let err = locate_static_binary(tmp.path()).unwrap_err();
-        assert!(err.to_string().contains("make static"), "{err}");
+        let exe = std::env::current_exe().unwrap();
+        let err = locate_static_binary_from(Some(exe.clone()), Some(exe), tmp.path()).unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("make static"), "{msg}");
+        assert!(msg.contains("dynamically linked"), "{msg}");
     }
 }

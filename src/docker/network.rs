@@ -99,7 +99,10 @@ pub async fn create(docker: &Docker, run: &RunId) -> Result<NetworkInfo, DockerE
             Ok(resp) => {
                 let id = resp.id;
                 let inspect = docker
-                    .inspect_network(&id, None::<bollard::query_parameters::InspectNetworkOptions>)
+                    .inspect_network(
+                        &id,
+                        None::<bollard::query_parameters::InspectNetworkOptions>,
+                    )
                     .await
                     .doing(|| format!("inspecting network {name}"))?;
                 return Ok(NetworkInfo {

@@ -115,7 +115,9 @@ pub fn wait(url: &str, timeout: Duration) -> anyhow::Result<ReadyReport> {
     let mut last_error = None;
     while start.elapsed() < timeout {
         attempts += 1;
-        let left = timeout.saturating_sub(start.elapsed()).min(Duration::from_secs(2));
+        let left = timeout
+            .saturating_sub(start.elapsed())
+            .min(Duration::from_secs(2));
         match attempt(addr, &host, &path, left) {
             Ok(200) => {
                 return Ok(ReadyReport {

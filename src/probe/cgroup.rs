@@ -218,9 +218,7 @@ impl CgroupFs {
             });
         }
         if let Some(unified) = lines.iter().find(|l| l.controllers.is_empty()) {
-            let dir = self
-                .cgroup_root
-                .join(unified.path.trim_start_matches('/'));
+            let dir = self.cgroup_root.join(unified.path.trim_start_matches('/'));
             return Ok(CgroupPaths {
                 version: CgroupVersion::V2,
                 memory: dir.clone(),

@@ -1,0 +1,129 @@
+//! Shared helpers of the Docker integration tests (tests/docker_*.rs).
+//!
+//! One tokio runtime and one daemon connection per test process, images
+//! built once per process, and every object labelled with a run id that
+//! starts with `fgtest-docker-` so these tests only ever clean their own.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::sync::{LazyLock, Mutex, OnceLock};
+
+use fairground::docker::engine::{BuiltImages, DockerEngine, Engine};
+use fairground::docker::images::ImageOptions;
+use fairground::docker::RunId;
+
+/// The project root.
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// One runtime for every test of the process, so pooled connections of the
+/// shared client always have their runtime.
+pub fn rt() -> &'static tokio::runtime::Runtime {
+    static RT: LazyLock<tokio::runtime::Runtime> = LazyLock::new(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap()
+    });
+    &RT
+}
+
+/// A run id these tests own.
+pub fn test_run(what: &str) -> RunId {
+    RunId(format!(
+        "fgtest-docker-{what}-{:08x}",
+        rand::random::<u32>()
+    ))
+}
+
+/// Whether Docker tests can run: with CI=true the daemon must be there
+/// (panic otherwise); elsewhere a missing daemon skips loudly.
+pub fn docker_or_skip(test: &str) -> bool {
+    let ok = rt()
+        .block_on(fairground::docker::connect())
+        .map_err(|e| e.to_string());
+    match ok {
+        Ok(_) => true,
+        Err(e) if std::env::var("CI").as_deref() == Ok("true") => {
+            panic!("{test}: CI=true but the Docker daemon is unreachable: {e}")
+        }
+        Err(e) => {
+            eprintln!("\n!!! SKIPPING {test}: no Docker daemon ({e}) !!!\n");
+            false
+        }
+    }
+}
+
+/// The engine shared by the process (labels its builds with one run id).
+pub fn engine() -> &'static DockerEngine {
+    static ENGINE: OnceLock<DockerEngine> = OnceLock::new();
+    ENGINE.get_or_init(|| {
+        rt().block_on(async {
+            let mut opts = ImageOptions::new(root(), test_run("images"));
+            opts.log_dir = root().join("target/test-build-logs");
+            opts.progress = std::sync::Arc::new(|m: &str| eprintln!("[images] {m}"));
+            DockerEngine::connect(opts).await.expect("connect")
+        })
+    })
+}
+
+/// The fixture framework folder.
+pub fn fixture_framework(name: &str) -> PathBuf {
+    root().join("tests/fixtures/frameworks").join(name)
+}
+
+/// fairground's image and the `tinyfw` fixture image, built once per process.
+pub fn images() -> BuiltImages {
+    static BUILT: Mutex<Option<BuiltImages>> = Mutex::new(None);
+    let mut guard = BUILT.lock().unwrap();
+    if let Some(b) = guard.as_ref() {
+        return b.clone();
+    }
+    let fw = fairground::framework::load(&fixture_framework("tinyfw")).expect("fixture manifest");
+    let built = rt()
+        .block_on(engine().ensure_images(std::slice::from_ref(&fw)))
+        .unwrap_or_else(|e| panic!("building test images: {e:#}"));
+    *guard = Some(built.clone());
+    built
+}
+
+/// Names of containers and networks still carrying `run`'s label.
+pub fn leftovers(run: &RunId) -> Vec<String> {
+    use bollard::query_parameters::{ListContainersOptions, ListNetworksOptions};
+    use std::collections::HashMap;
+    let filters = HashMap::from([(
+        "label".to_string(),
+        vec![format!("fairground.run={}", run.0)],
+    )]);
+    rt().block_on(async {
+        let d = engine().docker();
+        let mut names: Vec<String> = d
+            .list_containers(Some(ListContainersOptions {
+                all: true,
+                filters: Some(filters.clone()),
+                ..Default::default()
+            }))
+            .await
+            .unwrap()
+            .into_iter()
+            .flat_map(|c| c.names.unwrap_or_default())
+            .collect();
+        names.extend(
+            d.list_networks(Some(ListNetworksOptions {
+                filters: Some(filters),
+            }))
+            .await
+            .unwrap()
+            .into_iter()
+            .filter_map(|n| n.name),
+        );
+        names
+    })
+}
+
+/// Path of a file relative to the root, for messages.
+pub fn rel(p: &Path) -> String {
+    p.strip_prefix(root()).unwrap_or(p).display().to_string()
+}
