@@ -64,7 +64,8 @@ fn fairground_image_serves_and_a_second_container_reaches_it_over_the_internal_n
             cpuset: Some(server_set.clone()),
             cpus: Some(1.0),
             memory_bytes: Some(256 * MIB),
-            nofile: Some(65536),
+            // Below this host's dockerd hard limit (20000): runc cannot go above it.
+            nofile: Some(16384),
         };
         let h = e.start_container(&server).await.unwrap();
         let applied = e.inspect_limits(&h).await.unwrap();
@@ -305,10 +306,23 @@ fn internal_network_has_no_route_out() {
             .iter()
             .filter(|l| l.split_whitespace().nth(1) == Some("00000000"))
             .collect();
-        assert!(
-            default.is_empty(),
-            "default route on an internal network: {default:?}"
-        );
+        if !default.is_empty() {
+            // Docker before 25.0 still gives internal networks a default
+            // route via the bridge (moby#46603 removed it); egress is then
+            // dropped on the host by the isolation rule for this bridge.
+            // Check that rule instead of sending anything anywhere.
+            let bridge = format!("br-{}", &net.id[..12]);
+            let rules = std::process::Command::new("iptables")
+                .args(["-S", "DOCKER-ISOLATION-STAGE-1"])
+                .output()
+                .expect("iptables (to check the isolation rule of a pre-25 daemon)");
+            let rules = String::from_utf8_lossy(&rules.stdout);
+            let drop_out = format!("! -d {} -i {bridge} -j DROP", net.subnet);
+            assert!(
+                rules.lines().any(|l| l.contains(&drop_out)),
+                "default route {default:?} and no `{drop_out}` rule in\n{rules}"
+            );
+        }
         guard.finish().await.unwrap();
     });
     assert!(leftovers(&run).is_empty());

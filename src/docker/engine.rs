@@ -267,10 +267,20 @@ impl DockerEngine {
         {
             let tail = self.tail(&created.id, 100).await.unwrap_or_default();
             let _ = self.force_remove(&created.id).await;
+            let mut why = format!("could not start: {source}");
+            // runc cannot raise RLIMIT_NOFILE (type 7) above the daemon's own
+            // hard limit; say so instead of leaving the user with runc's words.
+            if why.contains("rlimit type 7") {
+                why.push_str(&format!(
+                    "\nhint: nofile {} is above the Docker daemon's own open-files hard limit; \
+                     lower `nofile`, or raise dockerd's limit (systemd: LimitNOFILE=) and restart it",
+                    spec.limits.nofile.unwrap_or(0)
+                ));
+            }
             return Err(DockerError::ContainerFailed {
                 container: spec.name.clone(),
                 role: spec.role.as_str().into(),
-                why: format!("could not start: {source}"),
+                why,
                 tail,
             }
             .into());
