@@ -29,6 +29,10 @@ fn fairground_image_serves_and_a_second_container_reaches_it_over_the_internal_n
     }
     let built = images();
     let fg = &built.fairground;
+    if *BUILT_FRESH.lock().unwrap() {
+        assert!(!fg.reused, "built from nothing: {fg:?}");
+        assert!(!built.frameworks["tinyfw"].reused);
+    }
     assert!(fg.tag.starts_with("fairground/fairground:"), "{}", fg.tag);
     assert_eq!(fg.tag.split(':').nth(1).unwrap(), &fg.inputs_hash[..12]);
     assert!(

@@ -74,6 +74,36 @@ pub fn fixture_framework(name: &str) -> PathBuf {
     root().join("tests/fixtures/frameworks").join(name)
 }
 
+/// Remove `tag` if an earlier run of these tests built it (its
+/// `fairground.run` label is ours), so the build path really runs, as on an
+/// empty daemon. Images built by anyone else are never touched. Returns
+/// whether the image is now absent.
+pub fn remove_if_ours(tag: &str) -> bool {
+    let d = engine().docker().clone();
+    rt().block_on(async {
+        let Ok(img) = d.inspect_image(tag).await else {
+            return true;
+        };
+        let ours = img
+            .config
+            .and_then(|c| c.labels)
+            .and_then(|l| l.get("fairground.run").cloned())
+            .is_some_and(|r| r.starts_with("fgtest-docker-"));
+        ours && d
+            .remove_image(
+                tag,
+                None::<bollard::query_parameters::RemoveImageOptions>,
+                None,
+            )
+            .await
+            .is_ok()
+    })
+}
+
+/// Whether [`images`] built both images from nothing (rather than reusing
+/// ones it could not remove).
+pub static BUILT_FRESH: Mutex<bool> = Mutex::new(false);
+
 /// fairground's image and the `tinyfw` fixture image, built once per process.
 pub fn images() -> BuiltImages {
     static BUILT: Mutex<Option<BuiltImages>> = Mutex::new(None);
@@ -82,6 +112,12 @@ pub fn images() -> BuiltImages {
         return b.clone();
     }
     let fw = fairground::framework::load(&fixture_framework("tinyfw")).expect("fixture manifest");
+    let bin = fairground::docker::images::locate_static_binary(&root()).expect("make static");
+    let fg_hash = fairground::docker::images::sha256_hex(&std::fs::read(bin).unwrap());
+    let fw_hash = fairground::docker::images::framework_inputs_hash(&fw, "scratch").unwrap();
+    let fresh = remove_if_ours(&format!("fairground/fairground:{}", &fg_hash[..12]))
+        & remove_if_ours(&format!("fairground/fw-tinyfw:{}", &fw_hash[..12]));
+    *BUILT_FRESH.lock().unwrap() = fresh;
     let built = rt()
         .block_on(engine().ensure_images(std::slice::from_ref(&fw)))
         .unwrap_or_else(|e| panic!("building test images: {e:#}"));
@@ -97,8 +133,8 @@ pub fn leftovers(run: &RunId) -> Vec<String> {
         "label".to_string(),
         vec![format!("fairground.run={}", run.0)],
     )]);
+    let d = engine().docker().clone();
     rt().block_on(async {
-        let d = engine().docker();
         let mut names: Vec<String> = d
             .list_containers(Some(ListContainersOptions {
                 all: true,
