@@ -401,3 +401,58 @@ fn clean_with_run_id_removes_only_that_runs_objects() {
     .unwrap();
     assert!(leftovers(&kept).is_empty());
 }
+
+/// Env var that turns this test binary into the child of the SIGTERM test.
+const SIGTERM_CHILD: &str = "FAIRGROUND_TEST_SIGTERM_CHILD";
+
+/// The child: guard a run, create its network and a server, say READY, wait
+/// (bounded) to be terminated.
+fn sigterm_child(run: RunId) {
+    let img = images().frameworks["tinyfw"].tag.clone();
+    let e = engine();
+    rt().block_on(async {
+        let _guard = RunGuard::new(e.docker().clone(), run.clone());
+        let net = e.create_network(&run).await.unwrap();
+        let mut s = spec(&run, Role::Server, "srv", &img, &["serve", "8080"]);
+        s.network = Some(net.name);
+        e.start_container(&s).await.unwrap();
+        println!("READY");
+        tokio::time::sleep(Duration::from_secs(60)).await;
+    });
+    panic!("the child was not terminated within 60 s");
+}
+
+#[test]
+fn sigterm_removes_the_runs_objects_and_exits_130() {
+    if let Ok(run) = std::env::var(SIGTERM_CHILD) {
+        return sigterm_child(RunId(run));
+    }
+    if !docker_or_skip("sigterm_removes_the_runs_objects…") {
+        return;
+    }
+    use std::io::BufRead;
+    let run = test_run("sigterm");
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "sigterm_removes_the_runs_objects_and_exits_130",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(SIGTERM_CHILD, &run.0)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let ready = std::io::BufReader::new(stdout)
+        .lines()
+        .map_while(Result::ok)
+        .any(|l| l.contains("READY"));
+    assert!(ready, "the child never got ready");
+    assert_eq!(leftovers(&run).len(), 2, "{:?}", leftovers(&run));
+    // SAFETY: plain kill(2) on the child we spawned.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{status:?}");
+    assert!(leftovers(&run).is_empty(), "{:?}", leftovers(&run));
+}

@@ -293,6 +293,9 @@ pub struct ExitState {
     pub started_at: Option<String>,
     /// `State.FinishedAt` (RFC 3339).
     pub finished_at: Option<String>,
+    /// OOM kills counted by the container's cgroup while it runs (a worker
+    /// process killed while the container survives); `None` when not read.
+    pub cgroup_oom_kills: Option<u64>,
 }
 
 impl ExitState {
@@ -307,6 +310,7 @@ impl ExitState {
             error: st.error.filter(|e| !e.is_empty()),
             started_at: st.started_at,
             finished_at: st.finished_at.filter(|f| !f.starts_with("0001-")),
+            cgroup_oom_kills: None,
         }
     }
 
@@ -318,7 +322,12 @@ impl ExitState {
     /// One line for the report: `running`, `exited 0`, `OOM-killed (exit 137)` …
     pub fn describe(&self) -> String {
         if self.running {
-            return "running".into();
+            return match self.cgroup_oom_kills {
+                Some(n) if n > 0 => {
+                    format!("running, but the kernel OOM-killed {n} process(es) inside it")
+                }
+                _ => "running".into(),
+            };
         }
         let code = self.exit_code.map_or("?".to_string(), |c| c.to_string());
         if self.oom_killed {

@@ -573,7 +573,13 @@ impl Engine for DockerEngine {
     }
 
     async fn exit_state(&self, h: &Handle) -> anyhow::Result<ExitState> {
-        Ok(ExitState::from_inspect(&self.inspect(&h.id).await?))
+        let mut state = ExitState::from_inspect(&self.inspect(&h.id).await?);
+        // While it runs, the cgroup also tells about OOM kills of processes
+        // other than the main one (memory.events / memory.oom_control).
+        if state.running && super::daemon_is_local() {
+            state.cgroup_oom_kills = self.read_cgroup(h).ok().and_then(|r| r.oom_kills);
+        }
+        Ok(state)
     }
 
     async fn logs_tail(&self, h: &Handle, lines: usize) -> anyhow::Result<String> {
