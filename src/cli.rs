@@ -25,6 +25,11 @@ pub enum Command {
     Clean(crate::docker::commands::CleanArgs),
     /// Wait until a URL answers 200 and print when (used inside the run network).
     Ready(crate::docker::ready::ReadyArgs),
+    /// Check, show and describe benchmark profiles (profiles/*.yaml).
+    Profile(crate::profile::ProfileArgs),
+    /// Check a running server against the endpoint contract with random
+    /// inputs (exit 5 when a required check fails).
+    Verify(crate::verify::VerifyArgs),
 }
 
 /// Run the parsed command line; the returned code is the process exit status.
@@ -34,5 +39,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Images(args) => crate::docker::commands::run_images(&args),
         Command::Clean(args) => crate::docker::commands::run_clean(&args),
         Command::Ready(args) => crate::docker::ready::run(&args).map(|()| ExitCode::Ok),
+        Command::Profile(args) => crate::profile::run(&args).map(|()| ExitCode::Ok),
+        Command::Verify(args) => crate::verify::run(&args),
     }
 }

@@ -10,4 +10,6 @@ pub mod docker;
 pub mod exit;
 pub mod framework;
 pub mod probe;
+pub mod profile;
 pub mod serve;
+pub mod verify;
