@@ -41,6 +41,13 @@ pub const LABEL_NAME: &str = "fairground.name";
 /// How long to wait for the daemon to answer the first request.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// Per-request ceiling of the client. bollard's default (2 min) cuts long
+/// requests that are legitimately open for minutes: an import streaming a
+/// mmdebstrap bootstrap, a framework build, waiting for a loader. Each of
+/// those is bounded by fairground itself where it matters (loader and probe
+/// timeouts); this is only the backstop.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(2 * 3600);
+
 /// The id of one fairground run; every object it creates is labelled with it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct RunId(pub String);
@@ -104,7 +111,9 @@ pub async fn connect() -> Result<Docker, DockerError> {
         host: host.clone(),
         reason,
     };
-    let docker = Docker::connect_with_host(&host).map_err(|e| unavailable(e.to_string()))?;
+    let docker = Docker::connect_with_host(&host)
+        .map_err(|e| unavailable(e.to_string()))?
+        .with_timeout(REQUEST_TIMEOUT);
     let docker = tokio::time::timeout(CONNECT_TIMEOUT, docker.negotiate_version())
         .await
         .map_err(|_| unavailable(format!("no answer within {} s", CONNECT_TIMEOUT.as_secs())))?
