@@ -165,6 +165,50 @@ impl ContainerSpec {
         }
     }
 
+    /// The server container of framework `fw`: its image's own command, the
+    /// manifest's env and read-only-root choice, on the run network.
+    pub fn server(
+        run: &RunId,
+        fw: &crate::framework::Framework,
+        image: &str,
+        network: &str,
+        limits: Limits,
+    ) -> Self {
+        let mut s = Self::new(
+            run,
+            Role::Server,
+            format!("{}-server-{}", run.name_prefix(), fw.name()),
+            image,
+        );
+        s.network = Some(network.to_string());
+        s.limits = limits;
+        s.read_only_rootfs = fw.manifest.read_only_rootfs;
+        s.env = fw.manifest.env.clone();
+        s
+    }
+
+    /// A loader container: the fairground image running `args` (e.g.
+    /// `["load", "--url", …, "--json"]`) on the run network.
+    pub fn loader(
+        run: &RunId,
+        fairground_image: &str,
+        network: &str,
+        limits: Limits,
+        args: Vec<String>,
+    ) -> Self {
+        let mut s = Self::new(
+            run,
+            Role::Loader,
+            format!("{}-loader-{:04x}", run.name_prefix(), rand::random::<u16>()),
+            fairground_image,
+        );
+        s.network = Some(network.to_string());
+        s.limits = limits;
+        s.read_only_rootfs = true;
+        s.cmd = args;
+        s
+    }
+
     /// The labels every object of this container carries.
     pub fn labels(&self) -> HashMap<String, String> {
         HashMap::from([
@@ -455,6 +499,30 @@ mod tests {
         assert_eq!(body.labels.unwrap()[LABEL_RUN], "fg-test");
         // 1.5 CPUs rounds up to 2, within the 2-CPU cpuset.
         assert!(body.env.unwrap().contains(&"FAIRGROUND_CPUS=2".to_string()));
+    }
+
+    #[test]
+    fn server_spec_follows_the_manifest_and_loader_runs_read_only() {
+        let fw = crate::framework::load(
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures/frameworks/tinyfw"),
+        )
+        .unwrap();
+        let run = RunId("fg-x".into());
+        let s = ContainerSpec::server(&run, &fw, "img", "fg-x-net", Limits::default());
+        assert_eq!(s.name, "fg-x-server-tinyfw");
+        assert_eq!(s.role, Role::Server);
+        assert!(s.read_only_rootfs, "the manifest default");
+        assert!(s.cmd.is_empty(), "the image's own CMD");
+        let l = ContainerSpec::loader(
+            &run,
+            "fg",
+            "fg-x-net",
+            Limits::default(),
+            vec!["load".into()],
+        );
+        assert!(l.name.starts_with("fg-x-loader-") && l.read_only_rootfs);
+        assert_eq!(l.network.as_deref(), Some("fg-x-net"));
     }
 
     #[test]
