@@ -172,6 +172,9 @@ async fn build(b: &BuildArgs) -> anyhow::Result<ExitCode> {
             human_bytes(i.size_bytes),
             if i.reused { "reused" } else { "built" }
         );
+        for line in i.versions.as_deref().unwrap_or("").lines() {
+            println!("    {line}");
+        }
     }
     Ok(ExitCode::Ok)
 }
