@@ -115,8 +115,11 @@ pub fn images() -> BuiltImages {
     let bin = fairground::docker::images::locate_static_binary(&root()).expect("make static");
     let fg_hash = fairground::docker::images::sha256_hex(&std::fs::read(bin).unwrap());
     let fw_hash = fairground::docker::images::framework_inputs_hash(&fw, "scratch").unwrap();
-    let fresh = remove_if_ours(&format!("fairground/fairground:{}", &fg_hash[..12]))
-        & remove_if_ours(&format!("fairground/fw-tinyfw:{}", &fw_hash[..12]));
+    // The SIGTERM test's child process reuses what its parent built.
+    let child = std::env::var_os("FAIRGROUND_TEST_SIGTERM_CHILD").is_some();
+    let fresh = !child
+        && remove_if_ours(&format!("fairground/fairground:{}", &fg_hash[..12]))
+            & remove_if_ours(&format!("fairground/fw-tinyfw:{}", &fw_hash[..12]));
     *BUILT_FRESH.lock().unwrap() = fresh;
     let built = rt()
         .block_on(engine().ensure_images(std::slice::from_ref(&fw)))
