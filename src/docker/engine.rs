@@ -81,6 +81,12 @@ pub struct Readiness {
     pub attempts: u64,
     /// Cold start: first 200 − the container's `State.StartedAt`, ms.
     pub cold_start_ms: Option<i64>,
+    /// True when the very first request already got 200: the server was
+    /// ready before the prober (itself a container, started after the
+    /// server) could ask, so `cold_start_ms` is only an upper bound (it
+    /// includes the prober's own start, ~0.5 s on a busy host). Show it as
+    /// `≤ N ms`.
+    pub cold_start_is_upper_bound: bool,
 }
 
 /// How a run-to-exit container ended and what it printed.
@@ -521,6 +527,7 @@ impl Engine for DockerEngine {
                     .started_at
                     .as_deref()
                     .and_then(|s| cold_start_ms(s, t)),
+                cold_start_is_upper_bound: attempts <= 1,
             }),
             _ => {
                 let tail = self.tail(&server.id, 100).await.unwrap_or_default();
@@ -790,6 +797,7 @@ impl Engine for FakeEngine {
                 first_200_unix_ms: 1_767_225_600_000 + ms as u64,
                 attempts: 3,
                 cold_start_ms: Some(ms),
+                cold_start_is_upper_bound: false,
             }),
             None => Err(DockerError::NotReady {
                 container: server.name.clone(),

@@ -31,6 +31,9 @@ pub struct ReadyArgs {
 pub struct ReadyReport {
     /// The URL polled.
     pub url: String,
+    /// Unix time (ms) of the first attempt.
+    #[serde(default)]
+    pub started_unix_ms: u64,
     /// Whether a 200 came back before the timeout.
     pub ready: bool,
     /// Unix time (ms) of the first 200.
@@ -110,6 +113,7 @@ fn attempt(addr: SocketAddr, host: &str, path: &str, budget: Duration) -> std::i
 /// Poll until 200 or timeout. Bounded in time and therefore in count.
 pub fn wait(url: &str, timeout: Duration) -> anyhow::Result<ReadyReport> {
     let (addr, host, path) = parse_url(url)?;
+    let started_unix_ms = unix_ms();
     let start = Instant::now();
     let mut attempts = 0u64;
     let mut last_error = None;
@@ -122,6 +126,7 @@ pub fn wait(url: &str, timeout: Duration) -> anyhow::Result<ReadyReport> {
             Ok(200) => {
                 return Ok(ReadyReport {
                     url: url.to_string(),
+                    started_unix_ms,
                     ready: true,
                     first_200_unix_ms: Some(unix_ms()),
                     attempts,
@@ -136,6 +141,7 @@ pub fn wait(url: &str, timeout: Duration) -> anyhow::Result<ReadyReport> {
     }
     Ok(ReadyReport {
         url: url.to_string(),
+        started_unix_ms,
         ready: false,
         first_200_unix_ms: None,
         attempts,
