@@ -25,6 +25,8 @@ pub enum Command {
     Clean(crate::docker::commands::CleanArgs),
     /// Wait until a URL answers 200 and print when (used inside the run network).
     Ready(crate::docker::ready::ReadyArgs),
+    /// Measure and judge the environment; exit 3 when results from it would be refused.
+    Preflight(crate::preflight::PreflightArgs),
     /// Check, show and describe benchmark profiles (profiles/*.yaml).
     Profile(crate::profile::ProfileArgs),
     /// Check a running server against the endpoint contract with random
@@ -39,6 +41,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Images(args) => crate::docker::commands::run_images(&args),
         Command::Clean(args) => crate::docker::commands::run_clean(&args),
         Command::Ready(args) => crate::docker::ready::run(&args).map(|()| ExitCode::Ok),
+        Command::Preflight(args) => crate::preflight::run_cli(&args),
         Command::Profile(args) => crate::profile::run(&args).map(|()| ExitCode::Ok),
         Command::Verify(args) => crate::verify::run(&args),
     }

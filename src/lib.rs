@@ -10,6 +10,7 @@ pub mod docker;
 pub mod exit;
 pub mod framework;
 pub mod probe;
+pub mod preflight;
 pub mod profile;
 pub mod serve;
 pub mod verify;
