@@ -152,3 +152,49 @@ fn ready_command_prints_first_200_as_json_and_fails_on_timeout() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["ready"], false);
 }
+
+#[test]
+fn failed_framework_build_names_the_framework_the_log_and_shows_its_tail() {
+    if !docker_or_skip("failed_framework_build_names…") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let fw = tmp.path().join("frameworks/broken");
+    std::fs::create_dir_all(&fw).unwrap();
+    std::fs::write(
+        fw.join("framework.yaml"),
+        "name: broken\nlanguage: none\nframework: broken\nbase: scratch\nscenarios: [plaintext]\n\
+         workers: none\nnotes: a Dockerfile that cannot build\n",
+    )
+    .unwrap();
+    std::fs::write(
+        fw.join("Dockerfile"),
+        "FROM scratch\nCOPY no-such-file /x\n",
+    )
+    .unwrap();
+    let logs = tmp.path().join("logs");
+    let out = fairground()
+        .args(["images", "build", "--frameworks"])
+        .arg(tmp.path().join("frameworks"))
+        .arg("--root")
+        .arg(root())
+        .arg("--log-dir")
+        .arg(&logs)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("for framework broken failed"), "{stderr}");
+    let log = logs.join("fw-broken.log");
+    assert!(
+        stderr.contains(&format!("full log: {}", log.display())),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("no-such-file"),
+        "the tail shows the builder's words: {stderr}"
+    );
+    assert!(std::fs::read_to_string(&log)
+        .unwrap()
+        .contains("COPY no-such-file"));
+}
