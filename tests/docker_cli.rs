@@ -64,9 +64,18 @@ fn images_build_builds_the_fixture_framework_and_list_shows_it() {
     if !docker_or_skip("images_build_builds_the_fixture_framework…") {
         return;
     }
+    // Images an earlier run of this test built are removed first, so both
+    // are really built here, as on an empty daemon.
+    let fw = fairground::framework::load(&fixture_framework("tinyfw")).unwrap();
+    let bin = fairground::docker::images::locate_static_binary(&root()).expect("make static");
+    let fg_hash = fairground::docker::images::sha256_hex(&std::fs::read(bin).unwrap());
+    let fw_hash = fairground::docker::images::framework_inputs_hash(&fw, "scratch").unwrap();
+    let fresh = remove_if_ours(&format!("fairground/fairground:{}", &fg_hash[..12]))
+        & remove_if_ours(&format!("fairground/fw-tinyfw:{}", &fw_hash[..12]));
+    let run = test_run("cli");
     let logs = tempfile::tempdir().unwrap();
     let out = fairground()
-        .args(["images", "build", "--frameworks"])
+        .args(["images", "build", "--run", &run.0, "--frameworks"])
         .arg(root().join("tests/fixtures/frameworks"))
         .arg("--root")
         .arg(root())
@@ -93,6 +102,16 @@ fn images_build_builds_the_fixture_framework_and_list_shows_it() {
         "{fw_line}"
     );
     let tag = fw_line.split_whitespace().nth(2).unwrap().to_string();
+    assert!(tag.ends_with(&fw_hash[..12]), "{tag}");
+    if fresh {
+        assert!(fw_line.ends_with("built"), "{stdout}");
+        assert!(
+            stdout.lines().next().unwrap().ends_with("built"),
+            "{stdout}"
+        );
+    }
+    // The versions file written by the cargo prebuild is read back.
+    assert!(stdout.contains("    rustc "), "{stdout}");
 
     let out = fairground().args(["images", "list"]).output().unwrap();
     let list = String::from_utf8_lossy(&out.stdout);

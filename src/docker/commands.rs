@@ -48,6 +48,9 @@ pub struct BuildArgs {
     /// instead of mmdebstrap; only on a daemon that can pull.
     #[arg(long)]
     pub upstream_base: Option<String>,
+    /// Run id to label what is built with (default: a fresh one).
+    #[arg(long)]
+    pub run: Option<String>,
 }
 
 /// `fairground clean`
@@ -147,7 +150,7 @@ async fn build(b: &BuildArgs) -> anyhow::Result<ExitCode> {
         frameworks.retain(|f| b.names.iter().any(|n| n == f.name()));
     }
     let (progress, bar) = progress();
-    let run = RunId::new();
+    let run = b.run.clone().map(RunId).unwrap_or_default();
     let mut opts = ImageOptions::new(&b.root, run.clone());
     opts.log_dir = b.log_dir.clone();
     opts.upstream_base = b.upstream_base.clone();
