@@ -132,6 +132,18 @@ async fn the_broken_double_is_otherwise_correct() {
 }
 
 #[tokio::test]
+async fn accepts_chunked_framing() {
+    let r = verify_broken(Fault::Chunked, &all_scenarios(), &options()).await;
+    assert!(
+        r.passed,
+        "{}",
+        fairground::verify::report::render_table(&[("chunked".into(), &r)])
+    );
+    let framing = r.scenario_check(Scenario::Echo, names::FRAMING).unwrap();
+    assert!(framing.detail.starts_with("chunked, "), "{framing:?}");
+}
+
+#[tokio::test]
 async fn catches_hard_coded_param_id() {
     let r = verify_broken(Fault::HardCodedId, &[Scenario::Param], &options()).await;
     let detail = failed(&r, Scenario::Param, names::RANDOM_INPUTS);
