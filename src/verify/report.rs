@@ -75,6 +75,8 @@ pub mod names {
     pub const WIRE_BYTES: &str = "wire-bytes";
     /// Connection-wide checks, in table order.
     pub const CONNECTION: [&str; 6] = [KEEP_ALIVE, PIPELINING, NOT_FOUND, DATE, SERVER, WIRE_BYTES];
+    /// Orchestrated mode: the server container started and became ready.
+    pub const START: &str = "start";
 }
 
 /// One check's result.
@@ -202,6 +204,35 @@ impl VerifyReport {
             None => Some(format!("{scenario} was not verified")),
             Some(s) => s.excluded_reason.clone(),
         }
+    }
+
+    /// The report of a framework whose server never became ready (or whose
+    /// verifier could not run): one failed `start` check with `why`, and
+    /// every scenario it declares excluded for that reason.
+    pub fn not_started(framework: &str, url: &str, scenarios: &[Scenario], why: String) -> Self {
+        let mut r = VerifyReport {
+            framework: Some(framework.to_string()),
+            url: url.to_string(),
+            seed: 0,
+            timeout_ms: 0,
+            require_pipelining: false,
+            checks: vec![Check::required(names::START, Err(why))],
+            scenarios: scenarios
+                .iter()
+                .map(|&scenario| ScenarioReport {
+                    scenario,
+                    checks: Vec::new(),
+                    wire_bytes: None,
+                    measurable: false,
+                    excluded_reason: None,
+                })
+                .collect(),
+            facts: Facts::default(),
+            footprint: None,
+            passed: false,
+        };
+        r.finish();
+        r
     }
 
     /// Compute each scenario's verdict and `passed` from the checks.
@@ -435,6 +466,26 @@ mod tests {
         assert_eq!(
             r.excluded(Scenario::Plaintext).as_deref(),
             Some("keep-alive failed: closed after 1")
+        );
+    }
+
+    #[test]
+    fn a_server_that_never_started_excludes_its_scenarios_with_the_reason() {
+        let r = VerifyReport::not_started(
+            "demo",
+            "http://10.0.0.2:8080",
+            &[Scenario::Plaintext],
+            "not ready within 30s".into(),
+        );
+        assert!(!r.passed);
+        assert_eq!(
+            r.excluded(Scenario::Plaintext).as_deref(),
+            Some("start failed: not ready within 30s")
+        );
+        let table = render_table(&[("demo".into(), &r)]);
+        assert!(
+            table.contains("demo start: FAIL not ready within 30s"),
+            "{table}"
         );
     }
 
