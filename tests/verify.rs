@@ -79,7 +79,26 @@ fn reference_server_passes_every_scenario_through_the_binary() {
         "{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    // --json output deserializes back into the library type.
+    // --json output satisfies the committed schema and deserializes back
+    // into the library type.
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/docs/verify-report.schema.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let json: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    assert!(
+        validator.is_valid(&json),
+        "{:?}",
+        validator
+            .iter_errors(&json)
+            .map(|e| e.to_string())
+            .collect::<Vec<_>>()
+    );
     let report: VerifyReport = serde_json::from_str(&stdout).unwrap();
     assert!(report.passed);
     assert_eq!(report.scenarios.len(), 8);

@@ -271,6 +271,12 @@ impl VerifyReport {
     }
 }
 
+/// JSON Schema of [`VerifyReport`] (the `--json` output); the committed
+/// copy is docs/verify-report.schema.json.
+pub fn report_schema() -> serde_json::Value {
+    serde_json::to_value(schemars::schema_for!(VerifyReport)).expect("a schema is JSON")
+}
+
 /// The human table: one row per framework × scenario with its checks, one
 /// row per framework with the connection-wide checks, then every warning and
 /// failure with its detail. `reports` pairs a display name with a report.
@@ -440,6 +446,22 @@ mod tests {
             footprint: None,
             passed: true,
         }
+    }
+
+    #[test]
+    fn committed_schema_matches_the_report_type() {
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/verify-report.schema.json");
+        let generated = serde_json::to_string_pretty(&report_schema()).unwrap() + "\n";
+        if std::env::var_os("FAIRGROUND_BLESS").is_some() {
+            std::fs::write(&path, &generated).unwrap();
+        }
+        let committed = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            committed == generated,
+            "docs/verify-report.schema.json is out of date; regenerate it with\n  \
+             FAIRGROUND_BLESS=1 cargo test --lib verify::report"
+        );
     }
 
     #[test]
