@@ -176,6 +176,25 @@ async fn catches_hard_coded_param_id() {
 }
 
 #[tokio::test]
+async fn the_same_error_for_every_input_is_an_error_not_hard_coding() {
+    let r = verify_broken(
+        Fault::ParamNotFound,
+        &[Scenario::Param, Scenario::Plaintext],
+        &options(),
+    )
+    .await;
+    let detail = failed(&r, Scenario::Param, names::RANDOM_INPUTS);
+    assert!(detail.starts_with("GET /users/"), "{detail}");
+    assert!(
+        detail.contains("(1 of 5): status 404 Not Found, expected 200"),
+        "{detail}"
+    );
+    // Pipelining is tried on the scenario that answers correctly only.
+    assert_eq!(conn_check(&r, names::PIPELINING).0, Status::Pass);
+    assert_eq!(r.excluded(Scenario::Plaintext), None);
+}
+
+#[tokio::test]
 async fn catches_wrong_content_type() {
     let r = verify_broken(
         Fault::WrongContentType,

@@ -204,6 +204,7 @@ pub async fn verify_url(
         passed: false,
     };
     let mut answering = Vec::new();
+    let mut correct = Vec::new();
     let mut seen = std::collections::BTreeSet::new();
     for &scenario in scenarios {
         if !seen.insert(scenario) {
@@ -213,9 +214,20 @@ pub async fn verify_url(
         if outcome.answered {
             answering.push(scenario);
         }
+        if outcome.correct {
+            correct.push(scenario);
+        }
         report.scenarios.push(outcome.report);
     }
-    connection::check(&target, &answering, options, &mut rng, &mut report).await;
+    connection::check(
+        &target,
+        &answering,
+        &correct,
+        options,
+        &mut rng,
+        &mut report,
+    )
+    .await;
     report.finish();
     Ok(report)
 }

@@ -24,6 +24,8 @@ pub enum Fault {
     Chunked,
     /// param answers id "42" whatever the path says.
     HardCodedId,
+    /// param is not routed: 404 for every id.
+    ParamNotFound,
     /// plaintext is sent as text/html.
     WrongContentType,
     /// plaintext declares Content-Length 20 for its 13 bytes.
@@ -139,7 +141,11 @@ fn scenario_of(req: &Request) -> Option<Scenario> {
 /// The bytes of the answer to `req`, with `fault` applied.
 fn answer(req: &Request, fault: Fault) -> Vec<u8> {
     let mut headers: Vec<(String, String)> = Vec::new();
-    let (status, mut ctype, mut body) = match scenario_of(req) {
+    let scenario = match scenario_of(req) {
+        Some(Scenario::Param) if fault == Fault::ParamNotFound => None,
+        s => s,
+    };
+    let (status, mut ctype, mut body) = match scenario {
         None if fault == Fault::OkForUnknownPaths => (
             200,
             "text/plain",
