@@ -444,12 +444,12 @@ mod tests {
     fn unknown_framework_names_are_bad_input_with_a_hint() {
         let tmp = tempfile::tempdir().unwrap();
         let fw = framework(tmp.path());
-        let err = select(&[fw.clone()], &["dem".into()]).unwrap_err();
+        let err = select(std::slice::from_ref(&fw), &["dem".into()]).unwrap_err();
         assert_eq!(crate::exit::classify(&err), crate::exit::ExitCode::BadInput);
         assert_eq!(
             format!("{err:#}"),
             "no framework `dem` (did you mean `demo`?); known: demo"
         );
-        assert_eq!(select(&[fw.clone()], &[]).unwrap(), vec![fw]);
+        assert_eq!(select(std::slice::from_ref(&fw), &[]).unwrap(), vec![fw]);
     }
 }
