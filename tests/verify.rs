@@ -412,3 +412,33 @@ fn json_report_deserializes_for_a_failing_run_too() {
         .unwrap()
         .starts_with("keep-alive failed"));
 }
+
+#[test]
+fn unknown_framework_name_is_bad_input_before_docker_is_touched() {
+    let out = Command::new(BIN)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args([
+            "verify",
+            "tinyfx",
+            "--frameworks",
+            "tests/fixtures/frameworks",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("no framework `tinyfx` (did you mean `tinyfw`?)"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn names_and_url_are_exclusive() {
+    let out = Command::new(BIN)
+        .args(["verify", "tinyfw", "--url", "http://127.0.0.1:1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot be used with"));
+}
