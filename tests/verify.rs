@@ -79,7 +79,26 @@ fn reference_server_passes_every_scenario_through_the_binary() {
         "{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    // --json output deserializes back into the library type.
+    // --json output satisfies the committed schema and deserializes back
+    // into the library type.
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/docs/verify-report.schema.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let json: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    assert!(
+        validator.is_valid(&json),
+        "{:?}",
+        validator
+            .iter_errors(&json)
+            .map(|e| e.to_string())
+            .collect::<Vec<_>>()
+    );
     let report: VerifyReport = serde_json::from_str(&stdout).unwrap();
     assert!(report.passed);
     assert_eq!(report.scenarios.len(), 8);
@@ -132,6 +151,18 @@ async fn the_broken_double_is_otherwise_correct() {
 }
 
 #[tokio::test]
+async fn accepts_chunked_framing() {
+    let r = verify_broken(Fault::Chunked, &all_scenarios(), &options()).await;
+    assert!(
+        r.passed,
+        "{}",
+        fairground::verify::report::render_table(&[("chunked".into(), &r)])
+    );
+    let framing = r.scenario_check(Scenario::Echo, names::FRAMING).unwrap();
+    assert!(framing.detail.starts_with("chunked, "), "{framing:?}");
+}
+
+#[tokio::test]
 async fn catches_hard_coded_param_id() {
     let r = verify_broken(Fault::HardCodedId, &[Scenario::Param], &options()).await;
     let detail = failed(&r, Scenario::Param, names::RANDOM_INPUTS);
@@ -142,6 +173,25 @@ async fn catches_hard_coded_param_id() {
         "{detail}"
     );
     assert!(failed(&r, Scenario::Param, names::BODY).contains(r#"expected JSON equal to"#));
+}
+
+#[tokio::test]
+async fn the_same_error_for_every_input_is_an_error_not_hard_coding() {
+    let r = verify_broken(
+        Fault::ParamNotFound,
+        &[Scenario::Param, Scenario::Plaintext],
+        &options(),
+    )
+    .await;
+    let detail = failed(&r, Scenario::Param, names::RANDOM_INPUTS);
+    assert!(detail.starts_with("GET /users/"), "{detail}");
+    assert!(
+        detail.contains("(1 of 5): status 404 Not Found, expected 200"),
+        "{detail}"
+    );
+    // Pipelining is tried on the scenario that answers correctly only.
+    assert_eq!(conn_check(&r, names::PIPELINING).0, Status::Pass);
+    assert_eq!(r.excluded(Scenario::Plaintext), None);
 }
 
 #[tokio::test]
@@ -361,4 +411,34 @@ fn json_report_deserializes_for_a_failing_run_too() {
         .excluded(Scenario::Plaintext)
         .unwrap()
         .starts_with("keep-alive failed"));
+}
+
+#[test]
+fn unknown_framework_name_is_bad_input_before_docker_is_touched() {
+    let out = Command::new(BIN)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args([
+            "verify",
+            "tinyfx",
+            "--frameworks",
+            "tests/fixtures/frameworks",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("no framework `tinyfx` (did you mean `tinyfw`?)"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn names_and_url_are_exclusive() {
+    let out = Command::new(BIN)
+        .args(["verify", "tinyfw", "--url", "http://127.0.0.1:1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot be used with"));
 }

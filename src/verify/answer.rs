@@ -13,8 +13,19 @@ use super::client::{Framing, Response};
 const QUOTE: usize = 120;
 
 /// Quote at most [`QUOTE`] characters of `text`.
+/// Control characters are escaped so a quoted body stays on one line of the
+/// table.
 pub fn quote(text: &str) -> String {
-    let mut out: String = text.chars().take(QUOTE).collect();
+    let mut out = String::new();
+    for c in text.chars().take(QUOTE) {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() => out.push_str(&c.escape_unicode().to_string()),
+            c => out.push(c),
+        }
+    }
     if text.chars().count() > QUOTE {
         out.push('…');
     }
@@ -187,6 +198,13 @@ mod tests {
             head_bytes: 0,
             wire_bytes: 0,
         }
+    }
+
+    #[test]
+    fn quotes_stay_on_one_line_and_short() {
+        assert_eq!(quote("a\r\nb\tc\u{1}"), "`a\\r\\nb\\tc\\u{1}`");
+        let long = "x".repeat(200);
+        assert_eq!(quote(&long).chars().count(), QUOTE + 3);
     }
 
     #[test]

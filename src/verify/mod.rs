@@ -10,6 +10,7 @@ pub mod answer;
 pub mod client;
 pub mod connection;
 pub mod footprint;
+pub mod orchestrate;
 pub mod report;
 pub mod scenario;
 
@@ -204,6 +205,7 @@ pub async fn verify_url(
         passed: false,
     };
     let mut answering = Vec::new();
+    let mut correct = Vec::new();
     let mut seen = std::collections::BTreeSet::new();
     for &scenario in scenarios {
         if !seen.insert(scenario) {
@@ -213,9 +215,20 @@ pub async fn verify_url(
         if outcome.answered {
             answering.push(scenario);
         }
+        if outcome.correct {
+            correct.push(scenario);
+        }
         report.scenarios.push(outcome.report);
     }
-    connection::check(&target, &answering, options, &mut rng, &mut report).await;
+    connection::check(
+        &target,
+        &answering,
+        &correct,
+        options,
+        &mut rng,
+        &mut report,
+    )
+    .await;
     report.finish();
     Ok(report)
 }
@@ -223,11 +236,17 @@ pub async fn verify_url(
 /// Options of `fairground verify`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct VerifyArgs {
-    /// Base URL of a running server, e.g. http://127.0.0.1:8080.
+    /// Frameworks to start in containers and verify (default: every one
+    /// under --frameworks). Not with --url.
+    #[arg(value_name = "NAME", conflicts_with_all = ["url", "name", "exit_zero"])]
+    pub names: Vec<String>,
+    /// Base URL of a running server, e.g. http://127.0.0.1:8080: verify it
+    /// directly instead of starting frameworks.
     #[arg(long)]
-    pub url: String,
-    /// Scenario to check (repeat or comma-separate). Default: plaintext,
-    /// json, param, echo, validate, middleware-3.
+    pub url: Option<String>,
+    /// Scenario to check (repeat or comma-separate). With --url the default
+    /// is plaintext, json, param, echo, validate, middleware-3; with NAMEs it
+    /// is every scenario each manifest declares (this option narrows them).
     #[arg(long = "scenario", value_delimiter = ',')]
     pub scenarios: Vec<Scenario>,
     /// Fail servers that do not answer pipelined requests in order.
@@ -245,6 +264,18 @@ pub struct VerifyArgs {
     /// Framework name to show in the report.
     #[arg(long)]
     pub name: Option<String>,
+    /// Exit 0 even when a required check fails: the verdict is in the
+    /// report. fairground uses it when it runs verify in a container and
+    /// reads the JSON, so a failing framework is a report, not a crash.
+    #[arg(long)]
+    pub exit_zero: bool,
+    /// Folder of framework manifests (NAME mode).
+    #[arg(long, default_value = "frameworks", value_name = "DIR")]
+    pub frameworks: std::path::PathBuf,
+    /// How long a framework may take to answer 200 on its readiness path
+    /// after its container started (NAME mode).
+    #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+    pub ready_timeout: Duration,
 }
 
 /// Scenarios checked when none are named.
@@ -254,9 +285,16 @@ pub fn default_scenarios() -> Vec<Scenario> {
     all
 }
 
-/// Entry point of `fairground verify --url`: check, print, and map the
-/// verdict to the exit code (0 all required checks passed, 5 otherwise).
+/// Entry point of `fairground verify`: check, print, and map the verdict to
+/// the exit code (0 all required checks passed, 5 otherwise).
 pub fn run(args: &VerifyArgs) -> anyhow::Result<crate::exit::ExitCode> {
+    match &args.url {
+        Some(url) => run_url(args, url),
+        None => orchestrate::run(args),
+    }
+}
+
+fn run_url(args: &VerifyArgs, url: &str) -> anyhow::Result<crate::exit::ExitCode> {
     use crate::exit::{coded, ExitCode};
     let scenarios = if args.scenarios.is_empty() {
         default_scenarios()
@@ -274,15 +312,15 @@ pub fn run(args: &VerifyArgs) -> anyhow::Result<crate::exit::ExitCode> {
         .enable_all()
         .build()?;
     let report = rt
-        .block_on(verify_url(&args.url, &scenarios, &options))
+        .block_on(verify_url(url, &scenarios, &options))
         .map_err(|e| coded(ExitCode::BadInput, e))?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        let name = report.framework.clone().unwrap_or_else(|| args.url.clone());
+        let name = report.framework.clone().unwrap_or_else(|| url.to_string());
         print!("{}", report::render_table(&[(name, &report)]));
     }
-    Ok(if report.passed {
+    Ok(if report.passed || args.exit_zero {
         ExitCode::Ok
     } else {
         ExitCode::VerifyFailed

@@ -75,6 +75,8 @@ pub mod names {
     pub const WIRE_BYTES: &str = "wire-bytes";
     /// Connection-wide checks, in table order.
     pub const CONNECTION: [&str; 6] = [KEEP_ALIVE, PIPELINING, NOT_FOUND, DATE, SERVER, WIRE_BYTES];
+    /// Orchestrated mode: the server container started and became ready.
+    pub const START: &str = "start";
 }
 
 /// One check's result.
@@ -204,6 +206,35 @@ impl VerifyReport {
         }
     }
 
+    /// The report of a framework whose server never became ready (or whose
+    /// verifier could not run): one failed `start` check with `why`, and
+    /// every scenario it declares excluded for that reason.
+    pub fn not_started(framework: &str, url: &str, scenarios: &[Scenario], why: String) -> Self {
+        let mut r = VerifyReport {
+            framework: Some(framework.to_string()),
+            url: url.to_string(),
+            seed: 0,
+            timeout_ms: 0,
+            require_pipelining: false,
+            checks: vec![Check::required(names::START, Err(why))],
+            scenarios: scenarios
+                .iter()
+                .map(|&scenario| ScenarioReport {
+                    scenario,
+                    checks: Vec::new(),
+                    wire_bytes: None,
+                    measurable: false,
+                    excluded_reason: None,
+                })
+                .collect(),
+            facts: Facts::default(),
+            footprint: None,
+            passed: false,
+        };
+        r.finish();
+        r
+    }
+
     /// Compute each scenario's verdict and `passed` from the checks.
     pub fn finish(&mut self) {
         let global = self
@@ -238,6 +269,12 @@ impl VerifyReport {
             .iter()
             .find(|c| c.name == name)
     }
+}
+
+/// JSON Schema of [`VerifyReport`] (the `--json` output); the committed
+/// copy is docs/verify-report.schema.json.
+pub fn report_schema() -> serde_json::Value {
+    serde_json::to_value(schemars::schema_for!(VerifyReport)).expect("a schema is JSON")
 }
 
 /// The human table: one row per framework × scenario with its checks, one
@@ -412,6 +449,22 @@ mod tests {
     }
 
     #[test]
+    fn committed_schema_matches_the_report_type() {
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/verify-report.schema.json");
+        let generated = serde_json::to_string_pretty(&report_schema()).unwrap() + "\n";
+        if std::env::var_os("FAIRGROUND_BLESS").is_some() {
+            std::fs::write(&path, &generated).unwrap();
+        }
+        let committed = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            committed == generated,
+            "docs/verify-report.schema.json is out of date; regenerate it with\n  \
+             FAIRGROUND_BLESS=1 cargo test --lib verify::report"
+        );
+    }
+
+    #[test]
     fn warnings_never_exclude_but_required_failures_do() {
         let mut r = report();
         r.finish();
@@ -435,6 +488,26 @@ mod tests {
         assert_eq!(
             r.excluded(Scenario::Plaintext).as_deref(),
             Some("keep-alive failed: closed after 1")
+        );
+    }
+
+    #[test]
+    fn a_server_that_never_started_excludes_its_scenarios_with_the_reason() {
+        let r = VerifyReport::not_started(
+            "demo",
+            "http://10.0.0.2:8080",
+            &[Scenario::Plaintext],
+            "not ready within 30s".into(),
+        );
+        assert!(!r.passed);
+        assert_eq!(
+            r.excluded(Scenario::Plaintext).as_deref(),
+            Some("start failed: not ready within 30s")
+        );
+        let table = render_table(&[("demo".into(), &r)]);
+        assert!(
+            table.contains("demo start: FAIL not ready within 30s"),
+            "{table}"
         );
     }
 

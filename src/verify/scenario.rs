@@ -30,8 +30,11 @@ pub(crate) struct Outcome {
     /// The scenario's checks (verdict filled in later by `finish`).
     pub report: ScenarioReport,
     /// Whether the sample request got a complete answer (of any status):
-    /// such scenarios are used by the connection checks.
+    /// such scenarios are used by the keep-alive check.
     pub answered: bool,
+    /// Whether every check of the scenario passed: only such scenarios are
+    /// pipelined, where a wrong answer would read as a wrong order.
+    pub correct: bool,
 }
 
 /// Run every check of `scenario` against `target`.
@@ -41,7 +44,12 @@ pub(crate) async fn check(target: &Target, scenario: Scenario, rng: &mut StdRng)
     if answered {
         family(target, scenario, rng, &mut checks).await;
     }
+    let correct = answered
+        && checks
+            .iter()
+            .all(|c| c.status == super::report::Status::Pass);
     Outcome {
+        correct,
         report: ScenarioReport {
             scenario,
             checks,
@@ -266,6 +274,7 @@ async fn run_family(
     let mut session = Session::new(target);
     let mut answers = Vec::new();
     let mut wrong = None;
+    let mut all_ok = true;
     for (i, req) in reqs.iter().enumerate() {
         let label = format!("{} {} ({} of {})", req.method, req.path, i + 1, reqs.len());
         let resp = session
@@ -281,14 +290,18 @@ async fn run_family(
             }
         }
         answers.push(fingerprint);
+        all_ok &= (200..300).contains(&resp.status);
         if wrong.is_none() {
             if let Err(e) = judge(scenario, req, &resp) {
                 wrong = Some(format!("{label}: {e}"));
             }
         }
     }
-    // Hard-coding is the more telling diagnosis, so it is reported first.
-    answer::not_hard_coded(&answers, what)?;
+    // Hard-coding is the more telling diagnosis, so it is reported first;
+    // but the same error page for every input is an error, not hard-coding.
+    if all_ok {
+        answer::not_hard_coded(&answers, what)?;
+    }
     match wrong {
         Some(e) => Err(e),
         None => Ok(format!("{} random {what} answered correctly", reqs.len())),

@@ -19,8 +19,13 @@ use tokio::net::{TcpListener, TcpStream};
 pub enum Fault {
     /// Nothing: a correct server (proves the double itself is sound).
     None,
+    /// Not a fault: every body is sent chunked, which is as correct as
+    /// Content-Length (proves verify accepts both framings).
+    Chunked,
     /// param answers id "42" whatever the path says.
     HardCodedId,
+    /// param is not routed: 404 for every id.
+    ParamNotFound,
     /// plaintext is sent as text/html.
     WrongContentType,
     /// plaintext declares Content-Length 20 for its 13 bytes.
@@ -136,7 +141,11 @@ fn scenario_of(req: &Request) -> Option<Scenario> {
 /// The bytes of the answer to `req`, with `fault` applied.
 fn answer(req: &Request, fault: Fault) -> Vec<u8> {
     let mut headers: Vec<(String, String)> = Vec::new();
-    let (status, mut ctype, mut body) = match scenario_of(req) {
+    let scenario = match scenario_of(req) {
+        Some(Scenario::Param) if fault == Fault::ParamNotFound => None,
+        s => s,
+    };
+    let (status, mut ctype, mut body) = match scenario {
         None if fault == Fault::OkForUnknownPaths => (
             200,
             "text/plain",
@@ -197,9 +206,12 @@ fn answer(req: &Request, fault: Fault) -> Vec<u8> {
         404 => "Not Found",
         _ => "Unprocessable Entity",
     };
-    let mut head = format!(
-        "HTTP/1.1 {status} {reason}\r\nContent-Type: {ctype}\r\nContent-Length: {length}\r\n"
-    );
+    let framing = if fault == Fault::Chunked {
+        "Transfer-Encoding: chunked".to_string()
+    } else {
+        format!("Content-Length: {length}")
+    };
+    let mut head = format!("HTTP/1.1 {status} {reason}\r\nContent-Type: {ctype}\r\n{framing}\r\n");
     if fault != Fault::NoDate {
         let now = chrono::Utc::now().format("%a, %d %b %Y %H:%M:%S GMT");
         head.push_str(&format!("Date: {now}\r\n"));
@@ -212,7 +224,20 @@ fn answer(req: &Request, fault: Fault) -> Vec<u8> {
     }
     head.push_str("\r\n");
     let mut out = head.into_bytes();
-    out.extend_from_slice(&body);
+    if fault == Fault::Chunked {
+        // Two chunks, so a decoder that stops after the first is caught.
+        let (a, b) = body.split_at(body.len() / 2);
+        for part in [a, b] {
+            if !part.is_empty() {
+                out.extend_from_slice(format!("{:x}\r\n", part.len()).as_bytes());
+                out.extend_from_slice(part);
+                out.extend_from_slice(b"\r\n");
+            }
+        }
+        out.extend_from_slice(b"0\r\n\r\n");
+    } else {
+        out.extend_from_slice(&body);
+    }
     out
 }
 

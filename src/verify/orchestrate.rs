@@ -1,0 +1,455 @@
+//! `fairground verify [NAME…]`: each framework checked in its own container.
+//!
+//! For every framework: start its server container on the run's internal
+//! network (from its manifest), wait until its readiness path answers 200,
+//! run `fairground verify --url http://IP:PORT --json --exit-zero` in a
+//! fairground container on the same network, read the report back, add the
+//! app's lines of code and binary size, and remove the server. The verifier
+//! runs inside the network because the network is internal: the host has no
+//! route to it, and nothing else may be contacted.
+//!
+//! Generic over [`Engine`], so the sequence is tested with the fake engine;
+//! the real one is exercised against the daemon. It judges nothing itself:
+//! the verdicts are the verifier's.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Context;
+
+use crate::contract::Scenario;
+use crate::docker::container::{ContainerSpec, Limits, Role};
+use crate::docker::engine::{Engine, ReadyCheck};
+use crate::docker::RunId;
+use crate::framework::Framework;
+
+use super::footprint;
+use super::report::{Footprint, VerifyReport};
+
+/// How frameworks are verified in containers.
+#[derive(Debug, Clone)]
+pub struct OrchestrateOptions {
+    /// Project root (holds `target/frameworks`, where cargo prebuilds land).
+    pub root: PathBuf,
+    /// Per-request timeout handed to the verifier.
+    pub timeout: Duration,
+    /// Whether pipelining is required.
+    pub require_pipelining: bool,
+    /// Seed handed to the verifier (None: it draws one).
+    pub seed: Option<u64>,
+    /// How long a server may take to answer 200 on its readiness path.
+    pub ready_timeout: Duration,
+}
+
+/// Limits of a server under verification: not a measurement, but the
+/// server must see `FAIRGROUND_CPUS` to size its workers as it will in a run.
+fn verify_limits() -> Limits {
+    Limits {
+        cpus: Some(1.0),
+        memory_bytes: Some(1024 * 1024 * 1024),
+        ..Limits::default()
+    }
+}
+
+/// The verifier's command line inside the fairground image.
+pub fn verifier_args(url: &str, fw: &Framework, opts: &OrchestrateOptions) -> Vec<String> {
+    let scenarios: Vec<String> = fw
+        .manifest
+        .scenarios
+        .iter()
+        .map(Scenario::to_string)
+        .collect();
+    let mut args = vec![
+        "verify".to_string(),
+        "--url".into(),
+        url.to_string(),
+        "--json".into(),
+        "--exit-zero".into(),
+        "--name".into(),
+        fw.name().to_string(),
+        "--timeout".into(),
+        format!("{}ms", opts.timeout.as_millis()),
+        "--scenario".into(),
+        scenarios.join(","),
+    ];
+    if opts.require_pipelining {
+        args.push("--require-pipelining".into());
+    }
+    if let Some(seed) = opts.seed {
+        args.push("--seed".into());
+        args.push(seed.to_string());
+    }
+    args
+}
+
+/// Longest a verifier container may run: every timeout verify can hit, plus
+/// room to start. Keeps a wedged container from stalling the command.
+fn verifier_bound(fw: &Framework, opts: &OrchestrateOptions) -> Duration {
+    let timeouts = 2 * fw.manifest.scenarios.len() as u32 + 3;
+    opts.timeout * timeouts + Duration::from_secs(30)
+}
+
+/// Size of the framework's single binary, where it is one (cargo prebuild).
+pub fn binary_bytes(root: &Path, fw: &Framework) -> Option<u64> {
+    let crate::framework::Prebuild::Cargo { bin } = fw.manifest.prebuild.as_ref()?;
+    let path = root
+        .join("target/frameworks")
+        .join(crate::docker::images::STATIC_TARGET)
+        .join("release")
+        .join(bin);
+    std::fs::metadata(path).ok().map(|m| m.len())
+}
+
+/// Verify one framework whose image is `image`, on `network`, with the
+/// fairground image `fairground_image` as verifier.
+pub async fn verify_one<E: Engine>(
+    engine: &E,
+    run: &RunId,
+    network: &str,
+    fairground_image: &str,
+    fw: &Framework,
+    image: &str,
+    opts: &OrchestrateOptions,
+) -> anyhow::Result<VerifyReport> {
+    let spec = ContainerSpec::server(run, fw, image, network, verify_limits());
+    let server = engine
+        .start_container(&spec)
+        .await
+        .with_context(|| format!("starting the server container of framework {}", fw.name()))?;
+    let result = verify_started(engine, run, network, fairground_image, fw, &server, opts).await;
+    let removed = engine.remove(&server).await;
+    let mut report = result?;
+    removed.with_context(|| format!("removing the server container of framework {}", fw.name()))?;
+    report.footprint = Some(Footprint {
+        lines: footprint::count_dir(&fw.dir)
+            .with_context(|| format!("counting lines of code in {}", fw.dir.display()))?,
+        binary_bytes: binary_bytes(&opts.root, fw),
+    });
+    Ok(report)
+}
+
+async fn verify_started<E: Engine>(
+    engine: &E,
+    run: &RunId,
+    network: &str,
+    fairground_image: &str,
+    fw: &Framework,
+    server: &crate::docker::engine::Handle,
+    opts: &OrchestrateOptions,
+) -> anyhow::Result<VerifyReport> {
+    let ip = server.ip.clone().unwrap_or_default();
+    let url = format!("http://{ip}:{}", fw.manifest.port);
+    let check = ReadyCheck {
+        port: fw.manifest.port,
+        path: fw.manifest.readiness.clone(),
+        timeout: opts.ready_timeout,
+    };
+    if let Err(e) = engine.wait_ready(server, &check).await {
+        return Ok(VerifyReport::not_started(
+            fw.name(),
+            &url,
+            &fw.manifest.scenarios,
+            format!("{e:#}"),
+        ));
+    }
+    let mut spec = ContainerSpec::new(
+        run,
+        Role::Probe,
+        format!("{}-verify-{}", run.name_prefix(), fw.name()),
+        fairground_image,
+    );
+    spec.network = Some(network.to_string());
+    spec.read_only_rootfs = true;
+    spec.cmd = verifier_args(&url, fw, opts);
+    let out = engine
+        .run_to_exit(&spec, verifier_bound(fw, opts))
+        .await
+        .with_context(|| format!("running the verifier for framework {}", fw.name()))?;
+    serde_json::from_str(&out.stdout).with_context(|| {
+        format!(
+            "the verifier for framework {} printed no report (exit {}); its stderr: {}",
+            fw.name(),
+            out.exit_code,
+            out.stderr.trim()
+        )
+    })
+}
+
+/// Build or reuse the images, create the run network, and verify each
+/// framework in turn. The caller removes the run's objects
+/// (`engine.cleanup(run)` or a `RunGuard`), whatever this returns.
+pub async fn verify_all<E: Engine>(
+    engine: &E,
+    run: &RunId,
+    frameworks: &[Framework],
+    opts: &OrchestrateOptions,
+) -> anyhow::Result<Vec<VerifyReport>> {
+    let images = engine.ensure_images(frameworks).await?;
+    let network = engine.create_network(run).await?;
+    let mut reports = Vec::new();
+    for fw in frameworks {
+        let image = images.frameworks.get(fw.name()).with_context(|| {
+            format!(
+                "no image was built for framework {}; see the build log",
+                fw.name()
+            )
+        })?;
+        eprintln!("verifying {} ({}) …", fw.name(), image.tag);
+        reports.push(
+            verify_one(
+                engine,
+                run,
+                &network.name,
+                &images.fairground.tag,
+                fw,
+                &image.tag,
+                opts,
+            )
+            .await?,
+        );
+    }
+    Ok(reports)
+}
+
+/// The frameworks named (all of them when `names` is empty), in the order
+/// asked; an unknown name is bad input with the names that exist.
+pub fn select(all: &[Framework], names: &[String]) -> anyhow::Result<Vec<Framework>> {
+    if names.is_empty() {
+        return Ok(all.to_vec());
+    }
+    names
+        .iter()
+        .map(|name| {
+            all.iter()
+                .find(|f| f.name() == name)
+                .cloned()
+                .ok_or_else(|| {
+                    let known: Vec<&str> = all.iter().map(Framework::name).collect();
+                    let hint = known
+                        .iter()
+                        .filter(|k| strsim::jaro_winkler(k, name) > 0.8)
+                        .map(|k| format!(" (did you mean `{k}`?)"))
+                        .next()
+                        .unwrap_or_default();
+                    crate::exit::coded(
+                        crate::exit::ExitCode::BadInput,
+                        anyhow::anyhow!(
+                            "no framework `{name}`{hint}; known: {}",
+                            if known.is_empty() {
+                                "none".to_string()
+                            } else {
+                                known.join(", ")
+                            }
+                        ),
+                    )
+                })
+        })
+        .collect()
+}
+
+/// Entry point of `fairground verify [NAME…]` (no `--url`): verify the named
+/// frameworks (all by default) in containers of a fresh run, print the
+/// table (or a JSON array of reports), remove everything the run created.
+pub fn run(args: &super::VerifyArgs) -> anyhow::Result<crate::exit::ExitCode> {
+    use crate::exit::ExitCode;
+    let all = crate::framework::discover(&args.frameworks)?;
+    let mut chosen = select(&all, &args.names)?;
+    if !args.scenarios.is_empty() {
+        for fw in &mut chosen {
+            fw.manifest.scenarios.retain(|s| args.scenarios.contains(s));
+        }
+        chosen.retain(|fw| {
+            let keep = !fw.manifest.scenarios.is_empty();
+            if !keep {
+                eprintln!(
+                    "skipping {}: it declares none of the scenarios asked for",
+                    fw.name()
+                );
+            }
+            keep
+        });
+    }
+    if chosen.is_empty() {
+        return Err(crate::exit::coded(
+            ExitCode::BadInput,
+            anyhow::anyhow!(
+                "nothing to verify: no framework under {} matches",
+                args.frameworks.display()
+            ),
+        ));
+    }
+    let root = std::env::current_dir().context("cannot read the current directory")?;
+    let opts = OrchestrateOptions {
+        root: root.clone(),
+        timeout: args.timeout,
+        require_pipelining: args.require_pipelining,
+        seed: args.seed,
+        ready_timeout: args.ready_timeout,
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let reports = rt.block_on(async {
+        let run = RunId::new();
+        let mut images = crate::docker::images::ImageOptions::new(&root, run.clone());
+        images.progress = std::sync::Arc::new(|m: &str| eprintln!("[images] {m}"));
+        let engine = crate::docker::engine::DockerEngine::connect(images).await?;
+        let guard = crate::docker::cleanup::RunGuard::new(engine.docker().clone(), run.clone());
+        let result = verify_all(&engine, &run, &chosen, &opts).await;
+        match guard.finish().await {
+            Ok(r) if !r.is_empty() => eprintln!("{}", r.summary()),
+            Ok(_) => {}
+            Err(e) => eprintln!(
+                "warning: cleanup of run {run} failed: {e}; run `fairground clean --run {run}`"
+            ),
+        }
+        result
+    })?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&reports)?);
+    } else {
+        let rows: Vec<(String, &VerifyReport)> = reports
+            .iter()
+            .map(|r| (r.framework.clone().unwrap_or_else(|| r.url.clone()), r))
+            .collect();
+        print!("{}", super::report::render_table(&rows));
+    }
+    Ok(if reports.iter().all(|r| r.passed) {
+        ExitCode::Ok
+    } else {
+        ExitCode::VerifyFailed
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::docker::engine::{FakeEngine, FakeScript};
+
+    fn framework(dir: &Path) -> Framework {
+        let d = dir.join("demo");
+        std::fs::create_dir_all(d.join("src")).unwrap();
+        std::fs::write(
+            d.join("framework.yaml"),
+            "name: demo\nlanguage: rust\nframework: demo\nbase: scratch\n\
+             scenarios: [plaintext, param]\nworkers: one\nnotes: test\n",
+        )
+        .unwrap();
+        std::fs::write(d.join("src/main.rs"), "// comment\nfn main() {\n}\n").unwrap();
+        crate::framework::load(&d).unwrap()
+    }
+
+    fn opts(root: &Path) -> OrchestrateOptions {
+        OrchestrateOptions {
+            root: root.to_path_buf(),
+            timeout: Duration::from_secs(2),
+            require_pipelining: true,
+            seed: Some(9),
+            ready_timeout: Duration::from_secs(30),
+        }
+    }
+
+    fn passing_report() -> VerifyReport {
+        let mut r = VerifyReport::not_started("demo", "http://10.213.0.1:8080", &[], String::new());
+        r.checks.clear();
+        r.finish();
+        r
+    }
+
+    #[tokio::test]
+    async fn starts_waits_verifies_in_the_network_and_removes_the_server() {
+        let tmp = tempfile::tempdir().unwrap();
+        let fw = framework(tmp.path());
+        let engine = FakeEngine::new(FakeScript {
+            loader_stdout: serde_json::to_string(&passing_report()).unwrap(),
+            ..FakeScript::default()
+        });
+        let run = RunId("fgtest-verify".into());
+        let reports = verify_all(&engine, &run, &[fw], &opts(tmp.path()))
+            .await
+            .unwrap();
+        assert_eq!(reports.len(), 1);
+        assert!(reports[0].passed);
+        let fp = reports[0].footprint.as_ref().unwrap();
+        assert_eq!(fp.lines.total, 2);
+        assert_eq!(fp.binary_bytes, None);
+        let calls = engine.calls();
+        let at = |prefix: &str| {
+            calls
+                .iter()
+                .position(|c| c.starts_with(prefix))
+                .unwrap_or_else(|| panic!("no `{prefix}` in {calls:?}"))
+        };
+        assert!(at("start server fgtest-verify-server-demo") < at("wait_ready"));
+        assert!(at("wait_ready") < at("run probe fgtest-verify-verify-demo"));
+        assert!(at("run probe") < at("remove fgtest-verify-server-demo"));
+        engine.cleanup(&run).await.unwrap();
+        assert!(engine.leftovers().is_empty(), "{:?}", engine.leftovers());
+    }
+
+    #[tokio::test]
+    async fn a_server_that_never_gets_ready_is_reported_not_measured() {
+        let tmp = tempfile::tempdir().unwrap();
+        let fw = framework(tmp.path());
+        let engine = FakeEngine::new(FakeScript {
+            cold_start_ms: None,
+            ..FakeScript::default()
+        });
+        let run = RunId("fgtest-verify-nr".into());
+        let reports = verify_all(&engine, &run, &[fw], &opts(tmp.path()))
+            .await
+            .unwrap();
+        let r = &reports[0];
+        assert!(!r.passed);
+        let why = r.excluded(Scenario::Param).unwrap();
+        assert!(why.starts_with("start failed: "), "{why}");
+        assert!(!engine.calls().iter().any(|c| c.starts_with("run probe")));
+        assert!(engine.calls().iter().any(|c| c.starts_with("remove ")));
+    }
+
+    #[tokio::test]
+    async fn a_verifier_without_a_report_is_an_error_naming_the_framework() {
+        let tmp = tempfile::tempdir().unwrap();
+        let fw = framework(tmp.path());
+        let engine = FakeEngine::new(FakeScript {
+            loader_stdout: "not json".into(),
+            ..FakeScript::default()
+        });
+        let run = RunId("fgtest-verify-bad".into());
+        let err = verify_all(&engine, &run, &[fw], &opts(tmp.path()))
+            .await
+            .unwrap_err();
+        assert!(
+            format!("{err:#}").contains("the verifier for framework demo printed no report"),
+            "{err:#}"
+        );
+        // The server is removed even when the verifier failed.
+        assert!(engine.calls().iter().any(|c| c.starts_with("remove ")));
+    }
+
+    #[test]
+    fn verifier_args_carry_the_manifest_scenarios_and_options() {
+        let tmp = tempfile::tempdir().unwrap();
+        let fw = framework(tmp.path());
+        let args = verifier_args("http://10.213.0.2:8080", &fw, &opts(tmp.path()));
+        assert_eq!(
+            args.join(" "),
+            "verify --url http://10.213.0.2:8080 --json --exit-zero --name demo \
+             --timeout 2000ms --scenario plaintext,param --require-pipelining --seed 9"
+        );
+    }
+
+    #[test]
+    fn unknown_framework_names_are_bad_input_with_a_hint() {
+        let tmp = tempfile::tempdir().unwrap();
+        let fw = framework(tmp.path());
+        let err = select(std::slice::from_ref(&fw), &["dem".into()]).unwrap_err();
+        assert_eq!(crate::exit::classify(&err), crate::exit::ExitCode::BadInput);
+        assert_eq!(
+            format!("{err:#}"),
+            "no framework `dem` (did you mean `demo`?); known: demo"
+        );
+        assert_eq!(select(std::slice::from_ref(&fw), &[]).unwrap(), vec![fw]);
+    }
+}
