@@ -4,8 +4,11 @@
 //! generator inside the load container (`fairground load`), and the reference
 //! server (`fairground serve`). `docs/architecture.md` is the map of modules.
 
+pub mod bench;
 pub mod cli;
 pub mod contract;
 pub mod exit;
 pub mod framework;
+pub mod results;
 pub mod serve;
+pub mod stats;
