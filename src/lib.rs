@@ -9,6 +9,7 @@ pub mod cli;
 pub mod contract;
 pub mod exit;
 pub mod framework;
+pub mod report;
 pub mod results;
 pub mod serve;
 pub mod stats;

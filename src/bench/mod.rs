@@ -6,3 +6,4 @@
 //! the whole pipeline runs against a fake in unit tests.
 
 pub mod gates;
+pub mod store;
