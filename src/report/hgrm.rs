@@ -116,7 +116,7 @@ mod tests {
         let last_row = text
             .lines()
             .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
-            .last()
+            .next_back()
             .unwrap();
         let cols: Vec<&str> = last_row.split_whitespace().collect();
         assert_eq!(cols, ["10.007", "1.000000000000", "1000"], "{last_row}");
