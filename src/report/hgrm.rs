@@ -115,8 +115,7 @@ mod tests {
         assert!(rows.is_empty(), "every row is right-aligned: {rows:?}");
         let last_row = text
             .lines()
-            .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
-            .next_back()
+            .rfind(|l| !l.starts_with('#') && !l.trim().is_empty())
             .unwrap();
         let cols: Vec<&str> = last_row.split_whitespace().collect();
         assert_eq!(cols, ["10.007", "1.000000000000", "1000"], "{last_row}");
