@@ -26,6 +26,8 @@ pub struct GateContext<'a> {
     pub environment_forced: bool,
     /// What verify found if the framework failed it for this cell's scenario.
     pub verify_failure: Option<&'a str>,
+    /// Rounds the profile asked for.
+    pub rounds_planned: u32,
 }
 
 /// Summarise `rounds` and judge them: the finished cell.
@@ -38,6 +40,7 @@ pub fn finish_cell(
     let verdict = judge(&rounds, summary.as_ref(), ctx);
     Ok(Cell {
         key,
+        rounds_planned: ctx.rounds_planned,
         rounds,
         summary,
         verdict,
@@ -135,13 +138,22 @@ pub fn judge(rounds: &[Round], summary: Option<&CellSummary>, ctx: &GateContext<
             });
         }
     }
-    if let Some(lag) = rates.iter().map(|r| r.lag_p99_us).max() {
+    if let Some(lag) = rates.iter().map(|r| r.max_lag_us).max() {
         if lag > t.max_schedule_lag_us {
             reasons.push(Reason::ScheduleLag {
-                lag_p99_us: lag,
+                max_lag_us: lag,
                 bound_us: t.max_schedule_lag_us,
             });
         }
+    }
+
+    // A cell excluded by verify has no rounds by design; anything else with
+    // fewer rounds than planned was cut short.
+    if ctx.verify_failure.is_none() && (rounds.len() as u32) < ctx.rounds_planned {
+        reasons.push(Reason::IncompleteRounds {
+            measured: rounds.len() as u32,
+            planned: ctx.rounds_planned,
+        });
     }
 
     if let Some(s) = summary {
@@ -205,6 +217,7 @@ mod tests {
             thresholds: t,
             environment_forced: false,
             verify_failure: None,
+            rounds_planned: 3,
         };
         finish_cell(key(), rounds, &ctx).unwrap()
     }
@@ -323,7 +336,7 @@ mod tests {
             r.rate = Some(RateFigures {
                 target_rps: 20_000.0,
                 achieved_rps: 19_000.0,
-                lag_p99_us: 5_000,
+                max_lag_us: 50_000,
             });
         }
         let cell = judge_rounds(rounds, &Thresholds::default());
@@ -345,6 +358,7 @@ mod tests {
             thresholds: &t,
             environment_forced: true,
             verify_failure: None,
+            rounds_planned: 3,
         };
         let cell = finish_cell(key(), rounds, &ctx).unwrap();
         assert!(cell
@@ -359,12 +373,26 @@ mod tests {
     }
 
     #[test]
+    fn flags_cell_with_fewer_rounds_than_planned() {
+        let mut rounds = steady();
+        rounds.pop();
+        let cell = judge_rounds(rounds, &Thresholds::default());
+        assert_eq!(cell.verdict.status, Status::Flagged);
+        assert!(cell.verdict.reasons.contains(&Reason::IncompleteRounds {
+            measured: 2,
+            planned: 3
+        }));
+        assert!(!cell.is_complete());
+    }
+
+    #[test]
     fn rejects_scenario_the_framework_failed_to_verify() {
         let t = Thresholds::default();
         let ctx = GateContext {
             thresholds: &t,
             environment_forced: false,
             verify_failure: Some("body was `Hello` not `Hello, World!`"),
+            rounds_planned: 3,
         };
         let cell = finish_cell(key(), steady(), &ctx).unwrap();
         assert_eq!(cell.verdict.status, Status::Rejected);

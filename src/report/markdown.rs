@@ -279,7 +279,7 @@ fn method(s: &mut String, r: &Results) {
         "- **Gates**: rejected when connections established < requested, error rate > {}, an \
          OOM kill or crash, or a failed contract verification; flagged when the loader used ≥ {} \
          of its CPU, achieved < {} of a fixed target rate, lagged its schedule by more than {} \
-         (p99), the CV of req/s across rounds exceeded {}, a round was more than {} from the \
+         at any point, the CV of req/s across rounds exceeded {}, a round was more than {} from the \
          median, or other processes used more than {:.2} CPU cores on the host. docs/results.md \
          gives every threshold's source.\n",
         percent(t.max_error_rate),

@@ -87,11 +87,12 @@ impl Results {
         self.frameworks.last_mut().expect("just pushed")
     }
 
-    /// Planned cells not measured yet, in plan order.
+    /// Planned cells not complete yet (missing or with rounds to go), in
+    /// plan order.
     pub fn remaining(&self) -> Vec<CellKey> {
         self.plan
             .iter()
-            .filter(|k| self.cell(k).is_none())
+            .filter(|k| !self.cell(k).is_some_and(Cell::is_complete))
             .cloned()
             .collect()
     }
@@ -384,8 +385,8 @@ impl ErrorCounts {
 pub struct Connections {
     /// Connections the cell asked the loader to hold.
     pub requested: u32,
-    /// Most connections open at once during the measured window (the loader
-    /// counts successful connects minus closes).
+    /// Most connections open at the same moment during the run (the
+    /// loader's `peak_open`).
     pub established: u32,
 }
 
@@ -396,8 +397,9 @@ pub struct RateFigures {
     pub target_rps: f64,
     /// Requests sent / measured seconds, req/s.
     pub achieved_rps: f64,
-    /// 99th percentile of (actual send − scheduled send), µs.
-    pub lag_p99_us: u64,
+    /// Largest delay between when a request was due and when the loader sent
+    /// it (waiting for a slow server excluded), µs.
+    pub max_lag_us: u64,
 }
 
 impl RateFigures {
@@ -500,6 +502,25 @@ pub struct Round {
     pub host: Option<HostUse>,
 }
 
+impl Cell {
+    /// Whether every planned round is in, or the cell was excluded before
+    /// measuring (failed verification): nothing left to run.
+    pub fn is_complete(&self) -> bool {
+        self.rounds.len() as u32 >= self.rounds_planned
+            || (self.rounds.is_empty()
+                && self
+                    .verdict
+                    .reasons
+                    .iter()
+                    .any(|r| matches!(r, Reason::FailedVerify { .. })))
+    }
+
+    /// Whether round `index` was measured.
+    pub fn has_round(&self, index: u32) -> bool {
+        self.rounds.iter().any(|r| r.index == index)
+    }
+}
+
 impl Round {
     /// Socket errors plus non-2xx responses.
     pub fn errors_total(&self) -> u64 {
@@ -517,7 +538,9 @@ impl Round {
 pub struct Cell {
     /// Coordinates.
     pub key: CellKey,
-    /// Every round, raw.
+    /// Rounds the profile asked for.
+    pub rounds_planned: u32,
+    /// Every round measured so far, raw, in round order.
     pub rounds: Vec<Round>,
     /// Aggregates over the rounds; absent when no round completed.
     pub summary: Option<CellSummary>,
