@@ -457,6 +457,21 @@ fn exclusions(s: &mut String, r: &Results) {
         }
         s.push('\n');
     }
+    if !r.incidents.is_empty() {
+        s.push_str("## Incidents\n\nWhat went wrong during the run and was recorded.\n\n| time (UTC) | framework | cell | round | what |\n|---|---|---|--:|---|\n");
+        for i in &r.incidents {
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {} |",
+                i.at.format("%H:%M:%S"),
+                i.framework,
+                i.cell.as_ref().map(|k| k.to_string()).unwrap_or_default(),
+                i.round.map(|n| (n + 1).to_string()).unwrap_or_default(),
+                esc(&i.what)
+            );
+        }
+        s.push('\n');
+    }
     let left = r.remaining();
     if !left.is_empty() {
         s.push_str("## Not measured\n\nPlanned but not measured (resume with `fairground run --resume <this directory>`):\n\n");

@@ -63,8 +63,30 @@ pub struct Results {
     pub frameworks: Vec<FrameworkFacts>,
     /// Combinations not run, with the reason.
     pub skipped: Vec<Skipped>,
-    /// Every finished cell, in the order they finished.
+    /// Every cell measured so far (a cell is stored again after each of its
+    /// rounds), in the order they were first stored.
     pub cells: Vec<Cell>,
+    /// Things that went wrong during the run and were recorded, in order.
+    #[serde(default)]
+    pub incidents: Vec<Incident>,
+}
+
+/// Something that went wrong during the run (a framework that would not
+/// start, a round the loader could not measure, a server that died), kept so
+/// the report can say why a number is missing.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Incident {
+    /// When it happened (UTC).
+    #[schemars(with = "String")]
+    pub at: DateTime<Utc>,
+    /// Framework it concerns.
+    pub framework: String,
+    /// Cell it concerns, if any.
+    pub cell: Option<CellKey>,
+    /// Round (0-based) it concerns, if any.
+    pub round: Option<u32>,
+    /// What happened, with the error's own words.
+    pub what: String,
 }
 
 impl Results {

@@ -248,6 +248,13 @@ pub(crate) fn sample_results() -> Results {
             reason: "not declared in frameworks/fastapi/framework.yaml".into(),
         }],
         cells,
+        incidents: vec![Incident {
+            at: Utc.with_ymd_and_hms(2026, 11, 29, 23, 21, 7).unwrap(),
+            framework: "express".into(),
+            cell: Some(key("express", Json, 10_000)),
+            round: Some(1),
+            what: "the server was not running after round 2; restarted".into(),
+        }],
     }
 }
 
