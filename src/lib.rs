@@ -9,6 +9,7 @@ pub mod cli;
 pub mod contract;
 pub mod exit;
 pub mod framework;
+pub mod preflight;
 pub mod profile;
 pub mod report;
 pub mod results;
