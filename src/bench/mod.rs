@@ -11,6 +11,7 @@ pub mod gates;
 pub mod host;
 pub mod lab;
 pub mod plan;
+pub mod progress;
 pub mod store;
 
 #[cfg(test)]

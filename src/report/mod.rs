@@ -7,7 +7,7 @@
 //! nothing, and never touch the disk (only [`write_run`] does).
 
 mod csv;
-mod fmt;
+pub mod fmt;
 mod hgrm;
 mod json;
 mod markdown;
