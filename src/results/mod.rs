@@ -347,17 +347,20 @@ pub struct StatusCounts {
     pub s4xx: u64,
     /// 5xx responses.
     pub s5xx: u64,
+    /// Responses with a status outside 200–599 (1xx, or not a number).
+    #[serde(default)]
+    pub other: u64,
 }
 
 impl StatusCounts {
     /// Responses of any class.
     pub fn total(&self) -> u64 {
-        self.s2xx + self.s3xx + self.s4xx + self.s5xx
+        self.s2xx + self.s3xx + self.s4xx + self.s5xx + self.other
     }
 
     /// Responses that were not 2xx.
     pub fn non_2xx(&self) -> u64 {
-        self.s3xx + self.s4xx + self.s5xx
+        self.s3xx + self.s4xx + self.s5xx + self.other
     }
 
     fn add(&mut self, o: &StatusCounts) {
@@ -365,6 +368,7 @@ impl StatusCounts {
         self.s3xx += o.s3xx;
         self.s4xx += o.s4xx;
         self.s5xx += o.s5xx;
+        self.other += o.other;
     }
 }
 
