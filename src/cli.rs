@@ -26,6 +26,9 @@ pub enum Command {
     /// Check a running server against the endpoint contract with random
     /// inputs (exit 5 when a required check fails).
     Verify(crate::verify::VerifyArgs),
+    /// Rewrite a run directory's reports (results.md, stats.md, csv, hgrm,
+    /// SHA256SUMS) from its results.json.
+    Report(crate::report::ReportArgs),
 }
 
 /// Run the parsed command line; the returned code is the process exit status.
@@ -35,5 +38,6 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Preflight(args) => crate::preflight::run_cli(&args),
         Command::Profile(args) => crate::profile::run(&args).map(|()| ExitCode::Ok),
         Command::Verify(args) => crate::verify::run(&args),
+        Command::Report(args) => crate::report::run(&args).map(|()| ExitCode::Ok),
     }
 }
