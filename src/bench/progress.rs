@@ -16,12 +16,12 @@ use crate::results::{Cell, Round, Status};
 
 /// The line printed when a round is stored.
 pub fn round_line(cell: &Cell, round: &Round) -> String {
+    // Mid-run a cell is always short of rounds: that is not news here.
+    let labels = cell.verdict.labels(false);
     let mark = match cell.verdict.status {
         Status::Accepted => String::new(),
-        s => {
-            let labels: Vec<&str> = cell.verdict.reasons.iter().map(|r| r.label()).collect();
-            format!(" [{s}: {}]", labels.join(", "))
-        }
+        _ if labels.is_empty() => String::new(),
+        s => format!(" [{s}: {}]", labels.join(", ")),
     };
     format!(
         "{} round {}/{}: {} req/s, p99 {}, {} errors, {}/{} connections{mark}",

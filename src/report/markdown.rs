@@ -117,7 +117,12 @@ impl<'a> Page<'a> {
     fn headline(&self, c: &Cell) -> String {
         match c.verdict.status {
             Status::Rejected => {
-                let labels: Vec<&str> = noted(c).iter().map(|r| r.label()).collect();
+                let labels: Vec<&str> = c
+                    .verdict
+                    .labels(true)
+                    .into_iter()
+                    .filter(|l| *l != Reason::EnvironmentNotAccepted.label())
+                    .collect();
                 format!("✗ {}{}", labels.join(", "), self.note_link(&c.key))
             }
             _ => {

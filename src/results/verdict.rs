@@ -374,6 +374,22 @@ pub struct Verdict {
 }
 
 impl Verdict {
+    /// The distinct labels of the reasons, in order (a reason found in two
+    /// rounds is one label), optionally leaving out incomplete rounds, which
+    /// only matter once a run is over.
+    pub fn labels(&self, with_incomplete: bool) -> Vec<&'static str> {
+        let mut out: Vec<&'static str> = Vec::new();
+        for r in &self.reasons {
+            if !with_incomplete && matches!(r, Reason::IncompleteRounds { .. }) {
+                continue;
+            }
+            if !out.contains(&r.label()) {
+                out.push(r.label());
+            }
+        }
+        out
+    }
+
     /// The verdict that follows from `reasons`.
     pub fn from_reasons(mut reasons: Vec<Reason>) -> Verdict {
         reasons.sort_by_key(|r| std::cmp::Reverse(r.status()));
@@ -411,6 +427,25 @@ mod tests {
         assert_eq!(v.status, Status::Rejected);
         assert!(matches!(v.reasons[0], Reason::OomKilled { .. }));
         assert_eq!(Verdict::from_reasons(vec![]).status, Status::Accepted);
+    }
+
+    #[test]
+    fn labels_are_distinct_and_can_leave_out_incomplete_rounds() {
+        let busy = |round| Reason::HostBusy {
+            round,
+            foreign_cores: 1.0,
+            limit: 0.5,
+        };
+        let v = Verdict::from_reasons(vec![
+            busy(0),
+            Reason::IncompleteRounds {
+                measured: 1,
+                planned: 2,
+            },
+            busy(1),
+        ]);
+        assert_eq!(v.labels(true), ["host busy", "incomplete"]);
+        assert_eq!(v.labels(false), ["host busy"]);
     }
 
     #[test]
