@@ -7,9 +7,12 @@
 pub mod bench;
 pub mod cli;
 pub mod contract;
+pub mod docker;
 pub mod exit;
 pub mod framework;
+pub mod load;
 pub mod preflight;
+pub mod probe;
 pub mod profile;
 pub mod report;
 pub mod results;
