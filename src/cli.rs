@@ -37,6 +37,9 @@ pub enum Command {
     /// Rewrite a run directory's reports (results.md, stats.md, csv, hgrm,
     /// SHA256SUMS) from its results.json.
     Report(crate::report::ReportArgs),
+    /// Run a benchmark profile: preflight, images, every cell through the
+    /// gates, and the report in output/<UTC time>-<profile>/.
+    Run(crate::bench::command::RunArgs),
 }
 
 /// Run the parsed command line; the returned code is the process exit status.
@@ -51,5 +54,6 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Profile(args) => crate::profile::run(&args).map(|()| ExitCode::Ok),
         Command::Verify(args) => crate::verify::run(&args),
         Command::Report(args) => crate::report::run(&args).map(|()| ExitCode::Ok),
+        Command::Run(args) => crate::bench::command::run(&args),
     }
 }

@@ -5,6 +5,8 @@
 //! containers, the loader and the probe only through the [`lab::Lab`] trait,
 //! so the whole pipeline runs against a scripted fake in unit tests.
 
+pub mod command;
+pub mod docker_lab;
 pub mod environment;
 pub mod execute;
 pub mod gates;
