@@ -289,7 +289,9 @@ async fn run_async(args: &RunArgs) -> anyhow::Result<ExitCode> {
     // 5. Close the record and write the report, even after an error.
     let interrupted = matches!(outcome, Ok(Outcome::Interrupted));
     store.update(|r| {
-        r.interrupted = interrupted || !r.remaining().is_empty();
+        // Cells can also be missing because a framework failed; the report
+        // lists those from the plan, `interrupted` only means Ctrl-C.
+        r.interrupted = interrupted;
         if !interrupted {
             r.finished_at = Some(Utc::now());
         }

@@ -501,8 +501,10 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
             )
             .await;
         let window_end_ms = clock.elapsed().as_millis() as u64;
-        // Let the sampler take a reading after the load stopped.
-        tokio::time::sleep(SAMPLE_EVERY).await;
+        // Let the sampler take at least one reading after the load stopped
+        // (two periods: one tick may race with the stop), so the CPU delta
+        // covers the whole window.
+        tokio::time::sleep(SAMPLE_EVERY * 2).await;
         let series = sampler.stop().await;
         let load = loaded?;
         let mut m = measurement(
