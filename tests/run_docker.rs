@@ -139,6 +139,12 @@ fn runs_a_profile_end_to_end_and_writes_the_report() {
     assert!(fw.verify.as_ref().unwrap().excluded.is_empty());
     assert_eq!(fw.limits.as_ref().unwrap().nofile, 16384);
     assert!(fw.idle_memory_bytes.is_some() && !fw.cold_start_ms.is_empty());
+    assert!(fw.binary_size_bytes.is_some_and(|b| b > 100_000), "{fw:?}");
+    assert!(fw.app_lines_of_code.is_some_and(|n| n > 20), "{fw:?}");
+    assert!(
+        fw.image_id.is_some() && fw.versions.contains_key("rustc"),
+        "{fw:?}"
+    );
     assert!(r.finished_at.is_some() && !r.interrupted);
     for f in [
         "results.md",

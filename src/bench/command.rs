@@ -83,13 +83,32 @@ fn select_frameworks(profile: &Profile, root: &Path) -> anyhow::Result<Vec<Frame
         .collect())
 }
 
+/// Size of the server binary a cargo prebuild put into the image (where the
+/// engine builds it: `<root>/target/frameworks/<target>/release/<bin>`);
+/// `None` for frameworks that are not one binary.
+fn binary_size(root: &Path, fw: &Framework) -> Option<u64> {
+    match &fw.manifest.prebuild {
+        Some(framework::Prebuild::Cargo { bin }) => std::fs::metadata(
+            root.join("target/frameworks")
+                .join(crate::docker::images::STATIC_TARGET)
+                .join("release")
+                .join(bin),
+        )
+        .ok()
+        .map(|m| m.len()),
+        None => None,
+    }
+}
+
 fn record_frameworks(
     results: &mut Results,
+    root: &Path,
     frameworks: &[Framework],
     images: &crate::docker::engine::BuiltImages,
 ) {
     for fw in frameworks {
         let f = results.framework_mut(fw.name());
+        f.binary_size_bytes = binary_size(root, fw);
         f.language = fw.manifest.language.clone();
         f.display_name = fw.manifest.framework.clone();
         f.workers = fw.manifest.workers.clone();
@@ -248,7 +267,7 @@ async fn run_async(args: &RunArgs) -> anyhow::Result<ExitCode> {
     // Absolute: framework prebuilds run cargo inside each framework folder,
     // where a relative target directory would land somewhere else.
     let root = std::env::current_dir().context("reading the current directory")?;
-    let mut opts = ImageOptions::new(root, run.clone());
+    let mut opts = ImageOptions::new(root.clone(), run.clone());
     opts.progress = std::sync::Arc::new(|line: &str| eprintln!("  {line}"));
     let engine = DockerEngine::connect(opts).await?;
     let outcome = {
@@ -261,7 +280,7 @@ async fn run_async(args: &RunArgs) -> anyhow::Result<ExitCode> {
             Some(Err(e)) => Err(e),
             Some(Ok(mut lab)) => {
                 let images = lab.images().clone();
-                store.update(|r| record_frameworks(r, &frameworks, &images))?;
+                store.update(|r| record_frameworks(r, &root, &frameworks, &images))?;
                 let mut observer = progress::for_stderr(plan.total_steps(), plan.step_time);
                 execute(
                     &mut lab,
