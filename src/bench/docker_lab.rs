@@ -678,6 +678,59 @@ mod tests {
         });
     }
 
+    #[test]
+    fn until_stable_warm_up_stops_after_three_steady_windows_and_rate_reaches_the_loader() {
+        let load = real_load_report();
+        let engine = FakeEngine::new(FakeScript {
+            loader_stdout: serde_json::to_string(&load).unwrap(),
+            samples: vec![reading(0, 1 << 20), reading(10, 1 << 20)],
+            ..FakeScript::default()
+        });
+        let profile = Profile {
+            warmup: Warmup::UntilStable {
+                window: Duration::from_millis(100),
+                max_cv: 0.05,
+                max_duration: Duration::from_secs(30),
+            },
+            load: crate::profile::Load {
+                mode: LoadMode::FixedRate { rate: 5_000 },
+                ..crate::profile::Load::default()
+            },
+            ..profile()
+        };
+        let placement = profile.placement(&HostFacts::with_cores(4)).unwrap();
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        let key = CellKey {
+            framework: "a".into(),
+            scenario: Scenario::Plaintext,
+            concurrency: 4,
+            rate: Some(5_000),
+        };
+        rt.block_on(async {
+            let fw = framework("a", &[Scenario::Plaintext]);
+            let mut lab =
+                DockerLab::prepare(&engine, RunId("t".into()), &profile, &[fw], placement)
+                    .await
+                    .unwrap();
+            let (server, _) = lab.start("a").await.unwrap();
+            // The same report every window: CV 0 after three windows.
+            lab.measure(&server, &key, 0).await.unwrap();
+            let spec = lab
+                .loader_spec(&server, &key, Duration::from_secs(1), "x")
+                .unwrap();
+            let rate = spec.cmd.iter().position(|a| a == "--rate").unwrap();
+            assert_eq!(spec.cmd[rate + 1], "5000");
+            assert_eq!(spec.limits.cpuset.as_deref(), Some("1"));
+            lab.stop(server).await.unwrap();
+        });
+        let runs = engine
+            .calls()
+            .iter()
+            .filter(|c| c.starts_with("run loader"))
+            .count();
+        assert_eq!(runs, 3 + 1, "{:?}", engine.calls());
+    }
+
     #[tokio::test]
     async fn verify_outcome_of_the_reference_server_passes_every_scenario() {
         let server = crate::serve::start(IpAddr::V4(Ipv4Addr::LOCALHOST), 0, 1).unwrap();
