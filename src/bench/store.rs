@@ -48,11 +48,14 @@ impl Store {
     /// Reopen the run in `dir` to finish it.
     pub fn resume(dir: &Path) -> anyhow::Result<Store> {
         let path = dir.join(RESULTS_FILE);
-        let text = std::fs::read_to_string(&path).with_context(|| {
-            format!(
-                "cannot resume: {} is not readable (is {} a fairground run directory?)",
-                path.display(),
-                dir.display()
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            coded(
+                ExitCode::BadInput,
+                anyhow::anyhow!(
+                    "cannot resume: {} is not readable ({e}); is {} a directory written by `fairground run`?",
+                    path.display(),
+                    dir.display()
+                ),
             )
         })?;
         let results = results::from_json(&text, &path.display().to_string())
