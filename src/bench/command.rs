@@ -279,6 +279,7 @@ async fn run_async(args: &RunArgs) -> anyhow::Result<ExitCode> {
             None => Ok(Outcome::Interrupted),
             Some(Err(e)) => Err(e),
             Some(Ok(mut lab)) => {
+                lab.keep_logs_in(store.dir().join(report::LOGS_DIR));
                 let images = lab.images().clone();
                 store.update(|r| record_frameworks(r, &root, &frameworks, &images))?;
                 let mut observer = progress::for_stderr(plan.total_steps(), plan.step_time);

@@ -44,6 +44,11 @@ const VERIFY_TIMEOUT: Duration = Duration::from_secs(5);
 /// timeout) and writing the report.
 const LOADER_SLACK: Duration = Duration::from_secs(60);
 
+/// Lines of each server container's log kept in the run's `logs/` folder:
+/// enough for a crash's story, small enough that a chatty framework cannot
+/// bloat the evidence.
+const LOG_LINES: usize = 1000;
+
 /// A framework's server container.
 #[derive(Debug)]
 pub struct DockerServer {
@@ -65,6 +70,8 @@ pub struct DockerLab<'a, E: Engine> {
     starts: u32,
     /// OOM kills each server's cgroup had counted after its previous round.
     oom_seen: BTreeMap<String, u64>,
+    /// Where each server's log tail is written when it stops (`logs/`).
+    logs_dir: Option<std::path::PathBuf>,
 }
 
 impl<'a, E: Engine> DockerLab<'a, E> {
@@ -98,7 +105,14 @@ impl<'a, E: Engine> DockerLab<'a, E> {
             host: HostProbe::default(),
             starts: 0,
             oom_seen: BTreeMap::new(),
+            logs_dir: None,
         })
+    }
+
+    /// Keep the last [`LOG_LINES`] lines of every server's log in `dir`
+    /// (one file per container, written when the server stops).
+    pub fn keep_logs_in(&mut self, dir: std::path::PathBuf) {
+        self.logs_dir = Some(dir);
     }
 
     /// The images the run uses (ids, sizes and versions for the report).
@@ -534,6 +548,24 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
     }
 
     async fn stop(&mut self, server: DockerServer) -> anyhow::Result<()> {
+        if let Some(dir) = &self.logs_dir {
+            // Evidence, not a reason to fail the run: a log that cannot be
+            // read or written is reported and the run goes on.
+            let kept = match self.engine.logs_tail(&server.handle, LOG_LINES).await {
+                Ok(text) => std::fs::create_dir_all(dir)
+                    .and_then(|()| {
+                        std::fs::write(dir.join(format!("{}.log", server.handle.name)), text)
+                    })
+                    .map_err(anyhow::Error::from),
+                Err(e) => Err(e),
+            };
+            if let Err(e) = kept {
+                eprintln!(
+                    "warning: could not keep the log of {}: {e:#}",
+                    server.handle.name
+                );
+            }
+        }
         self.engine
             .remove(&server.handle)
             .await

@@ -79,11 +79,44 @@ pub fn write_run(dir: &Path, results: &Results) -> anyhow::Result<Vec<PathBuf>> 
             f.path.display()
         ));
     }
+    // Container logs are evidence too: the run writes them into logs/ as
+    // servers stop, so they are hashed from disk.
+    for log in log_files(dir)? {
+        let bytes = std::fs::read(dir.join(&log))
+            .with_context(|| format!("cannot read {}", dir.join(&log).display()))?;
+        sums.push_str(&format!(
+            "{}  {}\n",
+            hex::encode(Sha256::digest(&bytes)),
+            log.display()
+        ));
+    }
     write_atomic(&dir.join(SUMS_FILE), sums.as_bytes())?;
     let mut written: Vec<PathBuf> = files.into_iter().map(|f| f.path).collect();
     written.push(PathBuf::from(SUMS_FILE));
     Ok(written)
 }
+
+/// Files under `dir/logs/`, relative to `dir`, sorted (none when absent).
+fn log_files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let logs = dir.join(LOGS_DIR);
+    let entries = match std::fs::read_dir(&logs) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e).with_context(|| format!("cannot list {}", logs.display())),
+    };
+    let mut found = Vec::new();
+    for entry in entries {
+        let entry = entry?;
+        if entry.file_type()?.is_file() {
+            found.push(Path::new(LOGS_DIR).join(entry.file_name()));
+        }
+    }
+    found.sort();
+    Ok(found)
+}
+
+/// Folder of a run directory that holds each server container's log tail.
+pub const LOGS_DIR: &str = "logs";
 
 /// Options of `fairground report`.
 #[derive(Debug, Clone, clap::Args)]
@@ -162,6 +195,20 @@ mod tests {
             let bytes = std::fs::read(tmp.path().join(path)).unwrap();
             assert_eq!(hash, hex::encode(Sha256::digest(&bytes)), "{path}");
         }
+    }
+
+    #[test]
+    fn container_logs_are_covered_by_the_checksums() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::create_dir(tmp.path().join(LOGS_DIR)).unwrap();
+        std::fs::write(tmp.path().join("logs/fg-x-hyper-1.log"), "started\n").unwrap();
+        write_run(tmp.path(), &sample_results()).unwrap();
+        let sums = std::fs::read_to_string(tmp.path().join(SUMS_FILE)).unwrap();
+        let line = sums
+            .lines()
+            .find(|l| l.ends_with("  logs/fg-x-hyper-1.log"))
+            .unwrap_or_else(|| panic!("log not in SHA256SUMS:\n{sums}"));
+        assert!(line.starts_with(&hex::encode(Sha256::digest(b"started\n"))));
     }
 
     #[test]
