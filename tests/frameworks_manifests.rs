@@ -115,7 +115,8 @@ fn every_cargo_prebuild_is_a_locked_standalone_project_with_its_binary() {
             fw.name()
         );
         assert!(
-            toml.lines().any(|l| l.trim() == format!("name = \"{bin}\"")),
+            toml.lines()
+                .any(|l| l.trim() == format!("name = \"{bin}\"")),
             "{}: prebuild names binary `{bin}` but Cargo.toml has no target named so",
             fw.name()
         );
@@ -126,6 +127,11 @@ fn every_cargo_prebuild_is_a_locked_standalone_project_with_its_binary() {
 fn every_framework_listens_where_the_contract_expects() {
     for fw in all() {
         assert_eq!(fw.manifest.port, 8080, "{}: serve on port 8080", fw.name());
-        assert_eq!(fw.manifest.readiness, "/", "{}: readiness path is /", fw.name());
+        assert_eq!(
+            fw.manifest.readiness,
+            "/",
+            "{}: readiness path is /",
+            fw.name()
+        );
     }
 }
