@@ -121,8 +121,11 @@ where
     }
 }
 
-type DynService =
-    Box<dyn Service<Request<Incoming>, Response = Resp, Error = Infallible, Future = BoxFut> + Send + Sync>;
+type DynService = Box<
+    dyn Service<Request<Incoming>, Response = Resp, Error = Infallible, Future = BoxFut>
+        + Send
+        + Sync,
+>;
 
 /// Builds the chain of `n` layers, layer 1 outermost.
 fn chain(n: u16) -> DynService {
