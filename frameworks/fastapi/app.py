@@ -45,7 +45,8 @@ async def user(id: str):
 
 
 @app.post("/echo")
-async def echo(payload=Body()):
+async def echo(payload=Body(None)):
+    # Body(None): a JSON `null` is a value to echo, not a missing body.
     return payload
 
 

@@ -74,7 +74,7 @@ function startWorker() {
       if (path === '/json') return sendJson(res, { message: 'Hello, World!' });
       if (path.startsWith('/users/')) {
         const id = path.slice(7);
-        if (id && !id.includes('/')) return sendJson(res, { id: decodeURIComponent(id), name: 'ada' });
+        if (id && !id.includes('/')) return sendJson(res, { id, name: 'ada' });
         return notFound(res);
       }
       const mw = chains.get(path);
