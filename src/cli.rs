@@ -19,8 +19,16 @@ pub struct Cli {
 pub enum Command {
     /// Serve the whole endpoint contract (the reference server).
     Serve(crate::serve::ServeArgs),
+    /// Build or list fairground's images (own image, bases, frameworks).
+    Images(crate::docker::commands::ImagesArgs),
+    /// Remove containers and networks left by earlier runs (by label).
+    Clean(crate::docker::commands::CleanArgs),
+    /// Wait until a URL answers 200 and print when (used inside the run network).
+    Ready(crate::docker::ready::ReadyArgs),
     /// Measure and judge the environment; exit 3 when results from it would be refused.
     Preflight(crate::preflight::PreflightArgs),
+    /// Generate HTTP load against one server and report what it saw.
+    Load(crate::load::args::LoadArgs),
     /// Check, show and describe benchmark profiles (profiles/*.yaml).
     Profile(crate::profile::ProfileArgs),
     /// Check a running server against the endpoint contract with random
@@ -32,7 +40,11 @@ pub enum Command {
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Serve(args) => crate::serve::run(&args).map(|()| ExitCode::Ok),
+        Command::Images(args) => crate::docker::commands::run_images(&args),
+        Command::Clean(args) => crate::docker::commands::run_clean(&args),
+        Command::Ready(args) => crate::docker::ready::run(&args).map(|()| ExitCode::Ok),
         Command::Preflight(args) => crate::preflight::run_cli(&args),
+        Command::Load(args) => crate::load::args::run(&args),
         Command::Profile(args) => crate::profile::run(&args).map(|()| ExitCode::Ok),
         Command::Verify(args) => crate::verify::run(&args),
     }

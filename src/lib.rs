@@ -6,9 +6,12 @@
 
 pub mod cli;
 pub mod contract;
+pub mod docker;
 pub mod exit;
 pub mod framework;
+pub mod load;
 pub mod preflight;
+pub mod probe;
 pub mod profile;
 pub mod serve;
 pub mod verify;

@@ -1,0 +1,221 @@
+//! `fairground images build|list` and `fairground clean`: the command-line
+//! faces of the image builder and of cleanup. Options live here; `cli.rs`
+//! only dispatches.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Context;
+
+use super::engine::{DockerEngine, Engine};
+use super::images::{ImageOptions, Progress};
+use super::RunId;
+use crate::exit::{coded, ExitCode};
+
+/// `fairground images …`
+#[derive(Debug, clap::Args)]
+pub struct ImagesArgs {
+    /// What to do with images.
+    #[command(subcommand)]
+    pub action: ImagesAction,
+}
+
+/// The `images` subcommands.
+#[derive(Debug, clap::Subcommand)]
+pub enum ImagesAction {
+    /// Build (or reuse) the fairground image, the bases and the framework images.
+    Build(BuildArgs),
+    /// Show the images fairground built: kind, name, tag, size, input hash.
+    List,
+}
+
+/// `fairground images build [NAME…]`
+#[derive(Debug, clap::Args)]
+pub struct BuildArgs {
+    /// Frameworks to build (default: every one under --frameworks).
+    pub names: Vec<String>,
+    /// Folder of framework folders.
+    #[arg(long, default_value = "frameworks")]
+    pub frameworks: PathBuf,
+    /// Project root (holds docker/bases/ and target/).
+    #[arg(long, default_value = ".")]
+    pub root: PathBuf,
+    /// Where build logs go.
+    #[arg(long, default_value = "output/build-logs")]
+    pub log_dir: PathBuf,
+    /// Build bases FROM this upstream image (e.g. debian:bookworm-slim)
+    /// instead of mmdebstrap; only on a daemon that can pull.
+    #[arg(long)]
+    pub upstream_base: Option<String>,
+    /// Run id to label what is built with (default: a fresh one).
+    #[arg(long)]
+    pub run: Option<String>,
+}
+
+/// `fairground clean`
+#[derive(Debug, clap::Args)]
+pub struct CleanArgs {
+    /// Only this run's objects (default: every fairground run's leftovers).
+    #[arg(long)]
+    pub run: Option<String>,
+    /// Also remove fairground's images (the build cache).
+    #[arg(long)]
+    pub images: bool,
+}
+
+/// Progress: a spinner on a terminal, plain lines on stderr otherwise.
+fn progress() -> (Progress, Option<indicatif::ProgressBar>) {
+    if std::io::stderr().is_terminal() {
+        let bar = indicatif::ProgressBar::new_spinner();
+        bar.enable_steady_tick(std::time::Duration::from_millis(120));
+        let b = bar.clone();
+        (Arc::new(move |msg: &str| b.println(msg)), Some(bar))
+    } else {
+        (Arc::new(|msg: &str| eprintln!("{msg}")), None)
+    }
+}
+
+/// Human size: `12.3 MiB`.
+pub fn human_bytes(b: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = b as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{b} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+/// Run `fairground images …`.
+pub fn run_images(args: &ImagesArgs) -> anyhow::Result<ExitCode> {
+    let rt = super::runtime()?;
+    rt.block_on(async {
+        match &args.action {
+            ImagesAction::List => {
+                let docker = super::connect_or_exit_code().await?;
+                let rows = super::images::list(&docker).await?;
+                if rows.is_empty() {
+                    println!("no fairground images yet; run `fairground images build`");
+                }
+                println!(
+                    "{:<10} {:<16} {:<44} {:>10}  inputs",
+                    "KIND", "NAME", "TAG", "SIZE"
+                );
+                for r in rows {
+                    println!(
+                        "{:<10} {:<16} {:<44} {:>10}  {}",
+                        r.kind,
+                        r.name,
+                        r.tag,
+                        human_bytes(r.size_bytes),
+                        super::images::short(&r.inputs_hash)
+                    );
+                }
+                Ok(ExitCode::Ok)
+            }
+            ImagesAction::Build(b) => build(b).await,
+        }
+    })
+}
+
+async fn build(b: &BuildArgs) -> anyhow::Result<ExitCode> {
+    let mut frameworks = if b.frameworks.is_dir() {
+        crate::framework::discover(&b.frameworks)?
+    } else if b.names.is_empty() {
+        Vec::new()
+    } else {
+        return Err(coded(
+            ExitCode::BadInput,
+            anyhow::anyhow!("no framework folder {}", b.frameworks.display()),
+        ));
+    };
+    if !b.names.is_empty() {
+        let known: Vec<String> = frameworks.iter().map(|f| f.name().to_string()).collect();
+        if let Some(bad) = b.names.iter().find(|n| !known.contains(n)) {
+            return Err(coded(
+                ExitCode::BadInput,
+                anyhow::anyhow!(
+                    "no framework `{bad}` under {}; known: {}",
+                    b.frameworks.display(),
+                    known.join(", ")
+                ),
+            ));
+        }
+        frameworks.retain(|f| b.names.iter().any(|n| n == f.name()));
+    }
+    let (progress, bar) = progress();
+    let run = b.run.clone().map(RunId).unwrap_or_default();
+    let mut opts = ImageOptions::new(&b.root, run.clone());
+    opts.log_dir = b.log_dir.clone();
+    opts.upstream_base = b.upstream_base.clone();
+    opts.progress = progress;
+    let engine = DockerEngine::connect(opts).await?;
+    let built = engine.ensure_images(&frameworks).await;
+    // Version readers are removed as they go; this catches any leftover.
+    let _ = engine.cleanup(&run).await;
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    let built = built?;
+    let mut all = vec![built.fairground];
+    all.extend(built.bases);
+    all.extend(built.frameworks.into_values());
+    for i in all {
+        println!(
+            "{:<10} {:<16} {:<44} {:>10}  {}",
+            i.kind.as_str(),
+            i.name,
+            i.tag,
+            human_bytes(i.size_bytes),
+            if i.reused { "reused" } else { "built" }
+        );
+        for line in i.versions.as_deref().unwrap_or("").lines() {
+            println!("    {line}");
+        }
+    }
+    Ok(ExitCode::Ok)
+}
+
+/// Run `fairground clean`.
+pub fn run_clean(args: &CleanArgs) -> anyhow::Result<ExitCode> {
+    let rt = super::runtime()?;
+    rt.block_on(async {
+        let docker = super::connect_or_exit_code().await?;
+        let run = args.run.clone().map(RunId);
+        let report = super::cleanup::clean(&docker, run.as_ref(), args.images)
+            .await
+            .context("cleaning up")?;
+        println!("{}", report.summary());
+        for c in &report.containers {
+            println!("container {c}");
+        }
+        for n in &report.networks {
+            println!("network {n}");
+        }
+        for i in &report.images {
+            println!("image {i}");
+        }
+        Ok(if report.failed.is_empty() {
+            ExitCode::Ok
+        } else {
+            ExitCode::Failure
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_are_human() {
+        assert_eq!(human_bytes(512), "512 B");
+        assert_eq!(human_bytes(3 * 1024 * 1024 + 512 * 1024), "3.5 MiB");
+    }
+}

@@ -1,0 +1,209 @@
+//! `fairground ready`: wait until a URL answers 200, from inside the run
+//! network, and print when it first did.
+//!
+//! Runs in the fairground image as a short-lived probe container, so
+//! readiness is judged from where the loader will stand, not from the host.
+//! Deliberately tiny: raw HTTP/1.1 GETs on a std `TcpStream`, 10 ms apart;
+//! the `verify` module does real HTTP checking.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::Context;
+
+/// Pause between attempts.
+pub const RETRY_EVERY: Duration = Duration::from_millis(10);
+
+/// Options of `fairground ready`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ReadyArgs {
+    /// URL to poll, `http://IP:PORT/PATH` (an IP address: the image has no resolver).
+    #[arg(long)]
+    pub url: String,
+    /// Give up after this long (e.g. `30s`).
+    #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+    pub timeout: Duration,
+}
+
+/// The JSON line `fairground ready` prints.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ReadyReport {
+    /// The URL polled.
+    pub url: String,
+    /// Unix time (ms) of the first attempt.
+    #[serde(default)]
+    pub started_unix_ms: u64,
+    /// Whether a 200 came back before the timeout.
+    pub ready: bool,
+    /// Unix time (ms) of the first 200.
+    pub first_200_unix_ms: Option<u64>,
+    /// Requests tried, the successful one included.
+    pub attempts: u64,
+    /// Milliseconds from the prober's start to the first 200 (or the timeout).
+    pub waited_ms: u64,
+    /// What the last failed attempt saw (connection refused, status 503 …).
+    pub last_error: Option<String>,
+}
+
+/// Split `http://host:port/path` into a socket address, host header and path.
+pub fn parse_url(url: &str) -> anyhow::Result<(SocketAddr, String, String)> {
+    let rest = url
+        .strip_prefix("http://")
+        .with_context(|| format!("`{url}`: only http:// URLs are supported"))?;
+    let (authority, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, "/"),
+    };
+    let with_port = if authority.contains(':') {
+        authority.to_string()
+    } else {
+        format!("{authority}:80")
+    };
+    let addr = with_port
+        .to_socket_addrs()
+        .with_context(|| format!("`{url}`: bad host:port `{authority}`"))?
+        .next()
+        .with_context(|| format!("`{url}`: `{authority}` resolves to nothing"))?;
+    Ok((addr, authority.to_string(), path.to_string()))
+}
+
+fn unix_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// One GET; `Ok(status)` when a status line came back.
+fn attempt(addr: SocketAddr, host: &str, path: &str, budget: Duration) -> std::io::Result<u16> {
+    let budget = budget.max(Duration::from_millis(50));
+    let mut s = TcpStream::connect_timeout(&addr, budget)?;
+    s.set_read_timeout(Some(budget))?;
+    s.set_write_timeout(Some(budget))?;
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: fairground-ready\r\nConnection: close\r\n\r\n"
+    )?;
+    let mut buf = [0u8; 512];
+    let mut got = 0;
+    // Read only up to the end of the status line.
+    while got < buf.len() {
+        let n = s.read(&mut buf[got..])?;
+        if n == 0 {
+            break;
+        }
+        got += n;
+        if buf[..got].contains(&b'\n') {
+            break;
+        }
+    }
+    let line = String::from_utf8_lossy(&buf[..got]);
+    line.split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .ok_or_else(|| {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("no HTTP status line in `{}`", line.trim()),
+            )
+        })
+}
+
+/// Poll until 200 or timeout. Bounded in time and therefore in count.
+pub fn wait(url: &str, timeout: Duration) -> anyhow::Result<ReadyReport> {
+    let (addr, host, path) = parse_url(url)?;
+    let started_unix_ms = unix_ms();
+    let start = Instant::now();
+    let mut attempts = 0u64;
+    let mut last_error = None;
+    while start.elapsed() < timeout {
+        attempts += 1;
+        let left = timeout
+            .saturating_sub(start.elapsed())
+            .min(Duration::from_secs(2));
+        match attempt(addr, &host, &path, left) {
+            Ok(200) => {
+                return Ok(ReadyReport {
+                    url: url.to_string(),
+                    started_unix_ms,
+                    ready: true,
+                    first_200_unix_ms: Some(unix_ms()),
+                    attempts,
+                    waited_ms: start.elapsed().as_millis() as u64,
+                    last_error: None,
+                })
+            }
+            Ok(code) => last_error = Some(format!("status {code}")),
+            Err(e) => last_error = Some(e.to_string()),
+        }
+        std::thread::sleep(RETRY_EVERY);
+    }
+    Ok(ReadyReport {
+        url: url.to_string(),
+        started_unix_ms,
+        ready: false,
+        first_200_unix_ms: None,
+        attempts,
+        waited_ms: start.elapsed().as_millis() as u64,
+        last_error,
+    })
+}
+
+/// `fairground ready`: print one JSON line; fail (exit 1) on timeout.
+pub fn run(args: &ReadyArgs) -> anyhow::Result<()> {
+    let report = wait(&args.url, args.timeout)?;
+    println!("{}", serde_json::to_string(&report)?);
+    if !report.ready {
+        anyhow::bail!(
+            "{} did not answer 200 within {} ({} attempts; last: {})",
+            args.url,
+            humantime::format_duration(args.timeout),
+            report.attempts,
+            report.last_error.as_deref().unwrap_or("nothing")
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_ip_urls() {
+        let (addr, host, path) = parse_url("http://10.1.2.3:8080/health").unwrap();
+        assert_eq!(addr.to_string(), "10.1.2.3:8080");
+        assert_eq!(host, "10.1.2.3:8080");
+        assert_eq!(path, "/health");
+        assert_eq!(parse_url("http://127.0.0.1").unwrap().2, "/");
+        assert!(parse_url("https://127.0.0.1/").is_err());
+    }
+
+    #[test]
+    fn reports_first_200_from_the_reference_server() {
+        let server = crate::serve::start("127.0.0.1".parse().unwrap(), 0, 1).unwrap();
+        let r = wait(&format!("http://{}/", server.addr), Duration::from_secs(5)).unwrap();
+        assert!(r.ready, "{r:?}");
+        assert!(r.first_200_unix_ms.unwrap() > 1_600_000_000_000);
+        server.stop();
+    }
+
+    #[test]
+    fn times_out_on_a_closed_port_with_the_last_error() {
+        // Bind then drop: the port is (almost certainly) closed now.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let r = wait(
+            &format!("http://127.0.0.1:{port}/"),
+            Duration::from_millis(200),
+        )
+        .unwrap();
+        assert!(!r.ready);
+        assert!(r.attempts >= 2);
+        assert!(r.last_error.is_some());
+    }
+}

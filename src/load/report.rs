@@ -1,0 +1,378 @@
+//! The loader's report: what `fairground load --json` prints and what
+//! `load::run` returns, plus the human summary (like wrk's).
+//!
+//! Owns: the report types (their JSON shape is the contract with the
+//! orchestrator, described by docs/load-report.schema.json) and their
+//! rendering. Must not: measure anything.
+
+use std::io::Write;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+pub use super::histogram::LatencySummary;
+
+/// Version of the report's JSON shape; bump on any incompatible change.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Kinds of errors the loader counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// A connection could not be opened (refused, unreachable, timed out).
+    Connect,
+    /// Reading failed, or the server closed with requests outstanding.
+    Read,
+    /// Writing a request failed.
+    Write,
+    /// A request was still unanswered `--timeout` after it was sent.
+    Timeout,
+    /// The response could not be parsed as HTTP/1.1.
+    Parse,
+}
+
+/// Error counts by kind. Read, write, timeout and parse errors count lost
+/// requests (each request in flight on a connection that fails is one);
+/// connect errors count failed connection attempts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ErrorCounts {
+    /// Failed connection attempts (refused, unreachable, connect timeout).
+    pub connect: u64,
+    /// Requests lost to a read error or to the server closing the connection.
+    pub read: u64,
+    /// Requests that could not be written.
+    pub write: u64,
+    /// Requests unanswered `--timeout` after they were sent, counted when the
+    /// timeout expired (the connection is then closed and reopened).
+    pub timeout: u64,
+    /// Requests lost to a response that is not valid HTTP/1.1.
+    pub parse: u64,
+}
+
+impl ErrorCounts {
+    /// Add `n` errors of `kind`.
+    #[inline]
+    pub fn add(&mut self, kind: ErrorKind, n: u64) {
+        match kind {
+            ErrorKind::Connect => self.connect += n,
+            ErrorKind::Read => self.read += n,
+            ErrorKind::Write => self.write += n,
+            ErrorKind::Timeout => self.timeout += n,
+            ErrorKind::Parse => self.parse += n,
+        }
+    }
+
+    /// All errors of every kind.
+    pub fn total(&self) -> u64 {
+        self.connect + self.read + self.write + self.timeout + self.parse
+    }
+
+    /// Sum of two counts.
+    pub fn merge(&mut self, o: &ErrorCounts) {
+        self.connect += o.connect;
+        self.read += o.read;
+        self.write += o.write;
+        self.timeout += o.timeout;
+        self.parse += o.parse;
+    }
+}
+
+/// Whether the run was closed loop (wrk) or fixed rate (wrk2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// Each connection sends its next request (batch) when the previous
+    /// answer is complete.
+    Closed,
+    /// Requests are sent on a fixed schedule; latency from intended times.
+    FixedRate,
+}
+
+/// The settings the run used (after limits were applied).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RunSettings {
+    /// Target URL as given.
+    pub url: String,
+    /// Contract scenario, or null for an ad-hoc request.
+    pub scenario: Option<String>,
+    /// HTTP method of the (first) request.
+    pub method: String,
+    /// Closed loop or fixed rate.
+    pub mode: Mode,
+    /// Worker threads.
+    pub threads: usize,
+    /// Requests in flight per connection (batch size in closed loop).
+    pub pipeline: usize,
+    /// Warmup before measuring, seconds.
+    pub warmup_s: f64,
+    /// Measured duration asked for, seconds.
+    pub duration_s: f64,
+    /// Per-request timeout, milliseconds.
+    pub timeout_ms: u64,
+    /// Connect timeout, milliseconds.
+    pub connect_timeout_ms: u64,
+    /// Target rate (fixed-rate mode), requests per second.
+    pub rate_rps: Option<f64>,
+    /// Bound on measured requests (`--requests`), if any.
+    pub max_requests: Option<u64>,
+}
+
+/// Completed responses of the measured period, by status class. A response
+/// belongs to the measured period when its request was scheduled (closed
+/// loop: sent; fixed rate: intended) inside it and it completed before its end.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Responses {
+    /// All completed responses.
+    pub total: u64,
+    /// 2xx responses: the only ones throughput counts.
+    pub status_2xx: u64,
+    /// 3xx responses.
+    pub status_3xx: u64,
+    /// 4xx responses.
+    pub status_4xx: u64,
+    /// 5xx responses.
+    pub status_5xx: u64,
+    /// Responses with a status outside 200-599.
+    pub status_other: u64,
+}
+
+/// What happened to the connections.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Connections {
+    /// Connections asked for (`-c`).
+    pub requested: usize,
+    /// Connections the loader tried to hold (less than `requested` only when
+    /// a limit said so before the run; see `warnings`).
+    pub attempted: usize,
+    /// Connection slots that were established at least once.
+    pub established: u64,
+    /// Most connections open at the same moment.
+    pub peak_open: u64,
+    /// Connections re-established after a close or an error.
+    pub reconnects: u64,
+}
+
+/// Bytes on the wire during the measured period.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Bytes {
+    /// Bytes read from the server.
+    pub read: u64,
+    /// Bytes written to the server.
+    pub written: u64,
+    /// Mean bytes per measured response, status line and headers included.
+    pub mean_response_bytes: f64,
+}
+
+/// Fixed-rate accounting.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RateReport {
+    /// Requests per second asked for.
+    pub target_rps: f64,
+    /// Responses (any status) per second completed in the measured period.
+    pub achieved_rps: f64,
+    /// `achieved_rps / target_rps`; below ~0.98 the target was not met.
+    pub ratio: f64,
+    /// Largest delay, µs, between when the loader could and should have sent
+    /// a request and when it did (waiting for a slow server excluded): large
+    /// values mean the loader itself could not keep up.
+    pub max_schedule_lag_us: u64,
+}
+
+/// The loader's own resource use, so a saturated loader is visible.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct LoaderUsage {
+    /// User CPU time of the whole loader process during the measured period, µs.
+    pub user_cpu_us: u64,
+    /// System CPU time of the whole loader process during the measured period, µs.
+    pub sys_cpu_us: u64,
+    /// (user + sys) per completed measured response, µs.
+    pub cpu_us_per_response: f64,
+    /// Peak resident set size of the loader process, KiB.
+    pub peak_rss_kib: u64,
+}
+
+/// One second of the measured period.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Window {
+    /// Start of the window, whole seconds from the start of measurement.
+    pub t_s: u64,
+    /// 2xx responses completed in the window.
+    pub ok: u64,
+    /// Errors (any kind) in the window.
+    pub errors: u64,
+}
+
+/// Everything one `fairground load` run saw.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct LoadReport {
+    /// Version of this JSON shape ([`SCHEMA_VERSION`]).
+    pub schema_version: u32,
+    /// The settings the run used.
+    pub settings: RunSettings,
+    /// Measured time actually elapsed, seconds (shorter than asked when
+    /// `--requests` finished first).
+    pub measured_s: f64,
+    /// Completed responses by status class.
+    pub responses: Responses,
+    /// 2xx responses per second of measured time.
+    pub throughput_rps: f64,
+    /// Errors during the measured period.
+    pub errors: ErrorCounts,
+    /// Errors over the whole run: connection setup, warmup and measurement.
+    pub errors_whole_run: ErrorCounts,
+    /// Connection accounting.
+    pub connections: Connections,
+    /// Bytes on the wire (measured period).
+    pub bytes: Bytes,
+    /// Latency of measured responses, µs. Fixed rate: from the intended send
+    /// time (corrected for coordinated omission); closed loop: from the send
+    /// time of the request's batch.
+    pub latency: LatencySummary,
+    /// Fixed rate only: latency from the actual send time (uncorrected).
+    pub uncorrected_latency: Option<LatencySummary>,
+    /// Fixed rate only: target vs achieved rate and schedule lag.
+    pub rate: Option<RateReport>,
+    /// CPU and memory of the loader itself.
+    pub loader: LoaderUsage,
+    /// Per-second windows of the measured period.
+    pub windows: Vec<Window>,
+    /// Things the user must know about this run (limits that capped
+    /// connections, a missed rate, ...).
+    pub warnings: Vec<String>,
+}
+
+impl LoadReport {
+    /// The human summary, in wrk's spirit.
+    pub fn write_human(&self, mut w: impl Write) -> std::io::Result<()> {
+        let s = &self.settings;
+        let what = match &s.scenario {
+            Some(sc) => format!("scenario {sc}"),
+            None => format!("{} request", s.method),
+        };
+        let mode = match s.mode {
+            Mode::Closed => "closed loop".to_string(),
+            Mode::FixedRate => format!("fixed rate {:.0} req/s", s.rate_rps.unwrap_or(0.0)),
+        };
+        writeln!(
+            w,
+            "Running {:.1}s test @ {} ({what}, {mode})",
+            s.duration_s, s.url
+        )?;
+        let c = &self.connections;
+        writeln!(
+            w,
+            "  {} threads and {} connections ({} established, peak {} open, {} reconnects)",
+            s.threads, c.requested, c.established, c.peak_open, c.reconnects
+        )?;
+        if s.pipeline > 1 {
+            writeln!(w, "  pipeline depth {}", s.pipeline)?;
+        }
+        let l = &self.latency;
+        writeln!(w, "  Latency      Avg       Stdev     Max")?;
+        writeln!(
+            w,
+            "             {:>9} {:>9} {:>9}",
+            fmt_us(l.mean_us),
+            fmt_us(l.stdev_us),
+            fmt_us(l.max_us as f64)
+        )?;
+        writeln!(w, "  Latency distribution")?;
+        for (p, v) in [
+            ("50%", l.p50_us),
+            ("75%", l.p75_us),
+            ("90%", l.p90_us),
+            ("99%", l.p99_us),
+            ("99.9%", l.p99_9_us),
+            ("99.99%", l.p99_99_us),
+        ] {
+            let unc = self
+                .uncorrected_latency
+                .as_ref()
+                .map(|u| {
+                    let v = match p {
+                        "50%" => u.p50_us,
+                        "75%" => u.p75_us,
+                        "90%" => u.p90_us,
+                        "99%" => u.p99_us,
+                        "99.9%" => u.p99_9_us,
+                        _ => u.p99_99_us,
+                    };
+                    format!("   (uncorrected {})", fmt_us(v as f64))
+                })
+                .unwrap_or_default();
+            writeln!(w, "    {p:>7} {:>9}{unc}", fmt_us(v as f64))?;
+        }
+        let r = &self.responses;
+        writeln!(
+            w,
+            "  {} responses in {:.2}s, {} read, {} written ({:.0} B/response)",
+            r.total,
+            self.measured_s,
+            fmt_bytes(self.bytes.read),
+            fmt_bytes(self.bytes.written),
+            self.bytes.mean_response_bytes
+        )?;
+        writeln!(
+            w,
+            "  Status: 2xx {}, 3xx {}, 4xx {}, 5xx {}, other {}",
+            r.status_2xx, r.status_3xx, r.status_4xx, r.status_5xx, r.status_other
+        )?;
+        let e = &self.errors;
+        writeln!(
+            w,
+            "  Errors: connect {}, read {}, write {}, timeout {}, parse {}",
+            e.connect, e.read, e.write, e.timeout, e.parse
+        )?;
+        writeln!(w, "Requests/sec (2xx): {:.2}", self.throughput_rps)?;
+        if let Some(rate) = &self.rate {
+            writeln!(
+                w,
+                "Rate: target {:.0}, achieved {:.0} ({:.1}%), max schedule lag {}",
+                rate.target_rps,
+                rate.achieved_rps,
+                rate.ratio * 100.0,
+                fmt_us(rate.max_schedule_lag_us as f64)
+            )?;
+        }
+        let u = &self.loader;
+        writeln!(
+            w,
+            "Loader: user {:.2}s, sys {:.2}s ({:.2} µs CPU/response), peak RSS {:.1} MiB",
+            u.user_cpu_us as f64 / 1e6,
+            u.sys_cpu_us as f64 / 1e6,
+            u.cpu_us_per_response,
+            u.peak_rss_kib as f64 / 1024.0
+        )?;
+        for warning in &self.warnings {
+            writeln!(w, "warning: {warning}")?;
+        }
+        Ok(())
+    }
+}
+
+fn fmt_us(us: f64) -> String {
+    if us >= 1_000_000.0 {
+        format!("{:.2}s", us / 1e6)
+    } else if us >= 1000.0 {
+        format!("{:.2}ms", us / 1e3)
+    } else {
+        format!("{us:.0}us")
+    }
+}
+
+fn fmt_bytes(b: u64) -> String {
+    let b = b as f64;
+    if b >= 1024.0 * 1024.0 * 1024.0 {
+        format!("{:.2}GiB", b / (1024.0 * 1024.0 * 1024.0))
+    } else if b >= 1024.0 * 1024.0 {
+        format!("{:.2}MiB", b / (1024.0 * 1024.0))
+    } else if b >= 1024.0 {
+        format!("{:.2}KiB", b / 1024.0)
+    } else {
+        format!("{b}B")
+    }
+}
+
+/// The JSON Schema of [`LoadReport`] (committed as docs/load-report.schema.json).
+pub fn json_schema() -> serde_json::Value {
+    serde_json::to_value(schemars::schema_for!(LoadReport)).expect("schema serializes")
+}

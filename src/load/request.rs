@@ -1,0 +1,411 @@
+//! Pre-serialized requests: what each connection writes, built once before
+//! the run so the hot path only copies bytes.
+//!
+//! Owns: turning a target (`--url`) plus either a contract scenario or an
+//! ad-hoc method/path/headers/body into HTTP/1.1 request bytes, and handing
+//! each connection its next request(s) without allocating.
+//!
+//! Freshness (so a server cannot cache answers): `param` requests get a new
+//! random id for *every* request, formatted into the connection's reused
+//! write buffer between a pre-serialized prefix and suffix; ids are drawn
+//! uniformly from 1..=999,999,999, so a connection repeats an id with
+//! negligible probability and no two connections share a sequence. Echo,
+//! validate and middleware requests come from a pool of pre-generated
+//! requests (random bodies / `x-test` values from `contract::sample_request`);
+//! each connection walks the pool from its own random offset. Reusing those
+//! bodies is harmless: the server must parse and answer each one anyway.
+//!
+//! Must not: do I/O or keep statistics.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use anyhow::{bail, Context};
+use rand::{Rng, SeedableRng};
+
+use crate::contract::{self, Scenario};
+
+/// Requests in the pool for scenarios with bodies or random headers.
+pub const POOL_SIZE: usize = 1024;
+
+/// Where the load goes: an IP address and port, plus the path prefix and
+/// Host header taken from `--url`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// IP address and port to connect to.
+    pub addr: SocketAddr,
+    /// The `host:port` as written in the URL, sent as the Host header.
+    pub authority: String,
+    /// Path (and query) of the URL; for scenarios, a prefix of their paths.
+    pub path: String,
+}
+
+impl Target {
+    /// Parse `http://IP[:PORT][/path]`. Host names are refused: the loader
+    /// runs in a scratch container without name resolution.
+    pub fn parse(url: &str) -> anyhow::Result<Self> {
+        let rest = url
+            .strip_prefix("http://")
+            .with_context(|| format!("--url `{url}`: only http:// URLs are supported"))?;
+        let (authority, path) = match rest.find(['/', '?']) {
+            Some(i) if rest.as_bytes()[i] == b'/' => (&rest[..i], rest[i..].to_string()),
+            Some(i) => (&rest[..i], format!("/{}", &rest[i..])),
+            None => (rest, "/".to_string()),
+        };
+        let addr = authority
+            .parse::<SocketAddr>()
+            .or_else(|_| {
+                // No port: HTTP's default.
+                let host = authority.trim_start_matches('[').trim_end_matches(']');
+                host.parse::<std::net::IpAddr>()
+                    .map(|ip| SocketAddr::new(ip, 80))
+            })
+            .map_err(|_| {
+                anyhow::anyhow!(
+                    "--url `{url}`: the host must be an IP address with an optional port \
+                     (e.g. http://172.18.0.2:8080); host names are not resolved"
+                )
+            })?;
+        if authority.is_empty() {
+            bail!("--url `{url}` has no host");
+        }
+        Ok(Self {
+            addr,
+            authority: authority.to_string(),
+            path,
+        })
+    }
+
+    /// `path` (which starts with `/`) under this target's path prefix.
+    fn join(&self, path: &str) -> String {
+        let base = self.path.trim_end_matches('/');
+        format!("{base}{path}")
+    }
+}
+
+/// An ad-hoc request (`--method`, `--header`, `--body`) sent to `--url` as is.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CustomRequest {
+    /// HTTP method, e.g. `GET`.
+    pub method: String,
+    /// Extra headers, in order.
+    pub headers: Vec<(String, String)>,
+    /// Request body, if any (sent with Content-Length).
+    pub body: Option<Vec<u8>>,
+}
+
+/// What to send: a contract scenario or an ad-hoc request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RequestSpec {
+    /// Requests of a contract scenario (`contract::sample_request`).
+    Scenario(Scenario),
+    /// The same request every time.
+    Custom(CustomRequest),
+}
+
+impl Default for RequestSpec {
+    fn default() -> Self {
+        RequestSpec::Custom(CustomRequest {
+            method: "GET".into(),
+            ..Default::default()
+        })
+    }
+}
+
+fn serialize(
+    target: &Target,
+    method: &str,
+    path: &str,
+    headers: &[(String, String)],
+    body: Option<&[u8]>,
+    json: bool,
+) -> Vec<u8> {
+    let mut out = Vec::with_capacity(128 + body.map_or(0, |b| b.len()));
+    out.extend_from_slice(
+        format!("{method} {path} HTTP/1.1\r\nHost: {}\r\n", target.authority).as_bytes(),
+    );
+    for (k, v) in headers {
+        out.extend_from_slice(format!("{k}: {v}\r\n").as_bytes());
+    }
+    if let Some(body) = body {
+        let has_type = headers
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case("content-type"));
+        if json && !has_type {
+            out.extend_from_slice(b"Content-Type: application/json\r\n");
+        }
+        out.extend_from_slice(format!("Content-Length: {}\r\n\r\n", body.len()).as_bytes());
+        out.extend_from_slice(body);
+    } else {
+        out.extend_from_slice(b"\r\n");
+    }
+    out
+}
+
+/// Every request a run may send, shared read-only by all connections.
+#[derive(Debug, Clone)]
+pub enum RequestSet {
+    /// One request, repeated `pipeline` times back to back in `batch`.
+    Fixed {
+        /// Length of one request in `batch`.
+        len: usize,
+        /// `pipeline` copies of the request.
+        batch: Arc<[u8]>,
+        /// The request is HEAD (answers have no body).
+        head: bool,
+    },
+    /// `prefix` + random decimal id + `suffix`.
+    Param {
+        /// Request line up to the id.
+        prefix: Arc<[u8]>,
+        /// Rest of the request after the id.
+        suffix: Arc<[u8]>,
+    },
+    /// Pre-generated requests, walked in order from a per-connection offset.
+    Pool(Arc<Vec<Vec<u8>>>),
+}
+
+impl RequestSet {
+    /// Build the requests for `spec` against `target`; `pipeline` is the
+    /// batch depth, `seed` makes pools reproducible.
+    pub fn build(target: &Target, spec: &RequestSpec, pipeline: usize, seed: u64) -> Self {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        match spec {
+            RequestSpec::Custom(c) => {
+                let one = serialize(
+                    target,
+                    &c.method,
+                    &target.path,
+                    &c.headers,
+                    c.body.as_deref(),
+                    false,
+                );
+                Self::fixed(one, pipeline, c.method.eq_ignore_ascii_case("HEAD"))
+            }
+            RequestSpec::Scenario(Scenario::Param) => {
+                let full = serialize(target, "GET", &target.join("/users/"), &[], None, true);
+                let split = full.iter().position(|&b| b == b' ').unwrap() + 1;
+                let line_end = full[split..].iter().position(|&b| b == b' ').unwrap() + split;
+                Self::Param {
+                    prefix: full[..line_end].into(),
+                    suffix: full[line_end..].into(),
+                }
+            }
+            RequestSpec::Scenario(s) if !needs_pool(*s) => {
+                let r = contract::sample_request(*s, &mut rng);
+                let one = serialize(
+                    target,
+                    r.method,
+                    &target.join(&r.path),
+                    &r.headers,
+                    r.body.as_deref(),
+                    true,
+                );
+                Self::fixed(one, pipeline, false)
+            }
+            RequestSpec::Scenario(s) => {
+                let pool = (0..POOL_SIZE)
+                    .map(|_| {
+                        let r = contract::sample_request(*s, &mut rng);
+                        serialize(
+                            target,
+                            r.method,
+                            &target.join(&r.path),
+                            &r.headers,
+                            r.body.as_deref(),
+                            true,
+                        )
+                    })
+                    .collect();
+                Self::Pool(Arc::new(pool))
+            }
+        }
+    }
+
+    fn fixed(one: Vec<u8>, pipeline: usize, head: bool) -> Self {
+        let len = one.len();
+        let batch: Vec<u8> = one
+            .iter()
+            .copied()
+            .cycle()
+            .take(len * pipeline.max(1))
+            .collect();
+        Self::Fixed {
+            len,
+            batch: batch.into(),
+            head,
+        }
+    }
+
+    /// Whether answers to these requests have no body (HEAD).
+    pub fn is_head(&self) -> bool {
+        matches!(self, Self::Fixed { head: true, .. })
+    }
+}
+
+fn needs_pool(s: Scenario) -> bool {
+    matches!(
+        s,
+        Scenario::Echo | Scenario::Validate | Scenario::Middleware(_)
+    )
+}
+
+/// One connection's view of the request set: its random ids, its place in
+/// the pool, and its reused write buffer.
+pub struct RequestGen {
+    set: RequestSet,
+    rng: rand::rngs::SmallRng,
+    cursor: usize,
+    buf: Vec<u8>,
+}
+
+impl RequestGen {
+    /// A generator for one connection; `seed` should differ per connection.
+    pub fn new(set: RequestSet, seed: u64) -> Self {
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
+        let cursor = match &set {
+            RequestSet::Pool(p) => rng.random_range(0..p.len()),
+            _ => 0,
+        };
+        // Fixed requests are written straight from the shared batch.
+        let buf = match &set {
+            RequestSet::Fixed { .. } => Vec::new(),
+            _ => Vec::with_capacity(1024),
+        };
+        Self {
+            set,
+            rng,
+            cursor,
+            buf,
+        }
+    }
+
+    /// The bytes of the next `n` requests (n ≤ the pipeline depth given to
+    /// [`RequestSet::build`]). Allocation-free once the buffer has grown.
+    pub fn next(&mut self, n: usize) -> &[u8] {
+        match &self.set {
+            RequestSet::Fixed { len, batch, .. } => &batch[..len * n],
+            RequestSet::Param { prefix, suffix } => {
+                self.buf.clear();
+                for _ in 0..n {
+                    let id = contract::random_param_id(&mut self.rng);
+                    self.buf.extend_from_slice(prefix);
+                    push_decimal(&mut self.buf, id);
+                    self.buf.extend_from_slice(suffix);
+                }
+                &self.buf
+            }
+            RequestSet::Pool(pool) => {
+                self.buf.clear();
+                for _ in 0..n {
+                    self.buf.extend_from_slice(&pool[self.cursor]);
+                    self.cursor = (self.cursor + 1) % pool.len();
+                }
+                &self.buf
+            }
+        }
+    }
+}
+
+fn push_decimal(out: &mut Vec<u8>, mut v: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[i..]);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn target() -> Target {
+        Target::parse("http://127.0.0.1:8080").unwrap()
+    }
+
+    #[test]
+    fn parses_ip_urls_and_refuses_host_names() {
+        let t = Target::parse("http://10.0.0.2:9000/api?x=1").unwrap();
+        assert_eq!(t.addr, "10.0.0.2:9000".parse().unwrap());
+        assert_eq!(
+            (t.authority.as_str(), t.path.as_str()),
+            ("10.0.0.2:9000", "/api?x=1")
+        );
+        assert_eq!(Target::parse("http://[::1]:81").unwrap().addr.port(), 81);
+        assert_eq!(Target::parse("http://127.0.0.1").unwrap().addr.port(), 80);
+        let err = Target::parse("http://localhost:80")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("IP address"), "{err}");
+        assert!(Target::parse("https://127.0.0.1").is_err());
+    }
+
+    #[test]
+    fn param_requests_carry_a_fresh_id_each_time() {
+        let set = RequestSet::build(&target(), &RequestSpec::Scenario(Scenario::Param), 1, 1);
+        let mut g = RequestGen::new(set, 42);
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..1000 {
+            let r = String::from_utf8(g.next(1).to_vec()).unwrap();
+            let id = r
+                .strip_prefix("GET /users/")
+                .unwrap()
+                .split(' ')
+                .next()
+                .unwrap()
+                .to_string();
+            assert!(
+                r.ends_with(" HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n"),
+                "{r}"
+            );
+            assert!(id.parse::<u64>().unwrap() >= 1);
+            seen.insert(id);
+        }
+        assert!(
+            seen.len() >= 999,
+            "ids repeat: {} distinct of 1000",
+            seen.len()
+        );
+    }
+
+    #[test]
+    fn fixed_batches_and_pooled_bodies_are_well_formed() {
+        let set = RequestSet::build(&target(), &RequestSpec::Scenario(Scenario::Plaintext), 4, 1);
+        let mut g = RequestGen::new(set, 1);
+        let three = String::from_utf8(g.next(3).to_vec()).unwrap();
+        assert_eq!(three.matches("GET / HTTP/1.1\r\n").count(), 3);
+
+        let set = RequestSet::build(&target(), &RequestSpec::Scenario(Scenario::Echo), 1, 1);
+        let mut g = RequestGen::new(set, 1);
+        let one = g.next(1).to_vec();
+        let mut headers = [httparse::EMPTY_HEADER; 16];
+        let mut req = httparse::Request::new(&mut headers);
+        let head = match req.parse(&one).unwrap() {
+            httparse::Status::Complete(n) => n,
+            httparse::Status::Partial => panic!("partial"),
+        };
+        let len: usize = req
+            .headers
+            .iter()
+            .find(|h| h.name == "Content-Length")
+            .map(|h| std::str::from_utf8(h.value).unwrap().parse().unwrap())
+            .unwrap();
+        assert_eq!(one.len() - head, len);
+        serde_json::from_slice::<serde_json::Value>(&one[head..]).unwrap();
+    }
+
+    #[test]
+    fn decimal_formatting_matches_display() {
+        for v in [0u64, 7, 10, 999_999_999, u64::MAX] {
+            let mut b = Vec::new();
+            push_decimal(&mut b, v);
+            assert_eq!(String::from_utf8(b).unwrap(), v.to_string());
+        }
+    }
+}

@@ -1,0 +1,168 @@
+//! Shared helpers of the Docker integration tests (tests/docker_*.rs).
+//!
+//! One tokio runtime and one daemon connection per test process, images
+//! built once per process, and every object labelled with a run id that
+//! starts with `fgtest-docker-` so these tests only ever clean their own.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::sync::{LazyLock, Mutex, OnceLock};
+
+use fairground::docker::engine::{BuiltImages, DockerEngine, Engine};
+use fairground::docker::images::ImageOptions;
+use fairground::docker::RunId;
+
+/// The project root.
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// One runtime for every test of the process, so pooled connections of the
+/// shared client always have their runtime.
+pub fn rt() -> &'static tokio::runtime::Runtime {
+    static RT: LazyLock<tokio::runtime::Runtime> = LazyLock::new(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap()
+    });
+    &RT
+}
+
+/// A run id these tests own.
+pub fn test_run(what: &str) -> RunId {
+    RunId(format!(
+        "fgtest-docker-{what}-{:08x}",
+        rand::random::<u32>()
+    ))
+}
+
+/// Whether Docker tests can run: with CI=true the daemon must be there
+/// (panic otherwise); elsewhere a missing daemon skips loudly.
+pub fn docker_or_skip(test: &str) -> bool {
+    let ok = rt()
+        .block_on(fairground::docker::connect())
+        .map_err(|e| e.to_string());
+    match ok {
+        Ok(_) => true,
+        Err(e) if std::env::var("CI").as_deref() == Ok("true") => {
+            panic!("{test}: CI=true but the Docker daemon is unreachable: {e}")
+        }
+        Err(e) => {
+            eprintln!("\n!!! SKIPPING {test}: no Docker daemon ({e}) !!!\n");
+            false
+        }
+    }
+}
+
+/// The engine shared by the process (labels its builds with one run id).
+pub fn engine() -> &'static DockerEngine {
+    static ENGINE: OnceLock<DockerEngine> = OnceLock::new();
+    ENGINE.get_or_init(|| {
+        rt().block_on(async {
+            let mut opts = ImageOptions::new(root(), test_run("images"));
+            opts.log_dir = root().join("target/test-build-logs");
+            opts.progress = std::sync::Arc::new(|m: &str| eprintln!("[images] {m}"));
+            DockerEngine::connect(opts).await.expect("connect")
+        })
+    })
+}
+
+/// The fixture framework folder.
+pub fn fixture_framework(name: &str) -> PathBuf {
+    root().join("tests/fixtures/frameworks").join(name)
+}
+
+/// Remove `tag` if an earlier run of these tests built it (its
+/// `fairground.run` label is ours), so the build path really runs, as on an
+/// empty daemon. Images built by anyone else are never touched. Returns
+/// whether the image is now absent.
+pub fn remove_if_ours(tag: &str) -> bool {
+    let d = engine().docker().clone();
+    rt().block_on(async {
+        let Ok(img) = d.inspect_image(tag).await else {
+            return true;
+        };
+        let ours = img
+            .config
+            .and_then(|c| c.labels)
+            .and_then(|l| l.get("fairground.run").cloned())
+            .is_some_and(|r| r.starts_with("fgtest-docker-"));
+        ours && d
+            .remove_image(
+                tag,
+                None::<bollard::query_parameters::RemoveImageOptions>,
+                None,
+            )
+            .await
+            .is_ok()
+    })
+}
+
+/// Whether [`images`] built both images from nothing (rather than reusing
+/// ones it could not remove).
+pub static BUILT_FRESH: Mutex<bool> = Mutex::new(false);
+
+/// fairground's image and the `tinyfw` fixture image, built once per process.
+pub fn images() -> BuiltImages {
+    static BUILT: Mutex<Option<BuiltImages>> = Mutex::new(None);
+    let mut guard = BUILT.lock().unwrap();
+    if let Some(b) = guard.as_ref() {
+        return b.clone();
+    }
+    let fw = fairground::framework::load(&fixture_framework("tinyfw")).expect("fixture manifest");
+    let bin = fairground::docker::images::locate_static_binary(&root()).expect("make static");
+    let fg_hash = fairground::docker::images::sha256_hex(&std::fs::read(bin).unwrap());
+    let fw_hash = fairground::docker::images::framework_inputs_hash(&fw, "scratch").unwrap();
+    // The SIGTERM test's child process reuses what its parent built.
+    let child = std::env::var_os("FAIRGROUND_TEST_SIGTERM_CHILD").is_some();
+    let fresh = !child
+        && remove_if_ours(&format!("fairground/fairground:{}", &fg_hash[..12]))
+            & remove_if_ours(&format!("fairground/fw-tinyfw:{}", &fw_hash[..12]));
+    *BUILT_FRESH.lock().unwrap() = fresh;
+    let built = rt()
+        .block_on(engine().ensure_images(std::slice::from_ref(&fw)))
+        .unwrap_or_else(|e| panic!("building test images: {e:#}"));
+    *guard = Some(built.clone());
+    built
+}
+
+/// Names of containers and networks still carrying `run`'s label.
+pub fn leftovers(run: &RunId) -> Vec<String> {
+    use bollard::query_parameters::{ListContainersOptions, ListNetworksOptions};
+    use std::collections::HashMap;
+    let filters = HashMap::from([(
+        "label".to_string(),
+        vec![format!("fairground.run={}", run.0)],
+    )]);
+    let d = engine().docker().clone();
+    rt().block_on(async {
+        let mut names: Vec<String> = d
+            .list_containers(Some(ListContainersOptions {
+                all: true,
+                filters: Some(filters.clone()),
+                ..Default::default()
+            }))
+            .await
+            .unwrap()
+            .into_iter()
+            .flat_map(|c| c.names.unwrap_or_default())
+            .collect();
+        names.extend(
+            d.list_networks(Some(ListNetworksOptions {
+                filters: Some(filters),
+            }))
+            .await
+            .unwrap()
+            .into_iter()
+            .filter_map(|n| n.name),
+        );
+        names
+    })
+}
+
+/// Path of a file relative to the root, for messages.
+pub fn rel(p: &Path) -> String {
+    p.strip_prefix(root()).unwrap_or(p).display().to_string()
+}

@@ -1,0 +1,114 @@
+//! The command line and the in-process API: progress lines, bad input,
+//! the human summary, and `load::run` used as a library.
+
+mod load_support;
+
+use std::process::Command;
+use std::time::Duration;
+
+use fairground::contract::Scenario;
+use fairground::load::{self, LoadConfig};
+
+#[test]
+fn progress_prints_one_json_line_per_second_on_stderr() {
+    let server = fairground::serve::start("127.0.0.1".parse().unwrap(), 0, 1).unwrap();
+    let url = format!("http://{}", server.addr);
+    let out = Command::new(env!("CARGO_BIN_EXE_fairground"))
+        .args([
+            "load",
+            "--url",
+            &url,
+            "--scenario",
+            "plaintext",
+            "-c",
+            "2",
+            "-t",
+            "1",
+        ])
+        .args(["--warmup", "1500ms", "-d", "1500ms", "--progress"])
+        .output()
+        .unwrap();
+    server.stop();
+    assert!(out.status.success());
+    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("`{l}` is not JSON: {e}")))
+        .collect();
+    assert!(lines.len() >= 2, "{lines:?}");
+    assert_eq!(lines[0]["phase"], "warmup");
+    assert_eq!(lines.last().unwrap()["phase"], "measure");
+    assert!(lines
+        .iter()
+        .all(|l| l["ok"].is_u64() && l["errors"].is_u64() && l["t"].is_number()));
+    assert!(lines.iter().map(|l| l["ok"].as_u64().unwrap()).sum::<u64>() > 0);
+    // Without --json the summary is for people.
+    let human = String::from_utf8_lossy(&out.stdout);
+    assert!(human.contains("Requests/sec (2xx):"), "{human}");
+    assert!(
+        human.contains("Errors: connect 0, read 0, write 0, timeout 0, parse 0"),
+        "{human}"
+    );
+}
+
+#[test]
+fn host_names_and_bad_flags_are_bad_input() {
+    for args in [
+        &["--url", "http://localhost:8080"][..],
+        &["--url", "http://127.0.0.1:1", "--pipeline", "0"][..],
+        &["--url", "http://127.0.0.1:1", "-R", "-5"][..],
+        &["--url", "http://127.0.0.1:1", "--header", "no-colon"][..],
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_fairground"))
+            .arg("load")
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+#[test]
+fn runs_in_process_through_the_library_api() {
+    let server = fairground::serve::start("127.0.0.1".parse().unwrap(), 0, 1).unwrap();
+    let cfg = LoadConfig::new(&format!("http://{}", server.addr))
+        .unwrap()
+        .scenario(Scenario::Validate)
+        .connections(3)
+        .threads(2)
+        .pipeline(2)
+        .max_requests(500)
+        .duration(Duration::from_secs(5));
+    let report = load::run(&cfg).unwrap();
+    server.stop();
+    assert_eq!(report.responses.status_2xx, 500);
+    assert_eq!(report.settings.scenario.as_deref(), Some("validate"));
+    assert_eq!(report.settings.threads, 2);
+    let back: load::LoadReport =
+        serde_json::from_str(&serde_json::to_string(&report).unwrap()).unwrap();
+    // Floats may differ in the last digit after a JSON round trip; counts not.
+    assert_eq!(
+        (
+            back.responses,
+            back.connections,
+            back.errors,
+            &back.latency.histogram
+        ),
+        (
+            report.responses,
+            report.connections,
+            report.errors,
+            &report.latency.histogram
+        )
+    );
+    assert_eq!(
+        load::decode_histogram(&report.latency.histogram)
+            .unwrap()
+            .len(),
+        500
+    );
+}
