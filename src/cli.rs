@@ -19,11 +19,18 @@ pub struct Cli {
 pub enum Command {
     /// Serve the whole endpoint contract (the reference server).
     Serve(crate::serve::ServeArgs),
+    /// Check, show and describe benchmark profiles (profiles/*.yaml).
+    Profile(crate::profile::ProfileArgs),
+    /// Check a running server against the endpoint contract with random
+    /// inputs (exit 5 when a required check fails).
+    Verify(crate::verify::VerifyArgs),
 }
 
 /// Run the parsed command line; the returned code is the process exit status.
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Serve(args) => crate::serve::run(&args).map(|()| ExitCode::Ok),
+        Command::Profile(args) => crate::profile::run(&args).map(|()| ExitCode::Ok),
+        Command::Verify(args) => crate::verify::run(&args),
     }
 }

@@ -8,4 +8,6 @@ pub mod cli;
 pub mod contract;
 pub mod exit;
 pub mod framework;
+pub mod profile;
 pub mod serve;
+pub mod verify;

@@ -1,0 +1,442 @@
+//! The raw layer: a profile exactly as written in YAML (ripgrep's "low
+//! args"). Every field is optional so `validate.rs` can tell "written" from
+//! "defaulted" and fill defaults that depend on other fields (loader threads
+//! follow loader cpus; default sysctls depend on the network mode).
+//!
+//! These types define the file format and the JSON Schema (`profile
+//! schema`); they hold no defaults and make no judgement beyond types and
+//! unknown fields. Their doc comments are the schema's descriptions.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use schemars::JsonSchema;
+use serde::de::value::{MapAccessDeserializer, SeqAccessDeserializer};
+use serde::{de, Deserialize, Deserializer};
+
+use super::types::{Network, Preflight};
+use super::units::{Bytes, Human};
+use crate::contract::Scenario;
+
+/// A fairground benchmark profile: what to measure, under which limits, and
+/// when a result counts. Every field is optional; docs/profiles.md lists the
+/// defaults and why they were chosen.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(title = "fairground profile")]
+pub struct RawProfile {
+    /// One line: what this profile measures and why. Default: empty.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// Frameworks to run: `all`, a list of names (folders under
+    /// frameworks/), or `{exclude: [names]}`. Default: `all`.
+    #[serde(default)]
+    pub frameworks: Option<RawFrameworks>,
+    /// Contract scenarios to measure, each run only on frameworks that declare
+    /// it: plaintext, json, param, echo, validate, middleware-N.
+    /// Default: `[plaintext]`.
+    #[serde(default)]
+    #[schemars(with = "Option<Vec<Scenario>>")]
+    pub scenarios: Option<Vec<String>>,
+    /// Open connections held by the loader, one cell per level, e.g.
+    /// `[100, 1000, 10000]`. Default: `[100]`.
+    #[serde(default)]
+    pub concurrency: Option<Vec<u64>>,
+    /// Warm-up before each measured window: a duration (`5s`), or
+    /// `{mode: fixed, duration: 5s}`, or `{mode: until-stable, window: 5s,
+    /// max_cv: 0.05, max_duration: 60s}`. Default: `5s`.
+    #[serde(default)]
+    pub warmup: Option<RawWarmup>,
+    /// Length of the measured window of each round (a duration, at least
+    /// `1s`). Default: `15s`.
+    #[serde(default)]
+    pub duration: Option<Human>,
+    /// Measured rounds per cell; spread and CV come from these. Default: `3`.
+    #[serde(default)]
+    pub rounds: Option<u64>,
+    /// Restart the server container before each round, so a round does not
+    /// inherit the previous one's heap and caches. Default: `false`.
+    #[serde(default)]
+    pub restart_between_rounds: Option<bool>,
+    /// How load is generated. Default: `{mode: closed, pipeline: 1,
+    /// timeout: 5s}` with one thread per loader CPU.
+    #[serde(default)]
+    pub load: Option<RawLoad>,
+    /// Limits of the server container. Default: 1 CPU pinned automatically,
+    /// 1GiB, no swap, nofile 65536, tuned listen backlog.
+    #[serde(default)]
+    pub server: Option<RawLimits>,
+    /// Limits of the load-generator container. Default: 1 CPU pinned
+    /// automatically (disjoint from the server), 1GiB, no swap, nofile 65536,
+    /// wide ephemeral port range.
+    #[serde(default)]
+    pub loader: Option<RawLimits>,
+    /// Allow server and loader cores to overlap (results then measure both
+    /// competing for the same CPU). Default: `false`.
+    #[serde(default)]
+    pub allow_shared_cores: Option<bool>,
+    /// Network between loader and server: `bridge` (a private Docker network
+    /// per run) or `host`. Default: `bridge`.
+    #[serde(default)]
+    pub network: Option<Network>,
+    /// Wait after the server is ready before sampling idle memory.
+    /// Default: `3s`.
+    #[serde(default)]
+    pub idle_settle: Option<Human>,
+    /// Longest wait for the server to answer its readiness path after start.
+    /// Default: `60s`.
+    #[serde(default)]
+    pub readiness_timeout: Option<Human>,
+    /// When a measured cell counts. Default: see each field.
+    #[serde(default)]
+    pub thresholds: Option<RawThresholds>,
+}
+
+/// Which frameworks a profile runs, as written.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RawFrameworks {
+    /// The word `all`.
+    All,
+    /// A list of names.
+    Only(Vec<String>),
+    /// `{exclude: [names]}`.
+    Exclude(Vec<String>),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ExcludeSpec {
+    exclude: Vec<String>,
+}
+
+impl<'de> Deserialize<'de> for RawFrameworks {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> de::Visitor<'de> for V {
+            type Value = RawFrameworks;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("`all`, a list of framework names, or `{exclude: [names]}`")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                if v == "all" {
+                    Ok(RawFrameworks::All)
+                } else {
+                    Err(E::custom(format!(
+                        "`{v}` is not a framework selection; write `all`, a list like `[{v}]`, or `{{exclude: [{v}]}}`"
+                    )))
+                }
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+                Vec::deserialize(SeqAccessDeserializer::new(seq)).map(RawFrameworks::Only)
+            }
+            fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                ExcludeSpec::deserialize(MapAccessDeserializer::new(map))
+                    .map(|e| RawFrameworks::Exclude(e.exclude))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl JsonSchema for RawFrameworks {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Frameworks".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "`all`, a list of framework names, or `{exclude: [names]}`.",
+            "anyOf": [
+                {"const": "all"},
+                {"type": "array", "items": {"type": "string"}},
+                {
+                    "type": "object",
+                    "properties": {"exclude": {"type": "array", "items": {"type": "string"}}},
+                    "required": ["exclude"],
+                    "additionalProperties": false
+                }
+            ]
+        })
+    }
+}
+
+/// How warm-up ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum WarmupMode {
+    /// A fixed length of time (`duration`).
+    #[default]
+    Fixed,
+    /// Until throughput is stable: the CV of the last 3 windows of length
+    /// `window` is at most `max_cv`, or `max_duration` has passed.
+    UntilStable,
+}
+
+/// Warm-up as written: a bare duration, or a mapping.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RawWarmup {
+    /// `warmup: 5s`, short for `{mode: fixed, duration: 5s}`.
+    Short(Human),
+    /// The full form.
+    Spec(WarmupSpec),
+}
+
+/// The full form of `warmup`. Fields that do not belong to the chosen mode
+/// are errors.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WarmupSpec {
+    /// `fixed` or `until-stable`. Default: `fixed`.
+    #[serde(default)]
+    pub mode: Option<WarmupMode>,
+    /// (fixed) Length of the warm-up; `0s` turns it off. Default: `5s`.
+    #[serde(default)]
+    pub duration: Option<Human>,
+    /// (until-stable) Length of each throughput window. Default: `5s`.
+    #[serde(default)]
+    pub window: Option<Human>,
+    /// (until-stable) Largest CV (stdev / mean) of the last 3 windows'
+    /// throughput that counts as stable, from 0 to 1. Default: `0.05`.
+    #[serde(default)]
+    pub max_cv: Option<f64>,
+    /// (until-stable) Give up waiting for stability after this long and
+    /// measure anyway; the cell is marked unstable. Default: `60s`.
+    #[serde(default)]
+    pub max_duration: Option<Human>,
+}
+
+impl<'de> Deserialize<'de> for RawWarmup {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> de::Visitor<'de> for V {
+            type Value = RawWarmup;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a duration like `5s`, or `{mode: fixed, duration: 5s}`, or `{mode: until-stable, ...}`")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                v.parse().map(RawWarmup::Short).map_err(E::custom)
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+                self.visit_str(&v.to_string())
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+                self.visit_str(&v.to_string())
+            }
+            fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                WarmupSpec::deserialize(MapAccessDeserializer::new(map)).map(RawWarmup::Spec)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl JsonSchema for RawWarmup {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Warmup".into()
+    }
+
+    fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let short = g.subschema_for::<Human>();
+        let spec = g.subschema_for::<WarmupSpec>();
+        schemars::json_schema!({
+            "description": "A duration (`5s`, fixed warm-up) or the full form.",
+            "anyOf": [short, spec]
+        })
+    }
+}
+
+/// Load-generation mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum LoadMode {
+    /// Closed loop: each connection sends its next request when the previous
+    /// answer arrives. Measures saturation throughput.
+    #[default]
+    Closed,
+    /// Open loop at a fixed total request rate (`rate`); latency is measured
+    /// from each request's scheduled send time (no coordinated omission).
+    FixedRate,
+}
+
+/// `load` as written.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "Load")]
+pub struct RawLoad {
+    /// `closed` or `fixed-rate`. Default: `closed`.
+    #[serde(default)]
+    pub mode: Option<LoadMode>,
+    /// (fixed-rate, required there) Target requests per second, all
+    /// connections together.
+    #[serde(default)]
+    pub rate: Option<u64>,
+    /// Loader threads; each owns an equal share of the connections.
+    /// Default: one per loader CPU.
+    #[serde(default)]
+    pub threads: Option<u64>,
+    /// Requests in flight per connection (HTTP/1.1 pipelining); 1 means no
+    /// pipelining. Default: `1`.
+    #[serde(default)]
+    pub pipeline: Option<u64>,
+    /// A request not answered within this long counts as a timeout error.
+    /// Default: `5s`.
+    #[serde(default)]
+    pub timeout: Option<Human>,
+}
+
+/// CPU placement as written: `auto` or a core list like `0-1,3`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RawCpuset {
+    /// fairground picks cores: the server first, then the loader, disjoint.
+    Auto,
+    /// These cores exactly.
+    Cores(super::units::CoreList),
+}
+
+impl<'de> Deserialize<'de> for RawCpuset {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl de::Visitor<'_> for V {
+            type Value = RawCpuset;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("`auto` or a core list like `0-1,3`")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                if v.trim() == "auto" {
+                    Ok(RawCpuset::Auto)
+                } else {
+                    v.parse().map(RawCpuset::Cores).map_err(|e: String| {
+                        E::custom(format!("{e}, or `auto` to let fairground choose"))
+                    })
+                }
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+                self.visit_str(&v.to_string())
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+                self.visit_str(&v.to_string())
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl JsonSchema for RawCpuset {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Cpuset".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "`auto` (fairground picks disjoint cores) or a core list like `0-1,3`.",
+            "anyOf": [
+                {"const": "auto"},
+                {"type": "integer", "minimum": 0},
+                {"type": "string", "pattern": "^\\s*[0-9]+(-[0-9]+)?(\\s*,\\s*[0-9]+(-[0-9]+)?)*\\s*$"}
+            ]
+        })
+    }
+}
+
+/// A sysctl value: YAML lets people write `65535` or `"1024 65535"`; both are
+/// handed to Docker as text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SysctlValue(pub String);
+
+impl<'de> Deserialize<'de> for SysctlValue {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl de::Visitor<'_> for V {
+            type Value = SysctlValue;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a number or a string")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(SysctlValue(v.trim().to_string()))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+                Ok(SysctlValue(v.to_string()))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+                Ok(SysctlValue(v.to_string()))
+            }
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<Self::Value, E> {
+                Ok(SysctlValue(u8::from(v).to_string()))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl JsonSchema for SysctlValue {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "SysctlValue".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "A sysctl value, e.g. `65535` or `\"1024 65535\"`.",
+            "type": ["integer", "string", "boolean"]
+        })
+    }
+}
+
+/// Container limits as written (`server` and `loader`).
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "Limits")]
+pub struct RawLimits {
+    /// Whole CPUs for the container (Docker `--cpus`); servers start this
+    /// many workers (`FAIRGROUND_CPUS`). Default: `1`.
+    #[serde(default)]
+    pub cpus: Option<u64>,
+    /// Cores to pin to: `auto` or a list like `0-1`. Default: `auto`.
+    #[serde(default)]
+    pub cpuset: Option<RawCpuset>,
+    /// Memory limit (`512MiB`, `1GiB`); at least 32MiB. Default: `1GiB`.
+    #[serde(default)]
+    pub memory: Option<Bytes>,
+    /// Allow swap beyond `memory`. Default: `false` (swap hides memory
+    /// pressure behind latency).
+    #[serde(default)]
+    pub swap: Option<bool>,
+    /// Open-file limit (soft = hard); must exceed the highest concurrency
+    /// plus 256 descriptors of headroom. Default: `65536`.
+    #[serde(default)]
+    pub nofile: Option<u64>,
+    /// Network sysctls set in the container's namespace (bridge mode only).
+    /// Replaces the defaults when written.
+    #[serde(default)]
+    pub sysctls: Option<BTreeMap<String, SysctlValue>>,
+}
+
+/// `thresholds` as written.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "Thresholds")]
+pub struct RawThresholds {
+    /// Largest share of failed requests (non-2xx, timeouts, socket errors)
+    /// a cell may have, from 0 to 1. Default: `0.001`.
+    #[serde(default)]
+    pub max_error_rate: Option<f64>,
+    /// Largest CV (stdev / mean) of throughput across rounds before a cell is
+    /// flagged noisy, from 0 to 1. Default: `0.05`.
+    #[serde(default)]
+    pub max_cv: Option<f64>,
+    /// Loader CPU use (share of its quota) above which a cell is flagged
+    /// client-bound, from 0 to 1. Default: `0.90`.
+    #[serde(default)]
+    pub loader_saturation: Option<f64>,
+    /// (fixed-rate) Smallest achieved / target rate before a cell is flagged,
+    /// from 0 to 1. Default: `0.98`.
+    #[serde(default)]
+    pub min_rate_ratio: Option<f64>,
+    /// A round whose throughput is farther than this share from the cell's
+    /// median is marked suspect, from 0 to 1. Default: `0.10`.
+    #[serde(default)]
+    pub suspect_round: Option<f64>,
+    /// What a failed preflight check does: `strict` refuses to run, `warn`
+    /// runs and marks every result. Default: `strict`.
+    #[serde(default)]
+    pub preflight: Option<Preflight>,
+}

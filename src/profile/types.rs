@@ -1,0 +1,611 @@
+//! The validated layer: a profile with every default filled in and every
+//! cross-field rule checked (ripgrep's "high args"). The run pipeline reads
+//! only these types. They serialize back to the profile file format, so
+//! `profile show` prints a profile that can be saved and run as is.
+//!
+//! Defaults live here, in the `Default` impls and the `DEFAULT_*` constants;
+//! docs/profiles.md explains each one.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize, Serializer};
+
+use super::units::{Bytes, CoreList, Human};
+use crate::contract::Scenario;
+
+/// Default measured window: TechEmpower's passes and the published Go lab
+/// comparison both use 15 s.
+pub const DEFAULT_DURATION: Duration = Duration::from_secs(15);
+/// Default warm-up before each measured window.
+pub const DEFAULT_WARMUP: Duration = Duration::from_secs(5);
+/// Default rounds: the least that gives a median and a spread.
+pub const DEFAULT_ROUNDS: u32 = 3;
+/// Default connection count.
+pub const DEFAULT_CONCURRENCY: u32 = 100;
+/// Default open-file limit for both containers: enough for 10k connections
+/// with room to spare, and the value published setups use.
+pub const DEFAULT_NOFILE: u64 = 65_536;
+/// Default memory limit for both containers.
+pub const DEFAULT_MEMORY: u64 = 1 << 30;
+/// Descriptors a process needs besides its connections: the listening
+/// socket, stdio, epoll/eventfd/pipe pairs per worker thread, log and /proc
+/// files. 256 covers 64 workers at 4 each.
+pub const NOFILE_HEADROOM: u64 = 256;
+/// Smallest memory limit accepted. Docker's own floor is 6 MiB; below 32 MiB
+/// common runtimes fail to start, and an OOM kill would be misread as a
+/// framework failure. A value this small is almost always a unit typo.
+pub const MIN_MEMORY: u64 = 32 << 20;
+/// Shortest measured window: the resource probe samples every second, so a
+/// shorter window would have no memory or CPU sample.
+pub const MIN_DURATION: Duration = Duration::from_secs(1);
+/// Windows an until-stable warm-up compares (the Go lab setup: CV of the last
+/// 3 windows).
+pub const STABLE_WINDOWS: u32 = 3;
+/// Highest concurrency accepted: the kernel's default `fs.nr_open` (1 Mi
+/// descriptors) caps one process's connections anyway.
+pub const MAX_CONCURRENCY: u32 = 1_000_000;
+/// The kernel's default ephemeral port range, used when the loader does not
+/// set `net.ipv4.ip_local_port_range` in bridge mode.
+pub const KERNEL_PORT_RANGE: (u16, u16) = (32768, 60999);
+
+/// A benchmark profile, validated, with every default filled in.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Profile {
+    /// The profile's name: the file stem (`standard` for profiles/standard.yaml).
+    #[serde(skip)]
+    pub name: String,
+    /// One line saying what the profile measures and why.
+    pub description: String,
+    /// Which frameworks run.
+    pub frameworks: Frameworks,
+    /// Scenarios measured, in the order written; never empty, no duplicates.
+    pub scenarios: Vec<Scenario>,
+    /// Connection counts, in the order written; never empty, no duplicates, each ≥ 1.
+    pub concurrency: Vec<u32>,
+    /// Warm-up before each measured window.
+    pub warmup: Warmup,
+    /// Length of each measured window (≥ 1 s).
+    #[serde(serialize_with = "ser_duration")]
+    pub duration: Duration,
+    /// Measured rounds per cell (≥ 1).
+    pub rounds: u32,
+    /// Whether the server container restarts before each round.
+    pub restart_between_rounds: bool,
+    /// How load is generated.
+    pub load: Load,
+    /// Limits of the server container.
+    pub server: Limits,
+    /// Limits of the load-generator container.
+    pub loader: Limits,
+    /// Whether server and loader cores may overlap.
+    pub allow_shared_cores: bool,
+    /// Network between loader and server.
+    pub network: Network,
+    /// Wait after readiness before idle memory is sampled.
+    #[serde(serialize_with = "ser_duration")]
+    pub idle_settle: Duration,
+    /// Longest wait for the server's readiness path to answer.
+    #[serde(serialize_with = "ser_duration")]
+    pub readiness_timeout: Duration,
+    /// When a measured cell counts.
+    pub thresholds: Thresholds,
+}
+
+impl Default for Profile {
+    fn default() -> Self {
+        Profile {
+            name: String::new(),
+            description: String::new(),
+            frameworks: Frameworks::All,
+            scenarios: vec![Scenario::Plaintext],
+            concurrency: vec![DEFAULT_CONCURRENCY],
+            warmup: Warmup::default(),
+            duration: DEFAULT_DURATION,
+            rounds: DEFAULT_ROUNDS,
+            restart_between_rounds: false,
+            load: Load::default(),
+            server: Limits::server(Network::Bridge),
+            loader: Limits::loader(Network::Bridge),
+            allow_shared_cores: false,
+            network: Network::Bridge,
+            idle_settle: Duration::from_secs(3),
+            readiness_timeout: Duration::from_secs(60),
+            thresholds: Thresholds::default(),
+        }
+    }
+}
+
+/// Which frameworks a profile runs.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Frameworks {
+    /// Every framework under frameworks/.
+    #[default]
+    All,
+    /// Only these, in this order.
+    Only(Vec<String>),
+    /// Every framework except these.
+    Exclude(Vec<String>),
+}
+
+impl Frameworks {
+    /// The names to run out of `roster` (every framework found), in roster
+    /// order for `All`/`Exclude` and in profile order for `Only`.
+    pub fn select<'a>(&self, roster: &'a [String]) -> Vec<&'a str> {
+        match self {
+            Frameworks::All => roster.iter().map(String::as_str).collect(),
+            Frameworks::Only(names) => names
+                .iter()
+                .filter_map(|n| roster.iter().find(|r| *r == n).map(String::as_str))
+                .collect(),
+            Frameworks::Exclude(names) => roster
+                .iter()
+                .filter(|r| !names.contains(r))
+                .map(String::as_str)
+                .collect(),
+        }
+    }
+}
+
+impl Serialize for Frameworks {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        match self {
+            Frameworks::All => s.serialize_str("all"),
+            Frameworks::Only(names) => names.serialize(s),
+            Frameworks::Exclude(names) => {
+                let mut m = s.serialize_map(Some(1))?;
+                m.serialize_entry("exclude", names)?;
+                m.end()
+            }
+        }
+    }
+}
+
+/// Warm-up before each measured window.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(tag = "mode", rename_all = "kebab-case")]
+pub enum Warmup {
+    /// Load for a fixed time (zero: no warm-up).
+    Fixed {
+        /// How long.
+        #[serde(serialize_with = "ser_duration")]
+        duration: Duration,
+    },
+    /// Load until throughput is stable, or `max_duration` passes.
+    UntilStable {
+        /// Length of each throughput window.
+        #[serde(serialize_with = "ser_duration")]
+        window: Duration,
+        /// Largest CV of the last [`STABLE_WINDOWS`] windows that counts as stable.
+        max_cv: f64,
+        /// Give up (and mark the cell) after this long.
+        #[serde(serialize_with = "ser_duration")]
+        max_duration: Duration,
+    },
+}
+
+impl Default for Warmup {
+    fn default() -> Self {
+        Warmup::Fixed {
+            duration: DEFAULT_WARMUP,
+        }
+    }
+}
+
+impl Warmup {
+    /// The longest the warm-up can take.
+    pub fn max(&self) -> Duration {
+        match *self {
+            Warmup::Fixed { duration } => duration,
+            Warmup::UntilStable { max_duration, .. } => max_duration,
+        }
+    }
+}
+
+/// How load is generated.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Load {
+    /// Closed loop or fixed rate.
+    #[serde(flatten)]
+    pub mode: LoadMode,
+    /// Loader threads (≥ 1, ≤ the lowest concurrency).
+    pub threads: u32,
+    /// Requests in flight per connection (≥ 1).
+    pub pipeline: u32,
+    /// Per-request timeout.
+    #[serde(serialize_with = "ser_duration")]
+    pub timeout: Duration,
+}
+
+impl Default for Load {
+    fn default() -> Self {
+        Load {
+            mode: LoadMode::Closed,
+            threads: 1,
+            pipeline: 1,
+            timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+/// Load-generation mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(tag = "mode", rename_all = "kebab-case")]
+pub enum LoadMode {
+    /// Each connection sends its next request when the answer arrives.
+    Closed,
+    /// Requests are scheduled at a fixed total rate; latency is measured from
+    /// the scheduled send time.
+    FixedRate {
+        /// Target requests per second, all connections together (≥ 1).
+        rate: u64,
+    },
+}
+
+/// CPU placement of a container.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Cpuset {
+    /// fairground picks cores (see [`Profile::placement`]).
+    #[default]
+    Auto,
+    /// Exactly these cores.
+    Cores(CoreList),
+}
+
+impl Serialize for Cpuset {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Cpuset::Auto => s.serialize_str("auto"),
+            Cpuset::Cores(c) => s.collect_str(c),
+        }
+    }
+}
+
+/// Limits of one container.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Limits {
+    /// Whole CPUs (Docker `--cpus`), ≥ 1 and ≤ the host's online cores.
+    pub cpus: u32,
+    /// Cores the container is pinned to.
+    pub cpuset: Cpuset,
+    /// Memory limit in bytes (≥ [`MIN_MEMORY`]).
+    #[serde(serialize_with = "ser_bytes")]
+    pub memory: u64,
+    /// Whether swap beyond `memory` is allowed.
+    pub swap: bool,
+    /// Open-file limit, soft and hard.
+    pub nofile: u64,
+    /// Sysctls set in the container's network namespace.
+    pub sysctls: BTreeMap<String, String>,
+}
+
+impl Limits {
+    /// Default server limits. The listen backlog is raised so connection
+    /// bursts at high concurrency are not dropped by the kernel before the
+    /// framework sees them.
+    pub fn server(network: Network) -> Self {
+        Limits {
+            sysctls: match network {
+                Network::Bridge => sysctls(&[
+                    ("net.core.somaxconn", "65535"),
+                    ("net.ipv4.tcp_max_syn_backlog", "65535"),
+                ]),
+                Network::Host => BTreeMap::new(),
+            },
+            ..Self::base()
+        }
+    }
+
+    /// Default loader limits. The loader opens the connections, so it is the
+    /// side that needs a wide ephemeral port range and TIME_WAIT reuse.
+    pub fn loader(network: Network) -> Self {
+        Limits {
+            sysctls: match network {
+                Network::Bridge => sysctls(&[
+                    ("net.ipv4.ip_local_port_range", "1024 65535"),
+                    ("net.ipv4.tcp_tw_reuse", "1"),
+                ]),
+                Network::Host => BTreeMap::new(),
+            },
+            ..Self::base()
+        }
+    }
+
+    fn base() -> Self {
+        Limits {
+            cpus: 1,
+            cpuset: Cpuset::Auto,
+            memory: DEFAULT_MEMORY,
+            swap: false,
+            nofile: DEFAULT_NOFILE,
+            sysctls: BTreeMap::new(),
+        }
+    }
+}
+
+fn sysctls(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// Network between loader and server.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Network {
+    /// A private Docker bridge network created for the run: traffic stays
+    /// between the two containers, and per-namespace sysctls can be set.
+    #[default]
+    Bridge,
+    /// The host's network stack: no bridge/NAT cost, but shared with
+    /// everything else on the host, and sysctls cannot be set per container.
+    Host,
+}
+
+/// What a failed preflight check does.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Preflight {
+    /// Refuse to run (exit code 3).
+    #[default]
+    Strict,
+    /// Run, and mark every result as measured in an unfit environment.
+    Warn,
+}
+
+/// When a measured cell counts. All are fractions from 0 to 1.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Thresholds {
+    /// Largest share of failed requests in a cell.
+    pub max_error_rate: f64,
+    /// Largest CV of throughput across rounds before the cell is noisy.
+    pub max_cv: f64,
+    /// Loader CPU share above which the cell is client-bound.
+    pub loader_saturation: f64,
+    /// Smallest achieved / target rate in fixed-rate mode.
+    pub min_rate_ratio: f64,
+    /// Largest distance of a round from the median before it is suspect.
+    pub suspect_round: f64,
+    /// What a failed preflight check does.
+    pub preflight: Preflight,
+}
+
+impl Default for Thresholds {
+    fn default() -> Self {
+        Thresholds {
+            max_error_rate: 0.001,
+            max_cv: 0.05,
+            loader_saturation: 0.90,
+            min_rate_ratio: 0.98,
+            suspect_round: 0.10,
+            preflight: Preflight::Strict,
+        }
+    }
+}
+
+/// One measured cell of the plan, framework-independent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Cell {
+    /// Round number, from 1.
+    pub round: u32,
+    /// The scenario measured.
+    pub scenario: Scenario,
+    /// Open connections.
+    pub concurrency: u32,
+}
+
+/// Cores assigned to each container.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placement {
+    /// Cores the server is pinned to.
+    pub server: CoreList,
+    /// Cores the loader is pinned to.
+    pub loader: CoreList,
+}
+
+impl Profile {
+    /// The highest concurrency level.
+    pub fn max_concurrency(&self) -> u32 {
+        self.concurrency.iter().copied().max().unwrap_or(0)
+    }
+
+    /// Every cell to measure for one framework, rounds outermost: each round
+    /// is a full pass over scenario × concurrency, so drift over time spreads
+    /// over all cells instead of piling onto the last ones, and a server
+    /// restart between rounds happens at a clean boundary.
+    pub fn cells(&self) -> Vec<Cell> {
+        let mut cells = Vec::new();
+        for round in 1..=self.rounds {
+            for &scenario in &self.scenarios {
+                for &concurrency in &self.concurrency {
+                    cells.push(Cell {
+                        round,
+                        scenario,
+                        concurrency,
+                    });
+                }
+            }
+        }
+        cells
+    }
+
+    /// Lower bound of the time one framework takes: warm-up and measured
+    /// window per cell, plus the idle settle per server start. Image builds,
+    /// readiness and verification come on top.
+    pub fn min_time_per_framework(&self) -> Duration {
+        let cells = self.cells().len() as u32;
+        let starts = if self.restart_between_rounds {
+            self.rounds
+        } else {
+            1
+        };
+        (self.warmup.max() + self.duration) * cells + self.idle_settle * starts
+    }
+
+    /// Resolve `auto` cpusets into cores on this host. Explicit lists are
+    /// kept; `auto` sides take the lowest free online cores, server first.
+    /// With `allow_shared_cores`, an `auto` side that finds no free cores
+    /// takes the lowest online ones instead.
+    pub fn placement(&self, host: &super::HostFacts) -> Result<Placement, String> {
+        let mut used = std::collections::BTreeSet::new();
+        for lim in [&self.server, &self.loader] {
+            if let Cpuset::Cores(c) = &lim.cpuset {
+                used.extend(c.0.iter().copied());
+            }
+        }
+        let mut pick = |lim: &Limits, who: &str| -> Result<CoreList, String> {
+            if let Cpuset::Cores(c) = &lim.cpuset {
+                return Ok(c.clone());
+            }
+            let want = lim.cpus as usize;
+            let free: Vec<usize> = host
+                .cores_online
+                .0
+                .iter()
+                .copied()
+                .filter(|c| !used.contains(c))
+                .take(want)
+                .collect();
+            let chosen = if free.len() == want {
+                free
+            } else if self.allow_shared_cores && host.cores_online.0.len() >= want {
+                host.cores_online.0.iter().copied().take(want).collect()
+            } else {
+                return Err(format!(
+                    "the {who} needs {want} core(s) of its own but only {} of the host's {} online core(s) ({}) are free; lower `cpus`, or set `allow_shared_cores: true`",
+                    free.len(),
+                    host.cores_online.0.len(),
+                    host.cores_online
+                ));
+            };
+            used.extend(chosen.iter().copied());
+            Ok(CoreList(chosen.into_iter().collect()))
+        };
+        let server = pick(&self.server, "server")?;
+        let loader = pick(&self.loader, "loader")?;
+        Ok(Placement { server, loader })
+    }
+}
+
+fn ser_duration<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(&Human(*d))
+}
+
+fn ser_bytes<S: Serializer>(b: &u64, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(&Bytes(*b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_the_documented_ones() {
+        let p = Profile::default();
+        assert_eq!(p.frameworks, Frameworks::All);
+        assert_eq!(p.scenarios, vec![Scenario::Plaintext]);
+        assert_eq!(p.concurrency, vec![100]);
+        assert_eq!(
+            p.warmup,
+            Warmup::Fixed {
+                duration: Duration::from_secs(5)
+            }
+        );
+        assert_eq!(p.duration, Duration::from_secs(15));
+        assert_eq!(p.rounds, 3);
+        assert_eq!(p.load.mode, LoadMode::Closed);
+        assert_eq!(p.server.memory, 1 << 30);
+        assert_eq!(p.server.nofile, 65_536);
+        assert!(!p.server.swap);
+        assert_eq!(p.server.sysctls["net.core.somaxconn"], "65535");
+        assert_eq!(
+            p.loader.sysctls["net.ipv4.ip_local_port_range"],
+            "1024 65535"
+        );
+        assert_eq!(p.network, Network::Bridge);
+        assert_eq!(p.thresholds.max_error_rate, 0.001);
+        assert_eq!(p.thresholds.preflight, Preflight::Strict);
+        assert!(Limits::server(Network::Host).sysctls.is_empty());
+    }
+
+    #[test]
+    fn cells_put_rounds_outermost() {
+        let p = Profile {
+            scenarios: vec![Scenario::Plaintext, Scenario::Json],
+            concurrency: vec![10, 20],
+            rounds: 2,
+            ..Profile::default()
+        };
+        let cells = p.cells();
+        assert_eq!(cells.len(), 8);
+        assert_eq!(
+            cells[0],
+            Cell {
+                round: 1,
+                scenario: Scenario::Plaintext,
+                concurrency: 10
+            }
+        );
+        assert_eq!(
+            cells[3],
+            Cell {
+                round: 1,
+                scenario: Scenario::Json,
+                concurrency: 20
+            }
+        );
+        assert_eq!(cells[4].round, 2);
+        assert_eq!(p.max_concurrency(), 20);
+    }
+
+    #[test]
+    fn selects_frameworks_from_the_roster() {
+        let roster: Vec<String> = ["axum", "hyper", "nginx"].map(String::from).to_vec();
+        assert_eq!(Frameworks::All.select(&roster), ["axum", "hyper", "nginx"]);
+        assert_eq!(
+            Frameworks::Only(vec!["nginx".into(), "axum".into()]).select(&roster),
+            ["nginx", "axum"]
+        );
+        assert_eq!(
+            Frameworks::Exclude(vec!["nginx".into()]).select(&roster),
+            ["axum", "hyper"]
+        );
+    }
+
+    #[test]
+    fn auto_placement_gives_disjoint_cores_server_first() {
+        let host = super::super::HostFacts::with_cores(4);
+        let p = Profile {
+            server: Limits {
+                cpus: 2,
+                ..Limits::server(Network::Bridge)
+            },
+            ..Profile::default()
+        };
+        let pl = p.placement(&host).unwrap();
+        assert_eq!(pl.server.to_string(), "0-1");
+        assert_eq!(pl.loader.to_string(), "2");
+    }
+
+    #[test]
+    fn auto_placement_avoids_explicit_cores_and_refuses_when_full() {
+        let host = super::super::HostFacts::with_cores(2);
+        let mut p = Profile::default();
+        p.loader.cpuset = Cpuset::Cores("0".parse().unwrap());
+        let pl = p.placement(&host).unwrap();
+        assert_eq!(pl.server.to_string(), "1");
+        p.server.cpus = 2;
+        assert!(p
+            .placement(&host)
+            .unwrap_err()
+            .contains("allow_shared_cores"));
+        p.allow_shared_cores = true;
+        assert_eq!(p.placement(&host).unwrap().server.to_string(), "0-1");
+    }
+}

@@ -1,0 +1,655 @@
+//! Raw → validated: fill defaults, check every rule that types alone cannot
+//! express, and point each failure at the field that caused it.
+//!
+//! This is the only place that judges a profile. Checks run top to bottom in
+//! file order and stop at the first failure, so the user gets one message
+//! that names the file, line, column and field. A profile that passes here
+//! can run: every limit it asks for is one Docker and this host can honour.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use super::error::{Locator, ProfileError};
+use super::raw::{
+    LoadMode as RawLoadMode, RawCpuset, RawFrameworks, RawLimits, RawLoad, RawProfile,
+    RawThresholds, RawWarmup, WarmupMode, WarmupSpec,
+};
+use super::span::{index, key};
+use super::types::*;
+use super::{suggest, HostFacts};
+use crate::contract::Scenario;
+
+type Result<T> = std::result::Result<T, ProfileError>;
+
+/// Sysctls a profile may set, with the shape of their value. All are
+/// per-network-namespace (Docker accepts `net.*` sysctls only in a private
+/// network namespace), and all bear on HTTP benchmarking. Anything else is
+/// refused so a typo cannot silently leave a kernel default in place.
+pub const SYSCTLS: &[(&str, SysctlKind)] = &[
+    ("net.core.somaxconn", SysctlKind::Int),
+    ("net.ipv4.ip_local_port_range", SysctlKind::PortRange),
+    ("net.ipv4.ip_unprivileged_port_start", SysctlKind::Int),
+    ("net.ipv4.tcp_fin_timeout", SysctlKind::Int),
+    ("net.ipv4.tcp_keepalive_intvl", SysctlKind::Int),
+    ("net.ipv4.tcp_keepalive_probes", SysctlKind::Int),
+    ("net.ipv4.tcp_keepalive_time", SysctlKind::Int),
+    ("net.ipv4.tcp_max_syn_backlog", SysctlKind::Int),
+    ("net.ipv4.tcp_max_tw_buckets", SysctlKind::Int),
+    ("net.ipv4.tcp_fastopen", SysctlKind::Int),
+    ("net.ipv4.tcp_no_metrics_save", SysctlKind::Int),
+    ("net.ipv4.tcp_rmem", SysctlKind::Triple),
+    ("net.ipv4.tcp_wmem", SysctlKind::Triple),
+    ("net.ipv4.tcp_slow_start_after_idle", SysctlKind::Int),
+    ("net.ipv4.tcp_syncookies", SysctlKind::Int),
+    ("net.ipv4.tcp_timestamps", SysctlKind::Int),
+    ("net.ipv4.tcp_tw_reuse", SysctlKind::Int),
+    ("net.ipv4.tcp_congestion_control", SysctlKind::Word),
+    ("net.ipv4.tcp_notsent_lowat", SysctlKind::Int),
+];
+
+/// The shape of a sysctl's value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SysctlKind {
+    /// A non-negative integer.
+    Int,
+    /// Two ports `LOW HIGH`, 1 ≤ LOW ≤ HIGH ≤ 65535.
+    PortRange,
+    /// Three integers `MIN DEFAULT MAX`.
+    Triple,
+    /// One word, e.g. a congestion-control algorithm.
+    Word,
+}
+
+const PORT_RANGE: &str = "net.ipv4.ip_local_port_range";
+
+/// Validate `raw` (read from the file `loc` describes) into a [`Profile`].
+pub(crate) fn validate(
+    raw: RawProfile,
+    name: &str,
+    loc: &Locator<'_>,
+    host: &HostFacts,
+) -> Result<Profile> {
+    let d = Profile::default();
+    let network = raw.network.unwrap_or(d.network);
+
+    let frameworks = frameworks(raw.frameworks, loc, host)?;
+    let scenarios = scenarios(raw.scenarios, loc)?;
+    let concurrency = concurrency(raw.concurrency, loc)?;
+    let max_conc = concurrency.iter().copied().max().unwrap_or(0);
+    let min_conc = concurrency.iter().copied().min().unwrap_or(0);
+    let warmup = warmup(raw.warmup, loc)?;
+    let duration = positive(raw.duration.map(|h| h.0), "duration", d.duration, loc)?;
+    if duration < MIN_DURATION {
+        return Err(loc.value(
+            "duration",
+            "must be at least 1s: resources are sampled once a second, so a shorter window has no sample",
+        ));
+    }
+    let rounds = match raw.rounds {
+        None => d.rounds,
+        Some(0) => return Err(loc.value("rounds", "must be at least 1")),
+        Some(n) => u32::try_from(n).map_err(|_| loc.value("rounds", "is too large"))?,
+    };
+
+    let server = limits(raw.server, "server", Limits::server(network), loc, host)?;
+    let loader = limits(raw.loader, "loader", Limits::loader(network), loc, host)?;
+    let load = load(raw.load, loader.cpus, min_conc, loc)?;
+
+    // Descriptors: each side holds one per connection plus its own.
+    for (side, lim) in [("server", &server), ("loader", &loader)] {
+        let need = u64::from(max_conc) + NOFILE_HEADROOM;
+        if lim.nofile < need {
+            return Err(loc.value(
+                &format!("{side}.nofile"),
+                format!(
+                    "{} is below the highest concurrency ({max_conc}) plus {NOFILE_HEADROOM} descriptors of headroom; set it to at least {need} or the {side} cannot hold every connection",
+                    lim.nofile
+                ),
+            ));
+        }
+    }
+
+    let allow_shared_cores = raw.allow_shared_cores.unwrap_or(false);
+    network_rules(network, &server, &loader, max_conc, loc, host)?;
+
+    let thresholds = thresholds(raw.thresholds, loc)?;
+    let idle_settle = positive(
+        raw.idle_settle.map(|h| h.0),
+        "idle_settle",
+        d.idle_settle,
+        loc,
+    )?;
+    let readiness_timeout = positive(
+        raw.readiness_timeout.map(|h| h.0),
+        "readiness_timeout",
+        d.readiness_timeout,
+        loc,
+    )?;
+
+    let profile = Profile {
+        name: name.to_string(),
+        description: raw.description.unwrap_or_default(),
+        frameworks,
+        scenarios,
+        concurrency,
+        warmup,
+        duration,
+        rounds,
+        restart_between_rounds: raw.restart_between_rounds.unwrap_or(false),
+        load,
+        server,
+        loader,
+        allow_shared_cores,
+        network,
+        idle_settle,
+        readiness_timeout,
+        thresholds,
+    };
+    placement(&profile, loc, host)?;
+    Ok(profile)
+}
+
+/// A duration that must be above zero; `default` when absent.
+fn positive(
+    v: Option<Duration>,
+    field: &str,
+    default: Duration,
+    loc: &Locator<'_>,
+) -> Result<Duration> {
+    match v {
+        None => Ok(default),
+        Some(d) if d.is_zero() => Err(loc.value(field, "must be longer than zero")),
+        Some(d) => Ok(d),
+    }
+}
+
+fn frameworks(
+    raw: Option<RawFrameworks>,
+    loc: &Locator<'_>,
+    host: &HostFacts,
+) -> Result<Frameworks> {
+    let (names, field, build): (_, _, fn(_) -> _) = match raw {
+        None | Some(RawFrameworks::All) => return Ok(Frameworks::All),
+        Some(RawFrameworks::Only(n)) => (n, "frameworks", Frameworks::Only),
+        Some(RawFrameworks::Exclude(n)) => (n, "frameworks.exclude", Frameworks::Exclude),
+    };
+    if names.is_empty() && field == "frameworks" {
+        return Err(loc.value(
+            field,
+            "the list is empty; name at least one framework, or write `all`",
+        ));
+    }
+    for (i, n) in names.iter().enumerate() {
+        let at = index(field, i);
+        if names[..i].contains(n) {
+            return Err(loc.value(&at, format!("`{n}` is listed twice")));
+        }
+        if let Some(roster) = &host.frameworks {
+            if !roster.contains(n) {
+                return Err(loc.value_hint(
+                    &at,
+                    format!(
+                        "no framework `{n}` under frameworks/; known: {}",
+                        roster.join(", ")
+                    ),
+                    suggest(n, roster.iter().map(String::as_str)),
+                ));
+            }
+        }
+    }
+    Ok(build(names))
+}
+
+fn scenarios(raw: Option<Vec<String>>, loc: &Locator<'_>) -> Result<Vec<Scenario>> {
+    let Some(names) = raw else {
+        return Ok(Profile::default().scenarios);
+    };
+    if names.is_empty() {
+        return Err(loc.value("scenarios", "the list is empty; name at least one scenario"));
+    }
+    let mut out: Vec<Scenario> = Vec::new();
+    for (i, n) in names.iter().enumerate() {
+        let at = index("scenarios", i);
+        let s: Scenario = n
+            .parse()
+            .map_err(|e: crate::contract::ScenarioParseError| {
+                let fixed: Vec<String> = Scenario::FIXED.iter().map(|s| s.to_string()).collect();
+                let mut candidates: Vec<&str> = fixed.iter().map(String::as_str).collect();
+                // `middleware-3` style typos: offer the same N.
+                let mw = n
+                    .rsplit(['-', '_'])
+                    .next()
+                    .filter(|t| t.parse::<u16>().is_ok())
+                    .map(|t| format!("middleware-{t}"));
+                if let Some(m) = &mw {
+                    candidates.push(m);
+                }
+                loc.value_hint(&at, e.to_string(), suggest(n, candidates))
+            })?;
+        if out.contains(&s) {
+            return Err(loc.value(&at, format!("scenario `{s}` is listed twice")));
+        }
+        out.push(s);
+    }
+    Ok(out)
+}
+
+fn concurrency(raw: Option<Vec<u64>>, loc: &Locator<'_>) -> Result<Vec<u32>> {
+    let Some(levels) = raw else {
+        return Ok(Profile::default().concurrency);
+    };
+    if levels.is_empty() {
+        return Err(loc.value(
+            "concurrency",
+            "the list is empty; give at least one level, e.g. `[100]`",
+        ));
+    }
+    let mut out = Vec::new();
+    for (i, &c) in levels.iter().enumerate() {
+        let at = index("concurrency", i);
+        if c == 0 {
+            return Err(loc.value(&at, "must be at least 1 connection"));
+        }
+        if c > u64::from(MAX_CONCURRENCY) {
+            return Err(loc.value(
+                &at,
+                format!("{c} is above the most fairground supports ({MAX_CONCURRENCY})"),
+            ));
+        }
+        let c = c as u32;
+        if out.contains(&c) {
+            return Err(loc.value(&at, format!("{c} is listed twice")));
+        }
+        out.push(c);
+    }
+    Ok(out)
+}
+
+fn warmup(raw: Option<RawWarmup>, loc: &Locator<'_>) -> Result<Warmup> {
+    let spec = match raw {
+        None => return Ok(Warmup::default()),
+        Some(RawWarmup::Short(h)) => WarmupSpec {
+            duration: Some(h),
+            ..WarmupSpec::default()
+        },
+        Some(RawWarmup::Spec(s)) => s,
+    };
+    let mode = spec.mode.unwrap_or_default();
+    let stray = |field: &str, mode: &str| {
+        loc.value(
+            &format!("warmup.{field}"),
+            format!("does not apply to warm-up mode `{mode}`; remove it"),
+        )
+    };
+    match mode {
+        WarmupMode::Fixed => {
+            if spec.window.is_some() {
+                return Err(stray("window", "fixed"));
+            }
+            if spec.max_cv.is_some() {
+                return Err(stray("max_cv", "fixed"));
+            }
+            if spec.max_duration.is_some() {
+                return Err(stray("max_duration", "fixed"));
+            }
+            // Zero is allowed here on purpose: it is how warm-up is turned off.
+            Ok(Warmup::Fixed {
+                duration: spec.duration.map_or(DEFAULT_WARMUP, |h| h.0),
+            })
+        }
+        WarmupMode::UntilStable => {
+            if spec.duration.is_some() {
+                return Err(stray("duration", "until-stable"));
+            }
+            let window = positive(
+                spec.window.map(|h| h.0),
+                "warmup.window",
+                Duration::from_secs(5),
+                loc,
+            )?;
+            let max_cv = fraction(spec.max_cv, "warmup.max_cv", 0.05, false, loc)?;
+            let max_duration = positive(
+                spec.max_duration.map(|h| h.0),
+                "warmup.max_duration",
+                Duration::from_secs(60),
+                loc,
+            )?;
+            if max_duration < window * STABLE_WINDOWS {
+                return Err(loc.value(
+                    "warmup.max_duration",
+                    format!(
+                        "must be at least {STABLE_WINDOWS} windows ({}), or stability can never be judged",
+                        super::units::Human(window * STABLE_WINDOWS)
+                    ),
+                ));
+            }
+            Ok(Warmup::UntilStable {
+                window,
+                max_cv,
+                max_duration,
+            })
+        }
+    }
+}
+
+/// A fraction in `[0, 1]` (`(0, 1]` unless `zero_ok`); `default` when absent.
+fn fraction(
+    v: Option<f64>,
+    field: &str,
+    default: f64,
+    zero_ok: bool,
+    loc: &Locator<'_>,
+) -> Result<f64> {
+    let Some(x) = v else { return Ok(default) };
+    let ok = if zero_ok {
+        (0.0..=1.0).contains(&x)
+    } else {
+        x > 0.0 && x <= 1.0
+    };
+    if ok {
+        Ok(x)
+    } else {
+        let range = if zero_ok {
+            "from 0 to 1"
+        } else {
+            "above 0 and at most 1"
+        };
+        Err(loc.value(
+            field,
+            format!("{x} is out of range; expected a fraction {range} (e.g. 0.05 for 5%)"),
+        ))
+    }
+}
+
+fn load(raw: Option<RawLoad>, loader_cpus: u32, min_conc: u32, loc: &Locator<'_>) -> Result<Load> {
+    let raw = raw.unwrap_or_default();
+    let d = Load::default();
+    let mode = match (raw.mode.unwrap_or_default(), raw.rate) {
+        (RawLoadMode::Closed, None) => LoadMode::Closed,
+        (RawLoadMode::Closed, Some(_)) => {
+            return Err(loc.value(
+                "load.rate",
+                "only applies to `mode: fixed-rate`; remove it or set `load.mode: fixed-rate`",
+            ))
+        }
+        (RawLoadMode::FixedRate, None) => {
+            return Err(loc.value(
+                "load.mode",
+                "`fixed-rate` needs a target rate; add `rate:` (requests per second, e.g. `rate: 5000`)",
+            ))
+        }
+        (RawLoadMode::FixedRate, Some(0)) => {
+            return Err(loc.value("load.rate", "must be at least 1 request per second"))
+        }
+        (RawLoadMode::FixedRate, Some(rate)) => LoadMode::FixedRate { rate },
+    };
+    let threads = match raw.threads {
+        None => loader_cpus.min(min_conc.max(1)),
+        Some(0) => return Err(loc.value("load.threads", "must be at least 1")),
+        Some(t) if t > u64::from(min_conc) => {
+            return Err(loc.value(
+                "load.threads",
+                format!("{t} threads cannot share {min_conc} connections (the lowest concurrency); every thread needs at least one"),
+            ))
+        }
+        Some(t) => t as u32,
+    };
+    let pipeline =
+        match raw.pipeline {
+            None => d.pipeline,
+            Some(0) => return Err(loc.value(
+                "load.pipeline",
+                "must be at least 1 (1 means one request in flight per connection, no pipelining)",
+            )),
+            Some(p) => u32::try_from(p).map_err(|_| loc.value("load.pipeline", "is too large"))?,
+        };
+    let timeout = positive(raw.timeout.map(|h| h.0), "load.timeout", d.timeout, loc)?;
+    Ok(Load {
+        mode,
+        threads,
+        pipeline,
+        timeout,
+    })
+}
+
+fn limits(
+    raw: Option<RawLimits>,
+    side: &str,
+    default: Limits,
+    loc: &Locator<'_>,
+    host: &HostFacts,
+) -> Result<Limits> {
+    let raw = raw.unwrap_or_default();
+    let f = |name: &str| key(side, name);
+    let online = host.cores_online.0.len() as u64;
+    let cpus = match raw.cpus {
+        None => default.cpus,
+        Some(0) => return Err(loc.value(&f("cpus"), "must be at least 1")),
+        Some(c) if c > online => {
+            return Err(loc.value(
+                &f("cpus"),
+                format!(
+                    "{c} is more than this host's {online} online core(s) ({}); Docker cannot give a container more CPUs than exist",
+                    host.cores_online
+                ),
+            ))
+        }
+        Some(c) => c as u32,
+    };
+    let cpuset = match raw.cpuset {
+        None | Some(RawCpuset::Auto) => Cpuset::Auto,
+        Some(RawCpuset::Cores(list)) => {
+            if let Some(c) = list.0.iter().find(|c| !host.cores_online.0.contains(c)) {
+                return Err(loc.value(
+                    &f("cpuset"),
+                    format!(
+                        "core {c} is not online on this host (online: {})",
+                        host.cores_online
+                    ),
+                ));
+            }
+            if (list.0.len() as u64) < u64::from(cpus) {
+                return Err(loc.value(
+                    &f("cpuset"),
+                    format!(
+                        "lists {} core(s) but `{side}.cpus` asks for {cpus}; list at least {cpus}",
+                        list.0.len()
+                    ),
+                ));
+            }
+            Cpuset::Cores(list)
+        }
+    };
+    let memory = match raw.memory {
+        None => default.memory,
+        Some(m) if m.0 < MIN_MEMORY => {
+            return Err(loc.value(
+                &f("memory"),
+                format!(
+                    "{} is below the floor of {}; below it runtimes fail to start (check the unit: MiB, GiB)",
+                    m,
+                    super::units::Bytes(MIN_MEMORY)
+                ),
+            ))
+        }
+        Some(m) => m.0,
+    };
+    let nofile = match raw.nofile {
+        None => default.nofile,
+        Some(n) => n,
+    };
+    let sysctls = match raw.sysctls {
+        None => default.sysctls,
+        Some(map) => {
+            let mut out = BTreeMap::new();
+            for (name, value) in map {
+                let at = key(&f("sysctls"), &name);
+                let Some((_, kind)) = SYSCTLS.iter().find(|(n, _)| *n == name) else {
+                    return Err(loc.key_hint(
+                        &at,
+                        format!(
+                            "unknown sysctl `{name}`; fairground accepts these per-namespace ones: {}",
+                            SYSCTLS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+                        ),
+                        suggest(&name, SYSCTLS.iter().map(|(n, _)| *n)),
+                    ));
+                };
+                check_sysctl(*kind, &value.0).map_err(|m| loc.value(&at, m))?;
+                out.insert(name, value.0);
+            }
+            out
+        }
+    };
+    Ok(Limits {
+        cpus,
+        cpuset,
+        memory,
+        swap: raw.swap.unwrap_or(default.swap),
+        nofile,
+        sysctls,
+    })
+}
+
+fn check_sysctl(kind: SysctlKind, v: &str) -> std::result::Result<(), String> {
+    let ints: Vec<Option<u64>> = v.split_whitespace().map(|t| t.parse().ok()).collect();
+    let all_ints = ints.iter().all(Option::is_some);
+    match kind {
+        SysctlKind::Int if ints.len() == 1 && all_ints => Ok(()),
+        SysctlKind::Int => Err(format!("`{v}` is not a non-negative integer")),
+        SysctlKind::Triple if ints.len() == 3 && all_ints => Ok(()),
+        SysctlKind::Triple => Err(format!("`{v}` is not three integers `MIN DEFAULT MAX`")),
+        SysctlKind::Word if !v.is_empty() && !v.contains(char::is_whitespace) => Ok(()),
+        SysctlKind::Word => Err(format!("`{v}` is not a single word")),
+        SysctlKind::PortRange => parse_port_range(v).map(|_| ()),
+    }
+}
+
+/// `"LOW HIGH"` → (low, high), 1 ≤ low ≤ high ≤ 65535.
+pub fn parse_port_range(v: &str) -> std::result::Result<(u16, u16), String> {
+    let parts: Vec<&str> = v.split_whitespace().collect();
+    let bad = || format!("`{v}` is not a port range `LOW HIGH` with 1 ≤ LOW ≤ HIGH ≤ 65535");
+    let [lo, hi] = parts[..] else {
+        return Err(bad());
+    };
+    let lo: u16 = lo.parse().map_err(|_| bad())?;
+    let hi: u16 = hi.parse().map_err(|_| bad())?;
+    if lo == 0 || lo > hi {
+        return Err(bad());
+    }
+    Ok((lo, hi))
+}
+
+fn network_rules(
+    network: Network,
+    server: &Limits,
+    loader: &Limits,
+    max_conc: u32,
+    loc: &Locator<'_>,
+    host: &HostFacts,
+) -> Result<()> {
+    if network == Network::Host {
+        for (side, lim) in [("server", server), ("loader", loader)] {
+            if !lim.sysctls.is_empty() {
+                return Err(loc.value(
+                    &format!("{side}.sysctls"),
+                    "cannot be set with `network: host`: net.* sysctls are per network namespace and host mode has none of its own; remove them or use `network: bridge`",
+                ));
+            }
+        }
+    }
+    // Every loader connection to the one server address needs its own local
+    // port, so the loader's ephemeral range bounds the concurrency.
+    let (range, field, origin) = match (network, loader.sysctls.get(PORT_RANGE)) {
+        (_, Some(v)) => (
+            parse_port_range(v).unwrap_or((1, 0)),
+            key("loader.sysctls", PORT_RANGE),
+            "as set",
+        ),
+        (Network::Bridge, None) => (
+            KERNEL_PORT_RANGE,
+            "loader.sysctls".to_string(),
+            "the kernel default",
+        ),
+        (Network::Host, None) => match host.ip_local_port_range {
+            Some(r) => (r, "network".to_string(), "the host's"),
+            None => return Ok(()),
+        },
+    };
+    let width = u32::from(range.1).saturating_sub(u32::from(range.0)) + 1;
+    if width < max_conc {
+        let (lo, hi) = range;
+        return Err(loc.value(
+            &field,
+            format!(
+                "the loader's ephemeral port range ({origin}: {lo} {hi}) has {width} ports, fewer than the highest concurrency ({max_conc}); set loader sysctl {PORT_RANGE} to e.g. \"1024 65535\""
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn thresholds(raw: Option<RawThresholds>, loc: &Locator<'_>) -> Result<Thresholds> {
+    let r = raw.unwrap_or_default();
+    let d = Thresholds::default();
+    Ok(Thresholds {
+        max_error_rate: fraction(
+            r.max_error_rate,
+            "thresholds.max_error_rate",
+            d.max_error_rate,
+            true,
+            loc,
+        )?,
+        max_cv: fraction(r.max_cv, "thresholds.max_cv", d.max_cv, false, loc)?,
+        loader_saturation: fraction(
+            r.loader_saturation,
+            "thresholds.loader_saturation",
+            d.loader_saturation,
+            false,
+            loc,
+        )?,
+        min_rate_ratio: fraction(
+            r.min_rate_ratio,
+            "thresholds.min_rate_ratio",
+            d.min_rate_ratio,
+            false,
+            loc,
+        )?,
+        suspect_round: fraction(
+            r.suspect_round,
+            "thresholds.suspect_round",
+            d.suspect_round,
+            false,
+            loc,
+        )?,
+        preflight: r.preflight.unwrap_or(d.preflight),
+    })
+}
+
+/// Cores: explicit sets must not overlap, and `auto` must find room.
+fn placement(p: &Profile, loc: &Locator<'_>, host: &HostFacts) -> Result<()> {
+    if !p.allow_shared_cores {
+        if let (Cpuset::Cores(s), Cpuset::Cores(l)) = (&p.server.cpuset, &p.loader.cpuset) {
+            let shared: std::collections::BTreeSet<usize> =
+                s.0.intersection(&l.0).copied().collect();
+            if !shared.is_empty() {
+                return Err(loc.value(
+                    "loader.cpuset",
+                    format!(
+                        "shares core(s) {} with `server.cpuset` ({s}); loader and server would compete for the same CPU. Give them disjoint cores, or set `allow_shared_cores: true`",
+                        super::units::CoreList(shared)
+                    ),
+                ));
+            }
+        }
+    }
+    p.placement(host).map(|_| ()).map_err(|m| {
+        let field = if p.server.cpuset == Cpuset::Auto && loc.spans.written("server.cpus") {
+            "server.cpus"
+        } else if loc.spans.written("loader.cpus") {
+            "loader.cpus"
+        } else {
+            "server"
+        };
+        loc.value(field, m)
+    })
+}

@@ -1,0 +1,468 @@
+//! The verification report: typed results (serde, for `--json` and for the
+//! run pipeline) and the human table.
+//!
+//! Owns the rule that turns check results into "may be measured": a scenario
+//! is excluded when one of its own required checks failed or a required
+//! connection-wide check (keep-alive, 404, pipelining when required) failed.
+//! Warnings never exclude. It does no I/O except writing the table.
+
+use std::fmt::Write as _;
+
+use serde::{Deserialize, Serialize};
+
+use crate::contract::Scenario;
+
+/// Outcome of one check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// The framework does what the contract asks.
+    Pass,
+    /// Recorded as a concern; never excludes.
+    Warn,
+    /// The contract is broken; excludes when the check is required.
+    Fail,
+}
+
+impl Status {
+    fn cell(self) -> &'static str {
+        match self {
+            Status::Pass => "pass",
+            Status::Warn => "warn",
+            Status::Fail => "FAIL",
+        }
+    }
+}
+
+/// Names of every check, in table order. Scenario checks first.
+pub mod names {
+    /// Status code of a sample request (Connection: close).
+    pub const STATUS: &str = "status";
+    /// Media type of the answer.
+    pub const CONTENT_TYPE: &str = "content-type";
+    /// Body of the answer (exact text or parsed-JSON equality).
+    pub const BODY: &str = "body";
+    /// Content-Length or chunked framing consistent with the body.
+    pub const FRAMING: &str = "framing";
+    /// Several random inputs answered correctly, and differently.
+    pub const RANDOM_INPUTS: &str = "random-inputs";
+    /// validate: invalid bodies answered 400 or 422.
+    pub const INVALID_INPUT: &str = "invalid-input";
+    /// middleware-N: every `x-mw-i` header carries the request's `x-test`.
+    pub const MW_HEADERS: &str = "mw-headers";
+    /// Scenario checks, in table order.
+    pub const SCENARIO: [&str; 7] = [
+        STATUS,
+        CONTENT_TYPE,
+        BODY,
+        FRAMING,
+        RANDOM_INPUTS,
+        INVALID_INPUT,
+        MW_HEADERS,
+    ];
+
+    /// Many requests answered on one connection.
+    pub const KEEP_ALIVE: &str = "keep-alive";
+    /// Pipelined requests answered in order.
+    pub const PIPELINING: &str = "pipelining";
+    /// An unknown path answered 404.
+    pub const NOT_FOUND: &str = "not-found";
+    /// A Date header is sent.
+    pub const DATE: &str = "date";
+    /// The Server header (recorded).
+    pub const SERVER: &str = "server";
+    /// Bytes on the wire per plaintext answer (recorded).
+    pub const WIRE_BYTES: &str = "wire-bytes";
+    /// Connection-wide checks, in table order.
+    pub const CONNECTION: [&str; 6] = [KEEP_ALIVE, PIPELINING, NOT_FOUND, DATE, SERVER, WIRE_BYTES];
+}
+
+/// One check's result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Check {
+    /// Check name (see [`names`]).
+    pub name: String,
+    /// Pass, warn or fail.
+    pub status: Status,
+    /// Whether a failure excludes (recorded-only checks are not required).
+    pub required: bool,
+    /// What was seen: the failing detail, or the recorded value.
+    pub detail: String,
+}
+
+impl Check {
+    /// A required check from a comparison result.
+    pub fn required(name: &str, result: Result<String, String>) -> Check {
+        match result {
+            Ok(detail) => Check {
+                name: name.into(),
+                status: Status::Pass,
+                required: true,
+                detail,
+            },
+            Err(detail) => Check {
+                name: name.into(),
+                status: Status::Fail,
+                required: true,
+                detail,
+            },
+        }
+    }
+
+    /// A recorded check: a problem is a warning, never a failure.
+    pub fn recorded(name: &str, result: Result<String, String>) -> Check {
+        let mut c = Check::required(name, result);
+        c.required = false;
+        if c.status == Status::Fail {
+            c.status = Status::Warn;
+        }
+        c
+    }
+
+    /// Whether this check stops measurement.
+    pub fn excludes(&self) -> bool {
+        self.required && self.status == Status::Fail
+    }
+}
+
+/// The checks of one scenario and the verdict.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ScenarioReport {
+    /// The scenario checked.
+    pub scenario: Scenario,
+    /// Its checks, in the order run.
+    pub checks: Vec<Check>,
+    /// Bytes on the wire of one keep-alive answer (head + body), if one came.
+    pub wire_bytes: Option<u64>,
+    /// Whether the scenario may be measured on this framework.
+    pub measurable: bool,
+    /// Why not, when it may not.
+    pub excluded_reason: Option<String>,
+}
+
+/// Values recorded about the server, for the report.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Facts {
+    /// The Server header, if sent.
+    pub server_header: Option<String>,
+    /// Whether a Date header was sent (None: no answer to look at).
+    pub date_header: Option<bool>,
+    /// Bytes on the wire of one keep-alive plaintext answer (head + body).
+    pub plaintext_wire_bytes: Option<u64>,
+    /// Bytes of the head (status line + headers) of that answer.
+    pub plaintext_head_bytes: Option<u64>,
+    /// Whether pipelined requests were answered in order (None: not tried).
+    pub pipelining: Option<bool>,
+    /// Requests answered on one connection before it closed or failed.
+    pub keep_alive_answered: u32,
+}
+
+/// What a framework's app costs to write and ship.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Footprint {
+    /// Non-blank, non-comment lines of the app (see `verify::footprint`).
+    pub lines: super::footprint::LinesOfCode,
+    /// Size of the server binary in bytes, where the app is one binary.
+    pub binary_bytes: Option<u64>,
+}
+
+/// Everything `fairground verify` found about one server.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct VerifyReport {
+    /// Framework name, when known (orchestrated mode); None for a bare URL.
+    pub framework: Option<String>,
+    /// The base URL checked.
+    pub url: String,
+    /// Seed of the random inputs (drawn after the server was up): rerun with
+    /// `--seed` to send the same inputs.
+    pub seed: u64,
+    /// Per-request timeout, in milliseconds.
+    pub timeout_ms: u64,
+    /// Whether pipelining was required.
+    pub require_pipelining: bool,
+    /// Connection-wide checks (keep-alive, pipelining, 404, headers).
+    pub checks: Vec<Check>,
+    /// One entry per scenario asked for.
+    pub scenarios: Vec<ScenarioReport>,
+    /// Recorded values.
+    pub facts: Facts,
+    /// Lines of code and binary size of the framework's app, when its
+    /// folder (and image) are known: orchestrated mode only.
+    #[serde(default)]
+    pub footprint: Option<Footprint>,
+    /// Whether every required check passed.
+    pub passed: bool,
+}
+
+impl VerifyReport {
+    /// Why `scenario` may not be measured, or None when it may. A scenario
+    /// that was not verified at all is excluded too.
+    pub fn excluded(&self, scenario: Scenario) -> Option<String> {
+        match self.scenarios.iter().find(|s| s.scenario == scenario) {
+            None => Some(format!("{scenario} was not verified")),
+            Some(s) => s.excluded_reason.clone(),
+        }
+    }
+
+    /// Compute each scenario's verdict and `passed` from the checks.
+    pub fn finish(&mut self) {
+        let global = self
+            .checks
+            .iter()
+            .find(|c| c.excludes())
+            .map(|c| format!("{} failed: {}", c.name, c.detail));
+        for s in &mut self.scenarios {
+            let own = s
+                .checks
+                .iter()
+                .find(|c| c.excludes())
+                .map(|c| format!("{} failed: {}", c.name, c.detail));
+            s.excluded_reason = own.or_else(|| global.clone());
+            s.measurable = s.excluded_reason.is_none();
+        }
+        self.passed =
+            !self.checks.iter().any(Check::excludes) && self.scenarios.iter().all(|s| s.measurable);
+    }
+
+    /// A connection-wide check by name.
+    pub fn check(&self, name: &str) -> Option<&Check> {
+        self.checks.iter().find(|c| c.name == name)
+    }
+
+    /// A scenario's check by name.
+    pub fn scenario_check(&self, scenario: Scenario, name: &str) -> Option<&Check> {
+        self.scenarios
+            .iter()
+            .find(|s| s.scenario == scenario)?
+            .checks
+            .iter()
+            .find(|c| c.name == name)
+    }
+}
+
+/// The human table: one row per framework × scenario with its checks, one
+/// row per framework with the connection-wide checks, then every warning and
+/// failure with its detail. `reports` pairs a display name with a report.
+pub fn render_table(reports: &[(String, &VerifyReport)]) -> String {
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    let mut head = vec!["framework".to_string(), "scenario".to_string()];
+    head.extend(names::SCENARIO.iter().map(|s| s.to_string()));
+    head.push("wire B".into());
+    head.push("measure".into());
+    rows.push(head);
+    for (name, r) in reports {
+        for s in &r.scenarios {
+            let mut row = vec![name.clone(), s.scenario.to_string()];
+            for check in names::SCENARIO {
+                row.push(
+                    s.checks
+                        .iter()
+                        .find(|c| c.name == check)
+                        .map_or("-", |c| c.status.cell())
+                        .to_string(),
+                );
+            }
+            row.push(s.wire_bytes.map_or("-".into(), |b| b.to_string()));
+            row.push(if s.measurable { "yes" } else { "NO" }.into());
+            rows.push(row);
+        }
+    }
+    let mut out = String::new();
+    write_aligned(&mut out, &rows);
+
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    let mut head = vec!["framework".to_string()];
+    head.extend(names::CONNECTION.iter().map(|s| s.to_string()));
+    rows.push(head);
+    for (name, r) in reports {
+        let mut row = vec![name.clone()];
+        for check in names::CONNECTION {
+            let cell = match (check, r.check(check)) {
+                (_, None) => "-".to_string(),
+                (names::SERVER, Some(_)) => {
+                    r.facts.server_header.clone().unwrap_or("(none)".into())
+                }
+                (names::WIRE_BYTES, Some(c)) if c.status == Status::Pass => r
+                    .facts
+                    .plaintext_wire_bytes
+                    .map_or("-".into(), |b| format!("{b} B")),
+                (_, Some(c)) => c.status.cell().to_string(),
+            };
+            row.push(cell);
+        }
+        rows.push(row);
+    }
+    out.push('\n');
+    write_aligned(&mut out, &rows);
+
+    let mut details = String::new();
+    for (name, r) in reports {
+        for c in r.checks.iter().filter(|c| c.status != Status::Pass) {
+            let _ = writeln!(
+                details,
+                "  {name} {}: {} {}",
+                c.name,
+                c.status.cell(),
+                c.detail
+            );
+        }
+        for s in &r.scenarios {
+            for c in s.checks.iter().filter(|c| c.status != Status::Pass) {
+                let _ = writeln!(
+                    details,
+                    "  {name} {} {}: {} {}",
+                    s.scenario,
+                    c.name,
+                    c.status.cell(),
+                    c.detail
+                );
+            }
+        }
+    }
+    if !details.is_empty() {
+        out.push_str("\nwarnings and failures:\n");
+        out.push_str(&details);
+    }
+    for (name, r) in reports {
+        if let Some(fp) = &r.footprint {
+            let _ = write!(out, "\n{name}: app {}", fp.lines);
+            if let Some(b) = fp.binary_bytes {
+                let _ = write!(out, ", binary {}", super::footprint::format_bytes(b));
+            }
+            out.push('\n');
+        }
+    }
+    for (name, r) in reports {
+        let _ = writeln!(
+            out,
+            "\n{name}: {} (seed {}, timeout {} ms)",
+            if r.passed {
+                "every required check passed"
+            } else {
+                "FAILED: excluded scenarios are not measured"
+            },
+            r.seed,
+            r.timeout_ms
+        );
+    }
+    out
+}
+
+fn write_aligned(out: &mut String, rows: &[Vec<String>]) {
+    let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..cols)
+        .map(|i| {
+            rows.iter()
+                .filter_map(|r| r.get(i))
+                .map(|c| c.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    for row in rows {
+        let line = row
+            .iter()
+            .enumerate()
+            .map(|(i, c)| format!("{c:<w$}", w = widths[i]))
+            .collect::<Vec<_>>()
+            .join("  ");
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report() -> VerifyReport {
+        VerifyReport {
+            framework: Some("demo".into()),
+            url: "http://127.0.0.1:1".into(),
+            seed: 1,
+            timeout_ms: 500,
+            require_pipelining: false,
+            checks: vec![
+                Check::required(names::KEEP_ALIVE, Ok("100 answered".into())),
+                Check::recorded(names::PIPELINING, Err("answered out of order".into())),
+            ],
+            scenarios: vec![
+                ScenarioReport {
+                    scenario: Scenario::Plaintext,
+                    checks: vec![Check::required(names::BODY, Ok(String::new()))],
+                    wire_bytes: Some(120),
+                    measurable: false,
+                    excluded_reason: None,
+                },
+                ScenarioReport {
+                    scenario: Scenario::Param,
+                    checks: vec![Check::required(
+                        names::RANDOM_INPUTS,
+                        Err("hard-coded".into()),
+                    )],
+                    wire_bytes: None,
+                    measurable: true,
+                    excluded_reason: None,
+                },
+            ],
+            facts: Facts::default(),
+            footprint: None,
+            passed: true,
+        }
+    }
+
+    #[test]
+    fn warnings_never_exclude_but_required_failures_do() {
+        let mut r = report();
+        r.finish();
+        assert_eq!(r.excluded(Scenario::Plaintext), None);
+        assert_eq!(
+            r.excluded(Scenario::Param).as_deref(),
+            Some("random-inputs failed: hard-coded")
+        );
+        assert_eq!(
+            r.excluded(Scenario::Json).as_deref(),
+            Some("json was not verified")
+        );
+        assert!(!r.passed);
+    }
+
+    #[test]
+    fn a_failed_connection_check_excludes_every_scenario() {
+        let mut r = report();
+        r.checks[0] = Check::required(names::KEEP_ALIVE, Err("closed after 1".into()));
+        r.finish();
+        assert_eq!(
+            r.excluded(Scenario::Plaintext).as_deref(),
+            Some("keep-alive failed: closed after 1")
+        );
+    }
+
+    #[test]
+    fn table_lists_failures_with_their_detail() {
+        let mut r = report();
+        r.footprint = Some(Footprint {
+            lines: super::super::footprint::LinesOfCode {
+                total: 42,
+                by_language: [("rust".to_string(), 42)].into(),
+                files: 1,
+            },
+            binary_bytes: Some(3_879_731),
+        });
+        r.finish();
+        let table = render_table(&[("demo".into(), &r)]);
+        assert!(
+            table.contains("demo: app 42 lines, binary 3.7 MiB"),
+            "{table}"
+        );
+        assert!(table.contains("demo       param"), "{table}");
+        assert!(
+            table.contains("demo param random-inputs: FAIL hard-coded"),
+            "{table}"
+        );
+        assert!(
+            table.contains("demo pipelining: warn answered out of order"),
+            "{table}"
+        );
+    }
+}
