@@ -19,6 +19,8 @@ pub struct Cli {
 pub enum Command {
     /// Serve the whole endpoint contract (the reference server).
     Serve(crate::serve::ServeArgs),
+    /// Measure and judge the environment; exit 3 when results from it would be refused.
+    Preflight(crate::preflight::PreflightArgs),
     /// Check, show and describe benchmark profiles (profiles/*.yaml).
     Profile(crate::profile::ProfileArgs),
     /// Check a running server against the endpoint contract with random
@@ -30,6 +32,7 @@ pub enum Command {
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Serve(args) => crate::serve::run(&args).map(|()| ExitCode::Ok),
+        Command::Preflight(args) => crate::preflight::run_cli(&args),
         Command::Profile(args) => crate::profile::run(&args).map(|()| ExitCode::Ok),
         Command::Verify(args) => crate::verify::run(&args),
     }

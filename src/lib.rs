@@ -8,6 +8,7 @@ pub mod cli;
 pub mod contract;
 pub mod exit;
 pub mod framework;
+pub mod preflight;
 pub mod profile;
 pub mod serve;
 pub mod verify;
