@@ -7,7 +7,9 @@
 # at 100 and then 1000 connections. Printed per connection count: the median of
 # the per-pair ratios fairground req/s / wrk req/s (must be >= 1.0), and each
 # loader's CPU time per response (user+sys of the loader process, from bash's
-# `time`, divided by the responses it reported).
+# `time`, divided by the responses it reported). On a busy machine req/s is
+# set by the scheduler more than by either loader; CPU per response (and the
+# one-core ceiling derived from it) is the steadier measure of loader cost.
 #
 # A benchmark, not a test: run it on a quiet machine (the load average is
 # printed before and after; figures taken under load are noise).
@@ -127,8 +129,10 @@ for c in $CONNS; do
   python3 - "$c" "${ratios[*]}" "${wrk_cpu[*]}" "${fg_cpu[*]}" <<'PY'
 import statistics, sys
 c, ratios, wcpu, fcpu = sys.argv[1], *[list(map(float, a.split())) for a in sys.argv[2:]]
+w, f = statistics.median(wcpu), statistics.median(fcpu)
 print(f"c={c}: median ratio fairground/wrk = {statistics.median(ratios):.3f}; "
-      f"median CPU per response: wrk {statistics.median(wcpu):.2f} us, fairground {statistics.median(fcpu):.2f} us")
+      f"median CPU per response: wrk {w:.2f} us, fairground {f:.2f} us "
+      f"(CPU ceiling of one core: wrk {1e6 / w:,.0f} req/s, fairground {1e6 / f:,.0f} req/s)")
 PY
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

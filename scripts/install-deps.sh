@@ -9,6 +9,7 @@ command -v mmdebstrap >/dev/null || need+=(mmdebstrap)
 command -v wrk >/dev/null || need+=(wrk)
 command -v nginx >/dev/null || need+=(nginx-light)
 command -v docker >/dev/null || need+=(docker.io)
+command -v iptables >/dev/null || need+=(iptables)  # docker tests: isolation rule of internal networks
 if ((${#need[@]})); then
   echo "installing host packages: ${need[*]}" >&2
   if [[ $(id -u) -ne 0 ]]; then SUDO=sudo; else SUDO=; fi

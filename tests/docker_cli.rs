@@ -192,8 +192,9 @@ fn failed_framework_build_names_the_framework_the_log_and_shows_its_tail() {
     )
     .unwrap();
     let logs = tmp.path().join("logs");
+    let run = test_run("cli-broken");
     let out = fairground()
-        .args(["images", "build", "--frameworks"])
+        .args(["images", "build", "--run", &run.0, "--frameworks"])
         .arg(tmp.path().join("frameworks"))
         .arg("--root")
         .arg(root())

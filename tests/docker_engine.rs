@@ -102,23 +102,30 @@ fn fairground_image_serves_and_a_second_container_reaches_it_over_the_internal_n
         );
         assert!((0..20_000).contains(&cold), "cold start {cold} ms");
         assert_eq!(ready.cold_start_is_upper_bound, ready.attempts == 1);
-        // The load container: bounded (ready exits at the first 200 or after 5 s).
-        let url = format!("http://{}:8080/json", h.ip.clone().unwrap());
+        // The load container: `fairground load` for 2 s (bounded in time) at
+        // the server's address on the internal network; only 2xx count.
+        let url = format!("http://{}:8080/", h.ip.clone().unwrap());
         let mut loader = spec(
             &run,
             Role::Loader,
             "loader",
             &fg.tag,
-            &["ready", "--url", &url, "--timeout", "5s"],
+            &["load", "--url", &url, "-c", "8", "-d", "2s", "--json"],
         );
         loader.network = Some(net.name.clone());
+        loader.read_only_rootfs = true;
         loader.limits.cpuset = Some(loader_set);
-        let out = e
-            .run_to_exit(&loader, Duration::from_secs(30))
-            .await
-            .unwrap();
-        let report: serde_json::Value = serde_json::from_str(out.stdout.trim()).unwrap();
-        assert_eq!(report["ready"], true, "{}", out.stdout);
+        loader.limits.nofile = Some(4096);
+        let out = e.run_to_exit(&loader, Duration::from_secs(60)).await.unwrap();
+        let report: serde_json::Value = serde_json::from_str(out.stdout.trim())
+            .unwrap_or_else(|err| panic!("{err}: {}\n{}", out.stdout, out.stderr));
+        let total = report["responses"]["total"].as_u64().unwrap();
+        assert!(total > 0, "{}", out.stdout);
+        assert_eq!(report["responses"]["status_2xx"].as_u64(), Some(total), "only 2xx: {}", report["responses"]);
+        eprintln!(
+            "fairground load in a container, 8 connections, 2 s, one core each: {total} responses, {:.0} req/s",
+            report["throughput_rps"].as_f64().unwrap_or(0.0)
+        );
         let report = guard.finish().await.unwrap();
         assert!(report.networks.contains(&net.name), "{report:?}");
         assert!(

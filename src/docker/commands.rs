@@ -70,7 +70,14 @@ fn progress() -> (Progress, Option<indicatif::ProgressBar>) {
         let bar = indicatif::ProgressBar::new_spinner();
         bar.enable_steady_tick(std::time::Duration::from_millis(120));
         let b = bar.clone();
-        (Arc::new(move |msg: &str| b.println(msg)), Some(bar))
+        // Finished steps scroll above; the spinner shows the current one.
+        (
+            Arc::new(move |msg: &str| {
+                b.println(msg);
+                b.set_message(msg.to_string());
+            }),
+            Some(bar),
+        )
     } else {
         (Arc::new(|msg: &str| eprintln!("{msg}")), None)
     }

@@ -8,20 +8,26 @@
 //! live progress counters are plain stores to a cache line only this thread
 //! writes.
 //!
-//! Timeouts cost no timer operation per request: each connection has one
-//! tokio `Sleep` that is only moved when it fires (to the oldest in-flight
-//! request's deadline, if that is still in the future), so it is re-armed
-//! at most once per timeout period instead of once per request.
+//! Timeouts cost no timer operation per request: a connection only stores
+//! the deadline of its oldest request in flight in its slot of the thread's
+//! timeout table; one sweeper task per thread scans the table every
+//! `--timeout`/20 (1 ms to 50 ms) and wakes the connections whose deadline
+//! has passed. (A tokio `Sleep` per connection, even re-armed lazily, was
+//! the loader's top user-space cost at 1,000 connections: it is polled
+//! every time a connection waits.) A timeout is thus counted within one
+//! sweep period after it expires.
 //!
 //! Must not: print, aggregate across threads, or decide the run's phases.
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
+use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
@@ -174,6 +180,8 @@ pub struct Worker {
     pub connect_sem: tokio::sync::Semaphore,
     /// Fixed-rate pacer (None in closed loop).
     pub pacer: Option<Rc<Pacer>>,
+    /// Per local connection: deadline of its oldest request in flight.
+    timeouts: RefCell<Vec<TimeoutSlot>>,
     /// The start gate is open: connections may send.
     gate_open: Cell<bool>,
     gate: tokio::sync::Notify,
@@ -203,6 +211,11 @@ impl Worker {
             shared,
             connect_sem: tokio::sync::Semaphore::new(CONNECTS_IN_FLIGHT),
             pacer,
+            timeouts: RefCell::new(
+                (0..local_connections)
+                    .map(|_| TimeoutSlot::default())
+                    .collect(),
+            ),
             gate_open: Cell::new(false),
             gate: tokio::sync::Notify::new(),
             base_instant: tokio::time::Instant::now(),
@@ -238,6 +251,42 @@ impl Worker {
                 return;
             }
             tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
+
+    /// Set the timeout deadline of local connection `slot` (`u64::MAX`:
+    /// nothing in flight).
+    #[inline]
+    fn arm_timeout(&self, slot: usize, deadline: u64) {
+        let mut t = self.timeouts.borrow_mut();
+        let s = &mut t[slot];
+        if s.deadline != deadline {
+            s.deadline = deadline;
+            s.expired = false;
+        }
+    }
+
+    fn disarm_timeout(&self, slot: usize) {
+        self.arm_timeout(slot, u64::MAX);
+    }
+
+    /// The timeout sweeper: wake connections whose deadline has passed.
+    pub async fn timeout_sweeper(self: Rc<Self>) {
+        let period = Duration::from_nanos(self.plan.timeout_ns / 20)
+            .clamp(Duration::from_millis(1), Duration::from_millis(50));
+        let mut tick = tokio::time::interval(period);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            let now = now_ns();
+            for s in self.timeouts.borrow_mut().iter_mut() {
+                if !s.expired && now >= s.deadline {
+                    s.expired = true;
+                    if let Some(waker) = s.waker.take() {
+                        waker.wake();
+                    }
+                }
+            }
         }
     }
 
@@ -334,6 +383,48 @@ impl Worker {
     }
 }
 
+/// One connection's entry in the thread's timeout table.
+#[derive(Debug)]
+struct TimeoutSlot {
+    deadline: u64,
+    expired: bool,
+    waker: Option<Waker>,
+}
+
+impl Default for TimeoutSlot {
+    fn default() -> Self {
+        Self {
+            deadline: u64::MAX,
+            expired: false,
+            waker: None,
+        }
+    }
+}
+
+/// Resolves when the sweeper has found the connection's deadline passed.
+struct TimeoutWatch<'a> {
+    w: &'a Worker,
+    slot: usize,
+}
+
+impl Future for TimeoutWatch<'_> {
+    type Output = ();
+
+    #[inline]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let mut t = self.w.timeouts.borrow_mut();
+        let s = &mut t[self.slot];
+        if s.expired {
+            return Poll::Ready(());
+        }
+        match &s.waker {
+            Some(w) if w.will_wake(cx.waker()) => {}
+            _ => s.waker = Some(cx.waker().clone()),
+        }
+        Poll::Pending
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Outcome {
     /// No more requests to send: the connection's work is done.
@@ -359,7 +450,6 @@ pub async fn connection(w: Rc<Worker>, global: usize, local: usize) {
         ),
         rbuf: vec![0u8; READ_BUF],
         inflight: VecDeque::with_capacity(plan.pipeline),
-        timer: Box::pin(tokio::time::sleep(Duration::ZERO)),
         k: 0,
         free_at: 0,
         global,
@@ -398,6 +488,7 @@ pub async fn connection(w: Rc<Worker>, global: usize, local: usize) {
         established = true;
         conn.free_at = now_ns();
         let outcome = conn.drive(&w, stream).await;
+        w.disarm_timeout(local);
         w.closed();
         if outcome == Outcome::Finished {
             return;
@@ -409,7 +500,6 @@ struct Conn {
     gen: RequestGen,
     rbuf: Vec<u8>,
     inflight: VecDeque<InFlight>,
-    timer: Pin<Box<tokio::time::Sleep>>,
     /// Fixed rate: index of this connection's next scheduled request.
     k: u64,
     /// Fixed rate: when the connection last became able to send.
@@ -535,6 +625,7 @@ impl Conn {
                 .inflight
                 .front()
                 .map_or(u64::MAX, |f| f.sent + plan.timeout_ns);
+            w.arm_timeout(self.local, deadline);
             let pacer = w.pacer.clone();
             let local = self.local;
             let pace = async move {
@@ -546,14 +637,13 @@ impl Conn {
             let read = tokio::select! {
                 biased;
                 r = stream.read(&mut self.rbuf[end..]) => r,
-                () = &mut self.timer, if deadline != u64::MAX => {
+                () = TimeoutWatch { w, slot: self.local } => {
                     let now = now_ns();
                     if now >= deadline {
                         self.lose_inflight(w, ErrorKind::Timeout, now);
+                        w.disarm_timeout(self.local);
                         return Outcome::Reconnect;
                     }
-                    let at = w.instant_at(deadline);
-                    self.timer.as_mut().reset(at);
                     continue;
                 }
                 () = pace => continue,

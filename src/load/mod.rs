@@ -347,6 +347,7 @@ fn worker_thread(
         );
         tokio::time::sleep_until(worker.instant_at(plan.start_ns)).await;
         tokio::task::spawn_local(std::rc::Rc::clone(&worker).gate_keeper());
+        tokio::task::spawn_local(std::rc::Rc::clone(&worker).timeout_sweeper());
         if let Some(p) = &worker.pacer {
             tokio::task::spawn_local(std::rc::Rc::clone(p).run());
         }
