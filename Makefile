@@ -4,7 +4,7 @@
 CARGO   ?= cargo
 PROFILE ?= standard
 
-.PHONY: build static test fmt lint deps
+.PHONY: build static test fmt lint deps bench
 
 # The statically linked fairground that goes into the FROM-scratch image.
 # A separate --target dir keeps host builds from being invalidated.
@@ -26,6 +26,11 @@ test: deps static
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --locked --all-targets -- -D warnings
 	$(CARGO) test --locked --all-targets -- --test-threads=1
+
+## bench: run profile $(PROFILE) (default standard) with the static binary,
+## building it first; BENCH_FLAGS adds options (e.g. --accept-env, --resume DIR)
+bench: deps static
+	$(STATIC_BIN) run --profile $(PROFILE) $(BENCH_FLAGS)
 
 ## fmt: format the code
 fmt:

@@ -34,6 +34,12 @@ pub enum Command {
     /// Check a running server against the endpoint contract with random
     /// inputs (exit 5 when a required check fails).
     Verify(crate::verify::VerifyArgs),
+    /// Rewrite a run directory's reports (results.md, stats.md, csv, hgrm,
+    /// SHA256SUMS) from its results.json.
+    Report(crate::report::ReportArgs),
+    /// Run a benchmark profile: preflight, images, every cell through the
+    /// gates, and the report in output/<UTC time>-<profile>/.
+    Run(crate::bench::command::RunArgs),
 }
 
 /// Run the parsed command line; the returned code is the process exit status.
@@ -47,5 +53,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Load(args) => crate::load::args::run(&args),
         Command::Profile(args) => crate::profile::run(&args).map(|()| ExitCode::Ok),
         Command::Verify(args) => crate::verify::run(&args),
+        Command::Report(args) => crate::report::run(&args).map(|()| ExitCode::Ok),
+        Command::Run(args) => crate::bench::command::run(&args),
     }
 }

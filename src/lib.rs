@@ -4,6 +4,7 @@
 //! generator inside the load container (`fairground load`), and the reference
 //! server (`fairground serve`). `docs/architecture.md` is the map of modules.
 
+pub mod bench;
 pub mod cli;
 pub mod contract;
 pub mod docker;
@@ -13,5 +14,8 @@ pub mod load;
 pub mod preflight;
 pub mod probe;
 pub mod profile;
+pub mod report;
+pub mod results;
 pub mod serve;
+pub mod stats;
 pub mod verify;

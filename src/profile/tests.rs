@@ -277,3 +277,29 @@ fn schema_is_valid_json_schema_naming_every_field() {
         assert!(props.contains_key(f), "{f}");
     }
 }
+
+#[test]
+fn detects_at_least_one_online_core() {
+    let h = HostFacts::detect();
+    assert!(!h.cores_online.0.is_empty());
+    if let Some((lo, hi)) = h.ip_local_port_range {
+        assert!(lo <= hi);
+    }
+}
+
+#[test]
+fn paths_are_taken_as_paths_and_bare_names_looked_up() {
+    assert_eq!(locate("a/b.yaml").unwrap(), PathBuf::from("a/b.yaml"));
+    assert_eq!(locate("x.yml").unwrap(), PathBuf::from("x.yml"));
+    let missing = locate("no-such-profile-anywhere").unwrap_err().to_string();
+    assert!(
+        missing.starts_with("no profile named `no-such-profile-anywhere`"),
+        "{missing}"
+    );
+}
+
+#[test]
+fn the_profile_name_is_the_file_stem() {
+    let p = load_str("rounds: 1\n", Path::new("profiles/highconc.yaml"), &host()).unwrap();
+    assert_eq!(p.name, "highconc");
+}

@@ -1,0 +1,178 @@
+//! The fairground contract on actix-web 4: `web::Path` / `web::Json`
+//! extractors and a classic `Transform` middleware wrapped N times around
+//! each `/mw/N` resource.
+
+use std::future::{ready, Future, Ready};
+use std::pin::Pin;
+
+use actix_web::dev::{forward_ready, Service, ServiceRequest, ServiceResponse, Transform};
+use actix_web::http::header::HeaderName;
+use actix_web::{web, App, Error, HttpResponse, HttpServer, Responder};
+use serde::{Deserialize, Serialize};
+
+#[derive(Serialize)]
+struct Message {
+    message: &'static str,
+}
+
+#[derive(Serialize)]
+struct User {
+    id: String,
+    name: &'static str,
+}
+
+#[derive(Deserialize, Serialize)]
+struct Person {
+    name: String,
+    age: i64,
+    email: String,
+}
+
+impl Person {
+    fn is_valid(&self) -> bool {
+        let name_len = self.name.chars().count();
+        (1..=64).contains(&name_len)
+            && (0..=150).contains(&self.age)
+            && (3..=254).contains(&self.email.len())
+            && self.email.contains('@')
+            && !self.email.starts_with('@')
+            && !self.email.ends_with('@')
+    }
+}
+
+async fn plaintext() -> impl Responder {
+    HttpResponse::Ok()
+        .content_type("text/plain")
+        .body("Hello, World!")
+}
+
+async fn json() -> impl Responder {
+    web::Json(Message {
+        message: "Hello, World!",
+    })
+}
+
+async fn user(id: web::Path<String>) -> impl Responder {
+    web::Json(User {
+        id: id.into_inner(),
+        name: "ada",
+    })
+}
+
+async fn echo(body: web::Json<serde_json::Value>) -> impl Responder {
+    body
+}
+
+async fn validate(person: web::Json<Person>) -> HttpResponse {
+    if person.is_valid() {
+        HttpResponse::Ok().json(person.into_inner())
+    } else {
+        HttpResponse::UnprocessableEntity()
+            .content_type("text/plain")
+            .body("invalid person")
+    }
+}
+
+/// Middleware layer `i`: reads `x-test`, sets `x-mw-{i}` on the response.
+struct EchoHeader {
+    header: HeaderName,
+}
+
+impl EchoHeader {
+    fn new(i: u16) -> Self {
+        EchoHeader {
+            header: HeaderName::try_from(format!("x-mw-{i}")).unwrap(),
+        }
+    }
+}
+
+impl<S, B> Transform<S, ServiceRequest> for EchoHeader
+where
+    S: Service<ServiceRequest, Response = ServiceResponse<B>, Error = Error>,
+    S::Future: 'static,
+    B: 'static,
+{
+    type Response = ServiceResponse<B>;
+    type Error = Error;
+    type InitError = ();
+    type Transform = EchoHeaderMiddleware<S>;
+    type Future = Ready<Result<Self::Transform, Self::InitError>>;
+
+    fn new_transform(&self, service: S) -> Self::Future {
+        ready(Ok(EchoHeaderMiddleware {
+            service,
+            header: self.header.clone(),
+        }))
+    }
+}
+
+struct EchoHeaderMiddleware<S> {
+    service: S,
+    header: HeaderName,
+}
+
+impl<S, B> Service<ServiceRequest> for EchoHeaderMiddleware<S>
+where
+    S: Service<ServiceRequest, Response = ServiceResponse<B>, Error = Error>,
+    S::Future: 'static,
+    B: 'static,
+{
+    type Response = ServiceResponse<B>;
+    type Error = Error;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Self::Error>>>>;
+
+    forward_ready!(service);
+
+    fn call(&self, req: ServiceRequest) -> Self::Future {
+        let token = req.headers().get("x-test").cloned();
+        let header = self.header.clone();
+        let fut = self.service.call(req);
+        Box::pin(async move {
+            let mut res = fut.await?;
+            if let Some(token) = token {
+                res.headers_mut().insert(header, token);
+            }
+            Ok(res)
+        })
+    }
+}
+
+/// `/mw/N` behind the listed layers. In actix the last `wrap` is the
+/// outermost, so layers are listed innermost (N) first.
+macro_rules! mw_resource {
+    ($n:literal $(, $i:literal)*) => {
+        web::resource(concat!("/mw/", $n))
+            $(.wrap(EchoHeader::new($i)))*
+            .route(web::get().to(plaintext))
+    };
+}
+
+#[actix_web::main]
+async fn main() -> std::io::Result<()> {
+    let workers = std::env::var("FAIRGROUND_CPUS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(1);
+    eprintln!("actix-web listening on 0.0.0.0:8080 with {workers} workers");
+    HttpServer::new(|| {
+        App::new()
+            .app_data(web::JsonConfig::default().limit(1 << 20))
+            .route("/", web::get().to(plaintext))
+            .route("/json", web::get().to(json))
+            .route("/users/{id}", web::get().to(user))
+            .route("/echo", web::post().to(echo))
+            .route("/validate", web::post().to(validate))
+            .service(mw_resource!(0))
+            .service(mw_resource!(1, 1))
+            .service(mw_resource!(2, 2, 1))
+            .service(mw_resource!(3, 3, 2, 1))
+            .service(mw_resource!(4, 4, 3, 2, 1))
+            .service(mw_resource!(5, 5, 4, 3, 2, 1))
+            .service(mw_resource!(10, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1))
+    })
+    .workers(workers)
+    .bind(("0.0.0.0", 8080))?
+    .run()
+    .await
+}

@@ -1,0 +1,119 @@
+//! The fairground contract on axum: typed extractors, `Json`, and
+//! `middleware::from_fn_with_state` layers for the middleware chains.
+
+use axum::extract::{Path, Request, State};
+use axum::http::{HeaderName, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::{Deserialize, Serialize};
+
+#[derive(Serialize)]
+struct Message {
+    message: &'static str,
+}
+
+#[derive(Serialize)]
+struct User {
+    id: String,
+    name: &'static str,
+}
+
+#[derive(Deserialize, Serialize)]
+struct Person {
+    name: String,
+    age: i64,
+    email: String,
+}
+
+impl Person {
+    fn is_valid(&self) -> bool {
+        let name_len = self.name.chars().count();
+        (1..=64).contains(&name_len)
+            && (0..=150).contains(&self.age)
+            && (3..=254).contains(&self.email.len())
+            && self.email.contains('@')
+            && !self.email.starts_with('@')
+            && !self.email.ends_with('@')
+    }
+}
+
+async fn plaintext() -> &'static str {
+    "Hello, World!"
+}
+
+async fn json() -> Json<Message> {
+    Json(Message {
+        message: "Hello, World!",
+    })
+}
+
+async fn user(Path(id): Path<String>) -> Json<User> {
+    Json(User { id, name: "ada" })
+}
+
+async fn echo(Json(value): Json<serde_json::Value>) -> Json<serde_json::Value> {
+    Json(value)
+}
+
+async fn validate(Json(person): Json<Person>) -> Response {
+    if person.is_valid() {
+        Json(person).into_response()
+    } else {
+        (StatusCode::UNPROCESSABLE_ENTITY, "invalid person").into_response()
+    }
+}
+
+/// One middleware layer: reads `x-test`, runs the rest of the chain, sets
+/// this layer's `x-mw-{i}` header on the way out.
+async fn echo_header(State(header): State<HeaderName>, req: Request, next: Next) -> Response {
+    let token = req.headers().get("x-test").cloned();
+    let mut resp = next.run(req).await;
+    if let Some(token) = token {
+        resp.headers_mut().insert(header, token);
+    }
+    resp
+}
+
+/// `/mw/{n}` behind `n` layers. In axum the last `.layer` is the outermost,
+/// so layers are added innermost (n) first.
+fn chain(n: u16) -> Router {
+    let mut route = get(plaintext);
+    for i in (1..=n).rev() {
+        let header = HeaderName::try_from(format!("x-mw-{i}")).unwrap();
+        route = route.layer(middleware::from_fn_with_state(header, echo_header));
+    }
+    Router::new().route(&format!("/mw/{n}"), route)
+}
+
+fn main() {
+    let workers = std::env::var("FAIRGROUND_CPUS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(1);
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
+        .block_on(serve());
+}
+
+async fn serve() {
+    let mut app = Router::new()
+        .route("/", get(plaintext))
+        .route("/json", get(json))
+        .route("/users/{id}", get(user))
+        .route("/echo", post(echo))
+        .route("/validate", post(validate));
+    for n in 0..=10 {
+        app = app.merge(chain(n));
+    }
+    let listener = tokio::net::TcpListener::bind("0.0.0.0:8080")
+        .await
+        .expect("bind 0.0.0.0:8080");
+    eprintln!("axum listening on 0.0.0.0:8080");
+    axum::serve(listener, app).await.expect("axum server");
+}

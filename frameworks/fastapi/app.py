@@ -1,0 +1,108 @@
+"""The fairground contract on FastAPI, served by Uvicorn with uvloop and httptools.
+
+Handlers use FastAPI's usual paths: path parameters, pydantic models for the
+request body (422 on invalid input), dicts and models returned as JSON.
+Middleware chains are Starlette pure-ASGI middleware classes, wrapped around
+each /mw/N endpoint (Starlette's own middleware mechanism; ASGI middleware is
+async only).
+"""
+import os
+
+from fastapi import Body, FastAPI
+from fastapi.responses import PlainTextResponse
+from pydantic import BaseModel, StrictInt, StrictStr, conint, constr, validator
+from starlette.datastructures import Headers, MutableHeaders
+from starlette.routing import Route, request_response
+
+app = FastAPI(openapi_url=None, docs_url=None, redoc_url=None)
+
+
+class Person(BaseModel):
+    name: constr(strict=True, min_length=1, max_length=64)
+    age: conint(strict=True, ge=0, le=150)
+    email: StrictStr
+
+    @validator("email")
+    def email_has_inner_at(cls, v: str) -> str:
+        if not 3 <= len(v.encode()) <= 254 or "@" not in v or v[0] == "@" or v[-1] == "@":
+            raise ValueError("email must look like user@host")
+        return v
+
+
+@app.get("/", response_class=PlainTextResponse)
+async def plaintext():
+    return "Hello, World!"
+
+
+@app.get("/json")
+async def json_message():
+    return {"message": "Hello, World!"}
+
+
+@app.get("/users/{id}")
+async def user(id: str):
+    return {"id": id, "name": "ada"}
+
+
+@app.post("/echo")
+async def echo(payload=Body(None)):
+    # Body(None): a JSON `null` is a value to echo, not a missing body.
+    return payload
+
+
+@app.post("/validate")
+async def validate(person: Person) -> Person:
+    return person
+
+
+class EchoHeader:
+    """Middleware layer `index`: reads x-test, sets x-mw-{index} on the response."""
+
+    def __init__(self, app, index: int):
+        self.app = app
+        self.name = f"x-mw-{index}"
+
+    async def __call__(self, scope, receive, send):
+        token = Headers(scope=scope).get("x-test", "")
+
+        async def send_with_header(message):
+            if message["type"] == "http.response.start":
+                MutableHeaders(scope=message).append(self.name, token)
+            await send(message)
+
+        await self.app(scope, receive, send_with_header)
+
+
+async def hello(request):
+    return PlainTextResponse("Hello, World!")
+
+
+def chain(n: int):
+    """The hello endpoint behind n layers, layer 1 outermost (n = 0: the bare
+    endpoint, which Route wraps itself)."""
+    if n == 0:
+        return hello
+    asgi = request_response(hello)
+    for i in range(n, 0, -1):
+        asgi = EchoHeader(asgi, index=i)
+    return asgi
+
+
+for _n in range(11):
+    app.router.routes.append(Route(f"/mw/{_n}", chain(_n), methods=["GET"]))
+
+
+if __name__ == "__main__":
+    import uvicorn
+
+    workers = max(1, int(os.environ.get("FAIRGROUND_CPUS", "1") or 1))
+    uvicorn.run(
+        "app:app",
+        host="0.0.0.0",
+        port=8080,
+        workers=workers,
+        loop="uvloop",
+        http="httptools",
+        access_log=False,
+        log_level="warning",
+    )

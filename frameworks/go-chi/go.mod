@@ -1,0 +1,3 @@
+module fairground/go-chi
+
+go 1.19

@@ -1,0 +1,3 @@
+module fairground/go-echo
+
+go 1.19

@@ -1,0 +1,345 @@
+//! `fairground run`: the front door. Resolve the profile and frameworks,
+//! print the plan, judge the environment, build the images, run every cell
+//! through the real lab, write the report.
+//!
+//! This module is the edge: it wires the parts together, prints to the
+//! terminal and maps outcomes to exit codes. The rules of a run live in
+//! `execute`, `gates` and `environment`; nothing here measures or judges.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use chrono::Utc;
+
+use super::docker_lab::DockerLab;
+use super::environment;
+use super::execute::{execute, Cancel, Outcome, RunRules};
+use super::plan::{self, Plan};
+use super::progress;
+use super::store::Store;
+use crate::docker::engine::{DockerEngine, Engine};
+use crate::docker::images::ImageOptions;
+use crate::docker::RunId;
+use crate::exit::{coded, ExitCode};
+use crate::framework::{self, Framework};
+use crate::preflight::{self, PreflightInput};
+use crate::profile::{self, HostFacts, Network, Profile};
+use crate::report;
+use crate::results::{Results, Status};
+
+/// Options of `fairground run`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RunArgs {
+    /// Profile to run: a name in profiles/ (e.g. `standard`) or a path to a
+    /// YAML file. With --resume, defaults to the profile of that run.
+    #[arg(long, short = 'p')]
+    pub profile: Option<String>,
+    /// Run even if preflight judges the environment unfit; every result is
+    /// then flagged "environment not accepted".
+    #[arg(long)]
+    pub accept_env: bool,
+    /// Continue the run in this directory (one that holds results.json):
+    /// only the rounds it lacks are measured.
+    #[arg(long, value_name = "DIR")]
+    pub resume: Option<PathBuf>,
+    /// Where run directories are created (`<DIR>/<UTC time>-<profile>/`,
+    /// and `<DIR>/latest` points at the newest).
+    #[arg(long, value_name = "DIR", default_value = "output")]
+    pub output: PathBuf,
+    /// Folder holding the frameworks (one subfolder with a framework.yaml each).
+    #[arg(long, value_name = "DIR", default_value = "frameworks")]
+    pub frameworks: PathBuf,
+}
+
+/// Entry point of `fairground run`.
+pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    rt.block_on(run_async(args))
+}
+
+/// The frameworks the profile selects, in run order, with a clear error for
+/// names the profile lists that do not exist.
+fn select_frameworks(profile: &Profile, root: &Path) -> anyhow::Result<Vec<Framework>> {
+    let all = framework::discover(root)?;
+    let roster: Vec<String> = all.iter().map(|f| f.name().to_string()).collect();
+    let chosen = profile.frameworks.select(&roster);
+    if chosen.is_empty() {
+        return Err(coded(
+            ExitCode::BadInput,
+            anyhow::anyhow!(
+                "profile `{}` selects no framework out of {} found in {}",
+                profile.name,
+                roster.len(),
+                root.display()
+            ),
+        ));
+    }
+    Ok(chosen
+        .iter()
+        .filter_map(|n| all.iter().find(|f| f.name() == *n).cloned())
+        .collect())
+}
+
+/// Size of the server binary a cargo prebuild put into the image (where the
+/// engine builds it: `<root>/target/frameworks/<target>/release/<bin>`);
+/// `None` for frameworks that are not one binary.
+fn binary_size(root: &Path, fw: &Framework) -> Option<u64> {
+    match &fw.manifest.prebuild {
+        Some(framework::Prebuild::Cargo { bin }) => std::fs::metadata(
+            root.join("target/frameworks")
+                .join(crate::docker::images::STATIC_TARGET)
+                .join("release")
+                .join(bin),
+        )
+        .ok()
+        .map(|m| m.len()),
+        None => None,
+    }
+}
+
+fn record_frameworks(
+    results: &mut Results,
+    root: &Path,
+    frameworks: &[Framework],
+    images: &crate::docker::engine::BuiltImages,
+) {
+    for fw in frameworks {
+        let f = results.framework_mut(fw.name());
+        f.binary_size_bytes = binary_size(root, fw);
+        f.language = fw.manifest.language.clone();
+        f.display_name = fw.manifest.framework.clone();
+        f.workers = fw.manifest.workers.clone();
+        if let Some(img) = images.frameworks.get(fw.name()) {
+            f.image_id = Some(img.id.clone());
+            f.image_size_bytes = Some(img.size_bytes);
+            if let Some(text) = &img.versions {
+                f.versions = text
+                    .lines()
+                    .filter_map(|l| l.trim().split_once(char::is_whitespace))
+                    .map(|(k, v)| (k.to_string(), v.trim().to_string()))
+                    .collect();
+            }
+        }
+    }
+}
+
+async fn run_async(args: &RunArgs) -> anyhow::Result<ExitCode> {
+    // 1. What to run.
+    let resumed = match &args.resume {
+        Some(dir) => Some(Store::resume(dir)?),
+        None => None,
+    };
+    let profile_name = match (&args.profile, &resumed) {
+        (Some(p), _) => p.clone(),
+        (None, Some(s)) => s.results().profile_name.clone(),
+        (None, None) => {
+            return Err(coded(
+                ExitCode::BadInput,
+                anyhow::anyhow!(
+                    "say which profile to run: --profile NAME (e.g. --profile standard)"
+                ),
+            ))
+        }
+    };
+    let (profile, profile_path) = profile::resolve(&profile_name)?;
+    if let Some(s) = &resumed {
+        if s.results().profile_name != profile.name {
+            return Err(coded(
+                ExitCode::BadInput,
+                anyhow::anyhow!(
+                    "{} was run with profile `{}`, not `{}`; resume it with its own profile",
+                    s.dir().display(),
+                    s.results().profile_name,
+                    profile.name
+                ),
+            ));
+        }
+    }
+    if profile.network == Network::Host {
+        return Err(coded(
+            ExitCode::BadInput,
+            anyhow::anyhow!(
+                "{}: `network: host` is not supported by `fairground run` yet; use `network: bridge`",
+                profile_path.display()
+            ),
+        ));
+    }
+    let frameworks = select_frameworks(&profile, &args.frameworks)?;
+    let host = HostFacts::detect();
+    let placement = profile.placement(&host).map_err(|e| {
+        coded(
+            ExitCode::BadInput,
+            anyhow::anyhow!("{}: {e}", profile_path.display()),
+        )
+    })?;
+    let plan = Plan::new(&profile, &frameworks);
+    eprintln!(
+        "fairground run: profile `{}` ({})",
+        profile.name,
+        profile_path.display()
+    );
+    eprint!("{}", plan.describe());
+
+    // 2. The environment (a resumed run keeps the verdict it started with).
+    let started = Utc::now();
+    let dir_name = report::run_dir_name(started, &profile.name);
+    let mut env_report = None;
+    let mut store = match resumed {
+        Some(s) => {
+            eprintln!(
+                "resuming {}: {} cell(s) left",
+                s.dir().display(),
+                s.results().remaining().len()
+            );
+            s
+        }
+        None => {
+            let input = PreflightInput {
+                run_id: Some(dir_name.clone()),
+                ..PreflightInput::from_profile(&profile, &host)
+            };
+            let rep = tokio::task::spawn_blocking(move || preflight::run(&input, Path::new("/")))
+                .await
+                .context("preflight")?;
+            eprintln!("preflight: environment {}", rep.verdict);
+            for c in rep
+                .checks
+                .iter()
+                .filter(|c| c.verdict != preflight::Verdict::Pass)
+            {
+                eprintln!(
+                    "  {} {}: {} (threshold {})",
+                    c.verdict, c.id, c.measured, c.threshold
+                );
+            }
+            let environment =
+                environment::admit(&rep, args.accept_env, profile.thresholds.preflight)?;
+            env_report = Some(rep);
+            let results = super::new_results(
+                &dir_name,
+                started,
+                &profile,
+                &plan,
+                environment,
+                plan::thresholds(&profile),
+            );
+            let store = Store::create(&args.output.join(&dir_name), results)?;
+            report::link_latest(&args.output, &dir_name)?;
+            store
+        }
+    };
+    let rules = RunRules {
+        thresholds: store.results().thresholds.clone(),
+        environment_forced: store.results().environment.forced,
+    };
+    eprintln!("results: {}", store.dir().display());
+
+    // 3. Ctrl-C: the first stops the run cleanly, a second quits at once.
+    let cancel = Cancel::new();
+    let run = RunId(format!("fg-{}", Utc::now().format("%Y%m%dT%H%M%SZ")));
+    {
+        let cancel = cancel.clone();
+        let run = run.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                eprintln!("\ninterrupted: stopping, removing this run's containers and writing the report (Ctrl-C again to quit at once)");
+                cancel.cancel();
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    eprintln!(
+                        "quit; remove what is left with `fairground clean --run {}`",
+                        run.as_str()
+                    );
+                    std::process::exit(i32::from(ExitCode::Interrupted.code()));
+                }
+            }
+        });
+    }
+
+    eprintln!(
+        "docker objects of this run carry the label fairground.run={}",
+        run.as_str()
+    );
+
+    // 4. Images, network, and the run itself.
+    // Absolute: framework prebuilds run cargo inside each framework folder,
+    // where a relative target directory would land somewhere else.
+    let root = std::env::current_dir().context("reading the current directory")?;
+    let mut opts = ImageOptions::new(root.clone(), run.clone());
+    opts.progress = std::sync::Arc::new(|line: &str| eprintln!("  {line}"));
+    let engine = DockerEngine::connect(opts).await?;
+    let outcome = {
+        let prepared = tokio::select! {
+            lab = DockerLab::prepare(&engine, run.clone(), &profile, &frameworks, placement) => Some(lab),
+            () = cancel.cancelled() => None,
+        };
+        match prepared {
+            None => Ok(Outcome::Interrupted),
+            Some(Err(e)) => Err(e),
+            Some(Ok(mut lab)) => {
+                lab.keep_logs_in(store.dir().join(report::LOGS_DIR));
+                let images = lab.images().clone();
+                store.update(|r| record_frameworks(r, &root, &frameworks, &images))?;
+                let mut observer = progress::for_stderr(plan.total_steps(), plan.step_time);
+                execute(
+                    &mut lab,
+                    &mut store,
+                    &plan,
+                    &rules,
+                    observer.as_mut(),
+                    &cancel,
+                )
+                .await
+            }
+        }
+    };
+    // Whatever happened, remove this run's containers and network.
+    match engine.cleanup(&run).await {
+        Ok(r) if !r.is_empty() => eprintln!("cleanup: {}", r.summary()),
+        Ok(_) => {}
+        Err(e) => eprintln!(
+            "cleanup of run {} failed: {e:#}; remove what is left with `fairground clean --run {}`",
+            run.as_str(),
+            run.as_str()
+        ),
+    }
+
+    // 5. Close the record and write the report, even after an error.
+    let interrupted = matches!(outcome, Ok(Outcome::Interrupted));
+    store.update(|r| {
+        // Cells can also be missing because a framework failed; the report
+        // lists those from the plan, `interrupted` only means Ctrl-C.
+        r.interrupted = interrupted;
+        if !interrupted {
+            r.finished_at = Some(Utc::now());
+        }
+        if let Some(rep) = &env_report {
+            environment::add_after_run(&mut r.environment, &preflight::after_run(rep));
+        }
+    })?;
+    let files = report::write_run(store.dir(), store.results())?;
+    let r = store.results();
+    let count = |s: Status| r.cells.iter().filter(|c| c.verdict.status == s).count();
+    eprintln!(
+        "wrote {} files to {}: {} accepted, {} flagged, {} rejected cell(s); read {}",
+        files.len(),
+        store.dir().display(),
+        count(Status::Accepted),
+        count(Status::Flagged),
+        count(Status::Rejected),
+        store.dir().join("results.md").display()
+    );
+    match outcome {
+        Err(e) => Err(e),
+        Ok(Outcome::Interrupted) => {
+            eprintln!(
+                "resume with: fairground run --resume {}",
+                store.dir().display()
+            );
+            Ok(ExitCode::Interrupted)
+        }
+        Ok(Outcome::Finished) => Ok(ExitCode::Ok),
+    }
+}

@@ -1,0 +1,245 @@
+//! A scripted [`Lab`] for tests: each framework gets a [`Script`] saying how
+//! fast it is and what goes wrong (start failure, verify exclusions, a
+//! client-bound loader, dropped connections, an OOM kill, a loader error, a
+//! Ctrl-C in the middle of a round). It logs every call so tests can check
+//! that every started server was stopped.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use chrono::{TimeZone, Utc};
+use hdrhistogram::Histogram;
+
+use super::execute::Cancel;
+use super::lab::{Lab, Measurement, Started, Verified};
+use crate::contract::Scenario;
+use crate::results::histogram;
+use crate::results::{
+    AppliedLimits, CellKey, Connections, ErrorCounts, Exclusion, HostUse, StatusCounts,
+    VerifyOutcome,
+};
+
+/// Clean figures for one 10 s round at `concurrency` doing `rps` req/s.
+pub(crate) fn measurement(concurrency: u32, rps: f64) -> Measurement {
+    let ok = (rps * 10.0).round() as u64;
+    let base = ((f64::from(concurrency) / rps.max(1.0)) * 1e6).max(1.0) as u64;
+    let mut h = Histogram::<u64>::new(3).unwrap();
+    h.record_n(base, ok * 9 / 10).unwrap();
+    h.record_n(base * 3, ok - ok * 9 / 10).unwrap();
+    Measurement {
+        started_at: Utc.with_ymd_and_hms(2026, 11, 30, 0, 0, 0).unwrap(),
+        warmup_s: 2.0,
+        duration_s: 10.0,
+        responses: StatusCounts {
+            s2xx: ok,
+            ..StatusCounts::default()
+        },
+        errors: ErrorCounts::default(),
+        histogram: histogram::encode(&h).unwrap(),
+        connections: Connections {
+            requested: concurrency,
+            established: concurrency,
+        },
+        wire_bytes_per_response: Some(120.0),
+        rate: None,
+        windows_ok: vec![ok / 10; 10],
+        loader_cpus: 1.0,
+        loader_cpu_us: 6_000_000,
+        server_cpu_us: ok * 20,
+        memory_idle_bytes: Some(1 << 20),
+        memory_samples_bytes: vec![2 << 20; 10],
+        memory_peak_bytes: Some(3 << 20),
+        oom_kills: 0,
+        restarts: 0,
+        host: Some(HostUse {
+            cpus: 4,
+            load_1m_before: 0.2,
+            load_1m_after: 1.8,
+            busy_cores: 1.6,
+            foreign_cores: 0.05,
+        }),
+    }
+}
+
+/// How one framework behaves.
+#[derive(Debug, Clone)]
+pub(crate) struct Script {
+    /// Throughput it reaches, req/s.
+    pub rps: f64,
+    /// Starting it fails with this message.
+    pub start_error: Option<String>,
+    /// Scenarios verify excludes, with the reason.
+    pub excluded: Vec<(Scenario, String)>,
+    /// Loader CPU use as a fraction of its allotment.
+    pub loader_fraction: f64,
+    /// Share of requested connections really established.
+    pub established_fraction: f64,
+    /// The round (scenario, concurrency, round) in which it is OOM-killed.
+    pub oom_at: Option<(Scenario, u32, u32)>,
+    /// The round in which the loader fails.
+    pub loader_error_at: Option<(Scenario, u32, u32)>,
+}
+
+impl Default for Script {
+    fn default() -> Self {
+        Script {
+            rps: 10_000.0,
+            start_error: None,
+            excluded: vec![],
+            loader_fraction: 0.6,
+            established_fraction: 1.0,
+            oom_at: None,
+            loader_error_at: None,
+        }
+    }
+}
+
+/// A running fake server.
+#[derive(Debug)]
+pub(crate) struct FakeServer {
+    id: u32,
+    framework: String,
+}
+
+/// The scripted lab.
+#[derive(Debug, Default)]
+pub(crate) struct FakeLab {
+    /// Behaviour per framework (missing: [`Script::default`]).
+    pub scripts: BTreeMap<String, Script>,
+    /// Every call, in order: `start a#1`, `measure a plaintext c=10 r0`, …
+    pub log: Vec<String>,
+    /// Cancel this token in the middle of the n-th measure call (1-based).
+    pub interrupt: Option<(usize, Cancel)>,
+    measures: usize,
+    next_id: u32,
+    running: BTreeSet<u32>,
+    dead: BTreeSet<u32>,
+}
+
+impl FakeLab {
+    fn script(&self, fw: &str) -> Script {
+        self.scripts.get(fw).cloned().unwrap_or_default()
+    }
+
+    /// Servers started and never stopped.
+    pub fn leaked(&self) -> usize {
+        self.running.len()
+    }
+
+    /// Number of starts of `fw`.
+    pub fn starts(&self, fw: &str) -> usize {
+        self.log
+            .iter()
+            .filter(|l| l.starts_with(&format!("start {fw}#")))
+            .count()
+    }
+
+    /// Number of measure calls.
+    pub fn measures(&self) -> usize {
+        self.measures
+    }
+}
+
+impl Lab for FakeLab {
+    type Server = FakeServer;
+
+    async fn start(&mut self, framework: &str) -> anyhow::Result<(FakeServer, Started)> {
+        if let Some(e) = self.script(framework).start_error {
+            self.log.push(format!("start {framework} failed"));
+            anyhow::bail!("{e}");
+        }
+        self.next_id += 1;
+        self.running.insert(self.next_id);
+        self.log.push(format!("start {framework}#{}", self.next_id));
+        Ok((
+            FakeServer {
+                id: self.next_id,
+                framework: framework.to_string(),
+            },
+            Started {
+                cold_start_ms: Some(40.0 + f64::from(self.next_id)),
+                limits: Some(AppliedLimits {
+                    cpus: 1.0,
+                    cpuset: Some("0".into()),
+                    memory_bytes: 1 << 30,
+                    memory_swap_bytes: Some(1 << 30),
+                    nofile: 65_536,
+                }),
+            },
+        ))
+    }
+
+    async fn idle_memory(&mut self, _: &FakeServer) -> anyhow::Result<Option<u64>> {
+        Ok(Some(1 << 20))
+    }
+
+    async fn verify(&mut self, s: &FakeServer, scenarios: &[Scenario]) -> anyhow::Result<Verified> {
+        let script = self.script(&s.framework);
+        self.log.push(format!("verify {}", s.framework));
+        let excluded: Vec<Exclusion> = script
+            .excluded
+            .iter()
+            .filter(|(sc, _)| scenarios.contains(sc))
+            .map(|(scenario, reason)| Exclusion {
+                scenario: *scenario,
+                reason: reason.clone(),
+            })
+            .collect();
+        Ok(Verified {
+            outcome: VerifyOutcome {
+                checks: 10 * scenarios.len() as u64,
+                failed: excluded.len() as u64,
+                passed: scenarios
+                    .iter()
+                    .filter(|s| !excluded.iter().any(|e| e.scenario == **s))
+                    .copied()
+                    .collect(),
+                excluded,
+            },
+            binary_size_bytes: Some(4 << 20),
+            app_lines_of_code: Some(30),
+        })
+    }
+
+    async fn measure(
+        &mut self,
+        s: &FakeServer,
+        key: &CellKey,
+        round: u32,
+    ) -> anyhow::Result<Measurement> {
+        self.measures += 1;
+        self.log.push(format!(
+            "measure {} {} c={} r{round}",
+            key.framework, key.scenario, key.concurrency
+        ));
+        if let Some((n, cancel)) = &self.interrupt {
+            if *n == self.measures {
+                cancel.cancel();
+                std::future::pending::<()>().await;
+            }
+        }
+        let script = self.script(&s.framework);
+        let at = Some((key.scenario, key.concurrency, round));
+        if script.loader_error_at == at {
+            anyhow::bail!("loader container exited with code 1: connection refused");
+        }
+        let mut m = measurement(key.concurrency, script.rps);
+        m.loader_cpu_us = (script.loader_fraction * 10.0 * 1e6) as u64;
+        m.connections.established =
+            (f64::from(key.concurrency) * script.established_fraction).round() as u32;
+        if script.oom_at == at {
+            m.oom_kills = 1;
+            self.dead.insert(s.id);
+        }
+        Ok(m)
+    }
+
+    async fn alive(&mut self, s: &FakeServer) -> anyhow::Result<bool> {
+        Ok(!self.dead.contains(&s.id))
+    }
+
+    async fn stop(&mut self, s: FakeServer) -> anyhow::Result<()> {
+        self.log.push(format!("stop {}#{}", s.framework, s.id));
+        self.running.remove(&s.id);
+        Ok(())
+    }
+}

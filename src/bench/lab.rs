@@ -1,0 +1,210 @@
+//! The seam between the run pipeline and the outside world: the [`Lab`]
+//! trait (start a framework, verify it, measure one round, stop it) and the
+//! raw [`Measurement`] a round produces.
+//!
+//! The real implementation drives Docker, the loader container and the
+//! cgroup probe; the fake one (tests) returns scripted numbers so every gate
+//! and failure path of the pipeline can be provoked without a daemon. This
+//! module owns the conversion from raw figures to a [`Round`]; it judges
+//! nothing.
+
+use chrono::{DateTime, Utc};
+
+use crate::contract::Scenario;
+use crate::results::histogram::{self, HistogramError, Latency};
+use crate::results::{
+    AppliedLimits, CellKey, Connections, ErrorCounts, HostUse, LoaderUse, RateFigures, Round,
+    ServerUse, StatusCounts, VerifyOutcome,
+};
+use crate::stats;
+
+/// What starting a framework's server yielded.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Started {
+    /// Container start to first 200 on the readiness path, ms.
+    pub cold_start_ms: Option<f64>,
+    /// Limits the daemon really applied.
+    pub limits: Option<AppliedLimits>,
+}
+
+/// What verifying a framework yielded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Verified {
+    /// Per-scenario outcome (passed, excluded with reasons).
+    pub outcome: VerifyOutcome,
+    /// Server binary size, bytes, when known.
+    pub binary_size_bytes: Option<u64>,
+    /// Non-blank, non-comment lines of the app, when known.
+    pub app_lines_of_code: Option<u64>,
+}
+
+/// Raw figures of one measured round, before aggregation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Measurement {
+    /// When the measured window started.
+    pub started_at: DateTime<Utc>,
+    /// Warm-up before the window, seconds.
+    pub warmup_s: f64,
+    /// Measured window, seconds (as the loader really timed it).
+    pub duration_s: f64,
+    /// Responses by status class.
+    pub responses: StatusCounts,
+    /// Socket errors by kind.
+    pub errors: ErrorCounts,
+    /// Latency histogram of the window (µs), base64 HdrHistogram V2 + deflate.
+    pub histogram: String,
+    /// Connections requested and most open at once.
+    pub connections: Connections,
+    /// Mean bytes read per response.
+    pub wire_bytes_per_response: Option<f64>,
+    /// Fixed-rate figures.
+    pub rate: Option<RateFigures>,
+    /// 2xx responses in each 1 s window.
+    pub windows_ok: Vec<u64>,
+    /// CPUs allotted to the loader.
+    pub loader_cpus: f64,
+    /// Loader CPU time (user + system) during the window, µs.
+    pub loader_cpu_us: u64,
+    /// Server cgroup CPU time during the window, µs.
+    pub server_cpu_us: u64,
+    /// Server memory just before load started, bytes.
+    pub memory_idle_bytes: Option<u64>,
+    /// Server memory sampled every second during the window, bytes.
+    pub memory_samples_bytes: Vec<u64>,
+    /// The cgroup's memory high-water mark, bytes.
+    pub memory_peak_bytes: Option<u64>,
+    /// OOM kills during the round.
+    pub oom_kills: u64,
+    /// Server exits or restarts during the round.
+    pub restarts: u64,
+    /// Host activity during the window.
+    pub host: Option<HostUse>,
+}
+
+impl Measurement {
+    /// The round these figures make: throughput from 2xx only, latency from
+    /// the histogram, CPU per request from the server's cgroup.
+    pub fn into_round(self, index: u32) -> Result<Round, HistogramError> {
+        let h = histogram::decode(&self.histogram)?;
+        let throughput_rps = if self.duration_s > 0.0 {
+            self.responses.s2xx as f64 / self.duration_s
+        } else {
+            0.0
+        };
+        let allot_us = self.loader_cpus * self.duration_s * 1e6;
+        let samples: Vec<f64> = self
+            .memory_samples_bytes
+            .iter()
+            .map(|&b| b as f64)
+            .collect();
+        Ok(Round {
+            index,
+            started_at: self.started_at,
+            warmup_s: self.warmup_s,
+            duration_s: self.duration_s,
+            responses: self.responses,
+            errors: self.errors,
+            throughput_rps,
+            latency: Latency::of(&h),
+            histogram: self.histogram,
+            connections: self.connections,
+            wire_bytes_per_response: self.wire_bytes_per_response,
+            rate: self.rate,
+            windows_rps: self.windows_ok.iter().map(|&n| n as f64).collect(),
+            loader: LoaderUse {
+                cpus: self.loader_cpus,
+                cpu_fraction: if allot_us > 0.0 {
+                    self.loader_cpu_us as f64 / allot_us
+                } else {
+                    0.0
+                },
+            },
+            server: ServerUse {
+                cpu_time_us: self.server_cpu_us,
+                cpu_us_per_request: (self.responses.s2xx > 0)
+                    .then(|| self.server_cpu_us as f64 / self.responses.s2xx as f64),
+                memory_idle_bytes: self.memory_idle_bytes,
+                memory_median_bytes: stats::median(&samples).map(|m| m.round() as u64),
+                memory_max_bytes: self.memory_samples_bytes.iter().copied().max(),
+                memory_peak_bytes: self.memory_peak_bytes,
+                memory_samples_bytes: self.memory_samples_bytes,
+                oom_kills: self.oom_kills,
+                restarts: self.restarts,
+            },
+            host: self.host,
+        })
+    }
+}
+
+/// Where frameworks run and get measured.
+///
+/// Calls come in this order per framework: `start`, `idle_memory`, `verify`,
+/// then `measure` for each step (with `alive` after each, and `stop` +
+/// `start` again when the server must restart), and `stop` last. Every
+/// method is bounded in time by the implementation.
+#[allow(async_fn_in_trait)] // used in one task; no Send bound needed
+pub trait Lab {
+    /// A running server.
+    type Server;
+
+    /// Start `framework`'s server with the profile's limits and wait until it
+    /// answers its readiness path.
+    async fn start(&mut self, framework: &str) -> anyhow::Result<(Self::Server, Started)>;
+
+    /// Memory the idle server uses after the settle period, bytes.
+    async fn idle_memory(&mut self, server: &Self::Server) -> anyhow::Result<Option<u64>>;
+
+    /// Check the server against the contract for `scenarios`.
+    async fn verify(
+        &mut self,
+        server: &Self::Server,
+        scenarios: &[Scenario],
+    ) -> anyhow::Result<Verified>;
+
+    /// Warm up and measure one round of `key` while sampling the server.
+    async fn measure(
+        &mut self,
+        server: &Self::Server,
+        key: &CellKey,
+        round: u32,
+    ) -> anyhow::Result<Measurement>;
+
+    /// Whether the server is still running.
+    async fn alive(&mut self, server: &Self::Server) -> anyhow::Result<bool>;
+
+    /// Stop and remove the server.
+    async fn stop(&mut self, server: Self::Server) -> anyhow::Result<()>;
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::bench::fake::measurement;
+
+    #[test]
+    fn round_counts_only_2xx_and_divides_cpu_by_them() {
+        let mut m = measurement(100, 10_000.0);
+        m.responses.s5xx = 500;
+        m.server_cpu_us = 1_500_000;
+        m.loader_cpu_us = 9_000_000;
+        let r = m.into_round(2).unwrap();
+        assert_eq!(r.index, 2);
+        assert_eq!(r.throughput_rps, 10_000.0);
+        // 100,000 2xx in the window; the 500 5xx cost CPU too but are not requests served.
+        assert_eq!(r.server.cpu_us_per_request, Some(15.0));
+        assert!(
+            (r.loader.cpu_fraction - 0.9).abs() < 1e-9,
+            "{}",
+            r.loader.cpu_fraction
+        );
+        assert_eq!(r.latency.count, 100_000);
+    }
+
+    #[test]
+    fn memory_median_and_max_come_from_the_samples() {
+        let mut m = measurement(100, 10_000.0);
+        m.memory_samples_bytes = vec![10, 30, 20, 40];
+        let r = m.into_round(0).unwrap();
+        assert_eq!(r.server.memory_median_bytes, Some(25));
+        assert_eq!(r.server.memory_max_bytes, Some(40));
+    }
+}

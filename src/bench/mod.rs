@@ -1,0 +1,61 @@
+//! The benchmark run: plan the cells, execute them through a [`lab::Lab`],
+//! judge each with the gates and store it at once.
+//!
+//! This module owns the order of work and the rules of a run. It talks to
+//! containers, the loader and the probe only through the [`lab::Lab`] trait,
+//! so the whole pipeline runs against a scripted fake in unit tests.
+
+pub mod command;
+pub mod docker_lab;
+pub mod environment;
+pub mod execute;
+pub mod gates;
+pub mod host;
+pub mod lab;
+pub mod plan;
+pub mod progress;
+pub mod store;
+
+#[cfg(test)]
+pub(crate) mod fake;
+#[cfg(test)]
+mod tests;
+
+use chrono::{DateTime, Utc};
+
+use crate::profile::Profile;
+use crate::results::{Environment, Results, Thresholds, SCHEMA_VERSION};
+
+/// The results of a run that has not measured anything yet: what was asked
+/// (profile, plan, skips), where (environment) and by which rules.
+pub fn new_results(
+    run_id: &str,
+    started_at: DateTime<Utc>,
+    profile: &Profile,
+    plan: &plan::Plan,
+    environment: Environment,
+    thresholds: Thresholds,
+) -> Results {
+    let mut profile_json = serde_json::to_value(profile).unwrap_or(serde_json::Value::Null);
+    if let Some(map) = profile_json.as_object_mut() {
+        // The name is the file stem and not part of the file format.
+        map.insert("name".into(), profile.name.clone().into());
+    }
+    Results {
+        schema_version: SCHEMA_VERSION,
+        fairground_version: env!("CARGO_PKG_VERSION").to_string(),
+        run_id: run_id.to_string(),
+        profile_name: profile.name.clone(),
+        profile: profile_json,
+        started_at,
+        finished_at: None,
+        interrupted: false,
+        environment,
+        thresholds,
+        plan: plan.keys(),
+        frameworks: Vec::new(),
+        skipped: plan.skipped.clone(),
+        cells: Vec::new(),
+        incidents: Vec::new(),
+    }
+}

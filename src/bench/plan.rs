@@ -1,0 +1,317 @@
+//! The plan: which cells a profile asks for, on which frameworks, in which
+//! order, and roughly how long that takes.
+//!
+//! This module turns a validated [`Profile`] and the selected frameworks into
+//! the ordered work list and the run's skipped combinations. It starts
+//! nothing and reads no files.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use crate::contract::Scenario;
+use crate::framework::Framework;
+use crate::profile::{LoadMode, Profile};
+use crate::results::{CellKey, Skipped, Thresholds};
+
+/// One framework's share of the plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FrameworkPlan {
+    /// Framework name.
+    pub name: String,
+    /// The profile's scenarios this framework declares, in profile order.
+    pub scenarios: Vec<Scenario>,
+}
+
+/// One measured round of one cell: the unit of work.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Step {
+    /// The cell.
+    pub key: CellKey,
+    /// Round number, 0-based.
+    pub round: u32,
+}
+
+/// Everything a run will do, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    /// Frameworks in run order, each with the scenarios it will run.
+    pub frameworks: Vec<FrameworkPlan>,
+    /// Connection counts, in profile order.
+    pub concurrency: Vec<u32>,
+    /// Rounds per cell.
+    pub rounds: u32,
+    /// Target rate in fixed-rate mode.
+    pub rate: Option<u64>,
+    /// Whether the server restarts before each round.
+    pub restart_between_rounds: bool,
+    /// Combinations the profile asks for that will not run, with the reason.
+    pub skipped: Vec<Skipped>,
+    /// Longest warm-up plus measured window of one step.
+    pub step_time: Duration,
+    /// Idle settle after each server start.
+    pub settle: Duration,
+}
+
+impl Plan {
+    /// The plan for `profile` over `frameworks` (already selected by the
+    /// profile, in run order).
+    pub fn new(profile: &Profile, frameworks: &[Framework]) -> Plan {
+        let mut plans = Vec::new();
+        let mut skipped = Vec::new();
+        for fw in frameworks {
+            let scenarios: Vec<Scenario> = profile
+                .scenarios
+                .iter()
+                .copied()
+                .filter(|s| fw.supports(*s))
+                .collect();
+            if scenarios.is_empty() {
+                skipped.push(Skipped {
+                    framework: fw.name().to_string(),
+                    scenario: None,
+                    reason: "declares none of the profile's scenarios".into(),
+                });
+                continue;
+            }
+            for &s in &profile.scenarios {
+                if !fw.supports(s) {
+                    skipped.push(Skipped {
+                        framework: fw.name().to_string(),
+                        scenario: Some(s),
+                        reason: format!(
+                            "not declared in {}",
+                            fw.dir.join(crate::framework::MANIFEST).display()
+                        ),
+                    });
+                }
+            }
+            plans.push(FrameworkPlan {
+                name: fw.name().to_string(),
+                scenarios,
+            });
+        }
+        Plan {
+            frameworks: plans,
+            concurrency: profile.concurrency.clone(),
+            rounds: profile.rounds,
+            rate: match profile.load.mode {
+                LoadMode::Closed => None,
+                LoadMode::FixedRate { rate } => Some(rate),
+            },
+            restart_between_rounds: profile.restart_between_rounds,
+            skipped,
+            step_time: profile.warmup.max() + profile.duration,
+            settle: profile.idle_settle,
+        }
+    }
+
+    /// The key of every cell of `fw`, scenario-major then concurrency.
+    pub fn cells_of(&self, fw: &FrameworkPlan) -> Vec<CellKey> {
+        let mut keys = Vec::new();
+        for &scenario in &fw.scenarios {
+            for &concurrency in &self.concurrency {
+                keys.push(CellKey {
+                    framework: fw.name.clone(),
+                    scenario,
+                    concurrency,
+                    rate: self.rate,
+                });
+            }
+        }
+        keys
+    }
+
+    /// Every cell of the run, framework by framework.
+    pub fn keys(&self) -> Vec<CellKey> {
+        self.frameworks
+            .iter()
+            .flat_map(|f| self.cells_of(f))
+            .collect()
+    }
+
+    /// The steps of `fw` in run order: rounds outermost, so each round is a
+    /// full pass over the cells (the profile's rule: drift over time spreads
+    /// over every cell instead of piling onto the last ones).
+    pub fn steps_of(&self, fw: &FrameworkPlan) -> Vec<Step> {
+        let cells = self.cells_of(fw);
+        (0..self.rounds)
+            .flat_map(|round| {
+                cells.iter().map(move |key| Step {
+                    key: key.clone(),
+                    round,
+                })
+            })
+            .collect()
+    }
+
+    /// Number of steps in the whole run.
+    pub fn total_steps(&self) -> usize {
+        self.keys().len() * self.rounds as usize
+    }
+
+    /// Lower bound of the run's duration: every step's warm-up and window,
+    /// plus the settle after each server start. Image builds, readiness and
+    /// verification come on top.
+    pub fn estimate(&self) -> Duration {
+        let starts_per_fw = if self.restart_between_rounds {
+            self.rounds
+        } else {
+            1
+        };
+        self.step_time * self.total_steps() as u32
+            + self.settle * starts_per_fw * self.frameworks.len() as u32
+    }
+
+    /// The plan as a few lines for the terminal.
+    pub fn describe(&self) -> String {
+        let mut s = String::new();
+        let names: Vec<&str> = self.frameworks.iter().map(|f| f.name.as_str()).collect();
+        let _ = writeln!(s, "frameworks:  {} ({})", names.len(), names.join(", "));
+        let mut scenarios: Vec<Scenario> = Vec::new();
+        for f in &self.frameworks {
+            for sc in &f.scenarios {
+                if !scenarios.contains(sc) {
+                    scenarios.push(*sc);
+                }
+            }
+        }
+        let sc: Vec<String> = scenarios.iter().map(|s| s.to_string()).collect();
+        let _ = writeln!(s, "scenarios:   {}", sc.join(", "));
+        let conc: Vec<String> = self.concurrency.iter().map(|c| c.to_string()).collect();
+        let _ = write!(s, "concurrency: {}", conc.join(", "));
+        match self.rate {
+            Some(r) => {
+                let _ = writeln!(s, " (fixed rate {r} req/s)");
+            }
+            None => s.push_str(" (closed loop)\n"),
+        }
+        let _ = writeln!(
+            s,
+            "rounds:      {}{}",
+            self.rounds,
+            if self.restart_between_rounds {
+                ", server restarted before each"
+            } else {
+                ""
+            }
+        );
+        let _ = writeln!(
+            s,
+            "cells:       {} ({} measured rounds of up to {})",
+            self.keys().len(),
+            self.total_steps(),
+            humantime::format_duration(self.step_time)
+        );
+        for k in &self.skipped {
+            let what = k
+                .scenario
+                .map(|x| x.to_string())
+                .unwrap_or_else(|| "all".into());
+            let _ = writeln!(s, "skipped:     {} {what}: {}", k.framework, k.reason);
+        }
+        let _ = writeln!(
+            s,
+            "estimated:   at least {} (plus image builds, readiness and verification)",
+            humantime::format_duration(Duration::from_secs(self.estimate().as_secs()))
+        );
+        s
+    }
+}
+
+/// The gate thresholds of `profile`; those the profile does not set keep
+/// their documented defaults.
+pub fn thresholds(profile: &Profile) -> Thresholds {
+    let t = &profile.thresholds;
+    Thresholds {
+        max_error_rate: t.max_error_rate,
+        max_cv: t.max_cv,
+        max_round_deviation: t.suspect_round,
+        loader_saturation: t.loader_saturation,
+        min_rate_ratio: t.min_rate_ratio,
+        ..Thresholds::default()
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::framework::Manifest;
+
+    pub(crate) fn framework(name: &str, scenarios: &[Scenario]) -> Framework {
+        Framework {
+            manifest: Manifest {
+                name: name.into(),
+                language: "rust".into(),
+                framework: name.into(),
+                base: "scratch".into(),
+                prebuild: None,
+                port: 8080,
+                readiness: "/".into(),
+                scenarios: scenarios.to_vec(),
+                workers: "one per CPU".into(),
+                read_only_rootfs: true,
+                env: Default::default(),
+                notes: "test".into(),
+            },
+            dir: std::path::PathBuf::from("frameworks").join(name),
+        }
+    }
+
+    pub(crate) fn profile() -> Profile {
+        Profile {
+            name: "t".into(),
+            scenarios: vec![Scenario::Plaintext, Scenario::Json],
+            concurrency: vec![10, 100],
+            rounds: 2,
+            ..Profile::default()
+        }
+    }
+
+    #[test]
+    fn skips_scenarios_a_framework_does_not_declare() {
+        let p = Plan::new(
+            &profile(),
+            &[
+                framework("a", &[Scenario::Plaintext, Scenario::Json]),
+                framework("b", &[Scenario::Plaintext]),
+                framework("c", &[Scenario::Echo]),
+            ],
+        );
+        assert_eq!(p.frameworks.len(), 2);
+        assert_eq!(p.keys().len(), 6);
+        assert_eq!(p.skipped.len(), 2);
+        assert!(p.skipped[0].reason.contains("frameworks/b/framework.yaml"));
+        assert_eq!(p.skipped[1].scenario, None);
+    }
+
+    #[test]
+    fn steps_put_rounds_outermost() {
+        let p = Plan::new(
+            &profile(),
+            &[framework("a", &[Scenario::Plaintext, Scenario::Json])],
+        );
+        let steps = p.steps_of(&p.frameworks[0]);
+        assert_eq!(steps.len(), 8);
+        assert_eq!(steps[0].round, 0);
+        assert_eq!(steps[3].round, 0);
+        assert_eq!(steps[4].round, 1);
+        assert_eq!(steps[4].key, steps[0].key);
+        // 8 steps × (5 s warm-up + 15 s) + one 3 s settle.
+        assert_eq!(p.estimate(), Duration::from_secs(8 * 20 + 3));
+        assert!(
+            p.describe().contains("cells:       4 (8 measured rounds"),
+            "{}",
+            p.describe()
+        );
+    }
+
+    #[test]
+    fn thresholds_follow_the_profile() {
+        let mut pr = profile();
+        pr.thresholds.max_cv = 0.02;
+        pr.thresholds.suspect_round = 0.2;
+        let t = thresholds(&pr);
+        assert_eq!((t.max_cv, t.max_round_deviation), (0.02, 0.2));
+        assert_eq!(t.max_foreign_cores, Thresholds::default().max_foreign_cores);
+    }
+}

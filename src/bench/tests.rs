@@ -1,0 +1,342 @@
+//! The pipeline end to end against the scripted lab: every gate provoked by
+//! fake data, failures that must not spoil other frameworks' results, and an
+//! interrupted run that resumes to completion.
+
+use chrono::{TimeZone, Utc};
+
+use super::execute::{execute, Cancel, Outcome, RunRules, Silent};
+use super::fake::{FakeLab, Script};
+use super::new_results;
+use super::plan::tests::{framework, profile};
+use super::plan::{thresholds, Plan};
+use super::store::Store;
+use crate::contract::Scenario;
+use crate::profile::Profile;
+use crate::results::{self, CellKey, Environment, Reason, Results, Status, RESULTS_FILE};
+
+struct Run {
+    dir: tempfile::TempDir,
+    plan: Plan,
+    profile: Profile,
+}
+
+fn setup(profile: Profile) -> Run {
+    let fws = [
+        framework("a", &[Scenario::Plaintext, Scenario::Json]),
+        framework("b", &[Scenario::Plaintext, Scenario::Json]),
+    ];
+    let plan = Plan::new(&profile, &fws);
+    Run {
+        dir: tempfile::tempdir().unwrap(),
+        plan,
+        profile,
+    }
+}
+
+impl Run {
+    fn store(&self) -> Store {
+        let r = new_results(
+            "test",
+            Utc.with_ymd_and_hms(2026, 11, 30, 0, 0, 0).unwrap(),
+            &self.profile,
+            &self.plan,
+            Environment::default(),
+            thresholds(&self.profile),
+        );
+        Store::create(self.dir.path(), r).unwrap()
+    }
+
+    fn rules(&self) -> RunRules {
+        RunRules {
+            thresholds: thresholds(&self.profile),
+            environment_forced: false,
+        }
+    }
+
+    async fn go(&self, lab: &mut FakeLab, store: &mut Store, cancel: &Cancel) -> Outcome {
+        execute(lab, store, &self.plan, &self.rules(), &mut Silent, cancel)
+            .await
+            .unwrap()
+    }
+
+    /// results.json as a separate reader sees it.
+    fn on_disk(&self) -> Results {
+        let path = self.dir.path().join(RESULTS_FILE);
+        results::from_json(&std::fs::read_to_string(&path).unwrap(), "results.json").unwrap()
+    }
+}
+
+fn key(fw: &str, scenario: Scenario, concurrency: u32) -> CellKey {
+    CellKey {
+        framework: fw.into(),
+        scenario,
+        concurrency,
+        rate: None,
+    }
+}
+
+fn reasons(r: &Results, k: &CellKey) -> Vec<Reason> {
+    r.cell(k).unwrap().verdict.reasons.clone()
+}
+
+#[tokio::test]
+async fn clean_run_accepts_every_cell_and_stops_every_server() {
+    let run = setup(profile());
+    let mut lab = FakeLab::default();
+    let mut store = run.store();
+    assert_eq!(
+        run.go(&mut lab, &mut store, &Cancel::new()).await,
+        Outcome::Finished
+    );
+    let r = run.on_disk();
+    assert_eq!(r.cells.len(), 8);
+    assert!(r.remaining().is_empty());
+    for c in &r.cells {
+        assert_eq!(
+            c.verdict.status,
+            Status::Accepted,
+            "{}: {:?}",
+            c.key,
+            c.verdict
+        );
+        assert_eq!(c.rounds.len(), 2);
+    }
+    assert_eq!(lab.leaked(), 0, "{:?}", lab.log);
+    assert_eq!(lab.measures(), 16);
+    let a = r.framework("a").unwrap();
+    assert_eq!(a.idle_memory_bytes, Some(1 << 20));
+    assert_eq!(a.cold_start_ms.len(), 1);
+    assert!(a.limits.is_some() && a.verify.is_some());
+}
+
+#[tokio::test]
+async fn client_bound_cells_are_flagged_not_rejected() {
+    let run = setup(profile());
+    let mut lab = FakeLab::default();
+    lab.scripts.insert(
+        "a".into(),
+        Script {
+            loader_fraction: 0.97,
+            ..Script::default()
+        },
+    );
+    let mut store = run.store();
+    run.go(&mut lab, &mut store, &Cancel::new()).await;
+    let r = run.on_disk();
+    let c = r.cell(&key("a", Scenario::Plaintext, 10)).unwrap();
+    assert_eq!(c.verdict.status, Status::Flagged);
+    assert!(
+        matches!(c.verdict.reasons[0], Reason::LoaderSaturated { cpu_fraction, .. } if cpu_fraction > 0.96)
+    );
+    assert_eq!(
+        r.cell(&key("b", Scenario::Plaintext, 10))
+            .unwrap()
+            .verdict
+            .status,
+        Status::Accepted
+    );
+}
+
+#[tokio::test]
+async fn half_the_connections_dropped_rejects_the_cell() {
+    let run = setup(profile());
+    let mut lab = FakeLab::default();
+    lab.scripts.insert(
+        "b".into(),
+        Script {
+            established_fraction: 0.5,
+            ..Script::default()
+        },
+    );
+    let mut store = run.store();
+    run.go(&mut lab, &mut store, &Cancel::new()).await;
+    let r = run.on_disk();
+    assert!(
+        reasons(&r, &key("b", Scenario::Json, 100)).contains(&Reason::ConnectionsShort {
+            round: 0,
+            requested: 100,
+            established: 50
+        })
+    );
+    assert_eq!(
+        r.cell(&key("b", Scenario::Json, 100))
+            .unwrap()
+            .verdict
+            .status,
+        Status::Rejected
+    );
+}
+
+#[tokio::test]
+async fn oom_mid_run_rejects_that_cell_restarts_and_keeps_the_rest() {
+    let run = setup(profile());
+    let mut lab = FakeLab::default();
+    lab.scripts.insert(
+        "a".into(),
+        Script {
+            oom_at: Some((Scenario::Json, 10, 0)),
+            ..Script::default()
+        },
+    );
+    let mut store = run.store();
+    assert_eq!(
+        run.go(&mut lab, &mut store, &Cancel::new()).await,
+        Outcome::Finished
+    );
+    let r = run.on_disk();
+    let hit = key("a", Scenario::Json, 10);
+    let rs = reasons(&r, &hit);
+    assert!(rs.contains(&Reason::OomKilled { kills: 1 }), "{rs:?}");
+    assert!(rs.contains(&Reason::Crashed { restarts: 1 }), "{rs:?}");
+    // The server came back and every other cell of a, and all of b, stand.
+    assert_eq!(lab.starts("a"), 2);
+    for c in r.cells.iter().filter(|c| c.key != hit) {
+        assert_eq!(c.verdict.status, Status::Accepted, "{}", c.key);
+        assert_eq!(c.rounds.len(), 2, "{}", c.key);
+    }
+    assert_eq!(r.incidents.len(), 1);
+    assert!(
+        r.incidents[0].what.contains("not running"),
+        "{:?}",
+        r.incidents
+    );
+    assert_eq!(lab.leaked(), 0);
+}
+
+#[tokio::test]
+async fn interrupted_run_leaves_valid_partial_results_and_resume_completes_it() {
+    let run = setup(profile());
+    let cancel = Cancel::new();
+    let mut lab = FakeLab::default();
+    lab.interrupt = Some((6, cancel.clone()));
+    let mut store = run.store();
+    assert_eq!(
+        run.go(&mut lab, &mut store, &cancel).await,
+        Outcome::Interrupted
+    );
+    assert_eq!(
+        lab.leaked(),
+        0,
+        "the server is stopped on Ctrl-C: {:?}",
+        lab.log
+    );
+    // Five rounds finished before the interrupt: all of them are on disk.
+    let partial = run.on_disk();
+    let rounds: usize = partial.cells.iter().map(|c| c.rounds.len()).sum();
+    assert_eq!(rounds, 5);
+    assert!(!partial.remaining().is_empty());
+
+    // Resume: a fresh process reopens the directory and runs only what is left.
+    let mut store = Store::resume(run.dir.path()).unwrap();
+    let mut lab = FakeLab::default();
+    assert_eq!(
+        run.go(&mut lab, &mut store, &Cancel::new()).await,
+        Outcome::Finished
+    );
+    assert_eq!(lab.measures(), 16 - 5);
+    let done = run.on_disk();
+    assert!(done.remaining().is_empty());
+    for c in &done.cells {
+        let idx: Vec<u32> = c.rounds.iter().map(|r| r.index).collect();
+        assert_eq!(idx, vec![0, 1], "{}", c.key);
+        assert_eq!(
+            c.verdict.status,
+            Status::Accepted,
+            "{}: {:?}",
+            c.key,
+            c.verdict
+        );
+    }
+    // Verify ran once for a: the resumed run kept the first outcome.
+    assert_eq!(lab.log.iter().filter(|l| *l == "verify a").count(), 0);
+}
+
+#[tokio::test]
+async fn framework_that_cannot_start_is_recorded_and_the_others_run() {
+    let run = setup(profile());
+    let mut lab = FakeLab::default();
+    lab.scripts.insert(
+        "a".into(),
+        Script {
+            start_error: Some("readiness timed out after 30s; log tail: panic".into()),
+            ..Script::default()
+        },
+    );
+    let mut store = run.store();
+    run.go(&mut lab, &mut store, &Cancel::new()).await;
+    let r = run.on_disk();
+    let a = r.framework("a").unwrap();
+    assert!(a
+        .failure
+        .as_deref()
+        .unwrap()
+        .contains("readiness timed out"));
+    assert!(r
+        .skipped
+        .iter()
+        .any(|s| s.framework == "a" && s.scenario.is_none()));
+    assert_eq!(r.cells.iter().filter(|c| c.key.framework == "b").count(), 4);
+    assert_eq!(r.remaining().len(), 4);
+}
+
+#[tokio::test]
+async fn scenario_failing_verify_is_rejected_without_being_measured() {
+    let run = setup(profile());
+    let mut lab = FakeLab::default();
+    lab.scripts.insert(
+        "b".into(),
+        Script {
+            excluded: vec![(Scenario::Json, "body was `{}`".into())],
+            ..Script::default()
+        },
+    );
+    let mut store = run.store();
+    run.go(&mut lab, &mut store, &Cancel::new()).await;
+    let r = run.on_disk();
+    let c = r.cell(&key("b", Scenario::Json, 100)).unwrap();
+    assert_eq!(c.verdict.status, Status::Rejected);
+    assert!(c.rounds.is_empty());
+    assert!(!lab.log.iter().any(|l| l.starts_with("measure b json")));
+    assert!(r.remaining().is_empty());
+}
+
+#[tokio::test]
+async fn loader_failure_loses_one_round_and_says_why() {
+    let run = setup(profile());
+    let mut lab = FakeLab::default();
+    lab.scripts.insert(
+        "a".into(),
+        Script {
+            loader_error_at: Some((Scenario::Plaintext, 100, 1)),
+            ..Script::default()
+        },
+    );
+    let mut store = run.store();
+    run.go(&mut lab, &mut store, &Cancel::new()).await;
+    let r = run.on_disk();
+    let k = key("a", Scenario::Plaintext, 100);
+    assert!(reasons(&r, &k).contains(&Reason::IncompleteRounds {
+        measured: 1,
+        planned: 2
+    }));
+    assert!(
+        r.incidents[0].what.contains("round 2 not measured"),
+        "{:?}",
+        r.incidents
+    );
+}
+
+#[tokio::test]
+async fn restart_between_rounds_starts_the_server_once_per_round() {
+    let run = setup(Profile {
+        restart_between_rounds: true,
+        rounds: 3,
+        ..profile()
+    });
+    let mut lab = FakeLab::default();
+    let mut store = run.store();
+    run.go(&mut lab, &mut store, &Cancel::new()).await;
+    assert_eq!(lab.starts("a"), 3);
+    assert_eq!(run.on_disk().framework("a").unwrap().cold_start_ms.len(), 3);
+    assert_eq!(lab.leaked(), 0);
+}

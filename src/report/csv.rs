@@ -1,0 +1,154 @@
+//! results.csv: one row per cell and round (a cell that never ran, such as
+//! one excluded by verify, gets one row with empty round fields), for
+//! spreadsheets and pandas. Units are in the column names.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+
+use super::{Exporter, Rendered};
+use crate::results::{Cell, Reason, Results, Round};
+
+/// results.csv.
+pub struct CsvExporter;
+
+const HEADER: &[&str] = &[
+    "run_id",
+    "framework",
+    "scenario",
+    "concurrency",
+    "target_rate_rps",
+    "verdict",
+    "reasons",
+    "round",
+    "warmup_s",
+    "duration_s",
+    "throughput_rps",
+    "responses_2xx",
+    "responses_3xx",
+    "responses_4xx",
+    "responses_5xx",
+    "responses_other",
+    "errors_connect",
+    "errors_read",
+    "errors_write",
+    "errors_timeout",
+    "errors_parse",
+    "latency_mean_us",
+    "latency_stdev_us",
+    "latency_p50_us",
+    "latency_p90_us",
+    "latency_p99_us",
+    "latency_p999_us",
+    "latency_max_us",
+    "connections_requested",
+    "connections_established",
+    "wire_bytes_per_response",
+    "achieved_rate_rps",
+    "max_schedule_lag_us",
+    "loader_cpu_fraction",
+    "server_cpu_us_per_request",
+    "server_memory_idle_bytes",
+    "server_memory_median_bytes",
+    "server_memory_max_bytes",
+    "server_memory_peak_bytes",
+    "server_oom_kills",
+    "server_restarts",
+    "host_foreign_cores",
+];
+
+fn opt<T: ToString>(v: Option<T>) -> String {
+    v.map(|v| v.to_string()).unwrap_or_default()
+}
+
+fn row(results: &Results, cell: &Cell, round: Option<&Round>) -> Vec<String> {
+    let k = &cell.key;
+    let reasons: Vec<&str> = cell.verdict.reasons.iter().map(Reason::label).collect();
+    let mut r = vec![
+        results.run_id.clone(),
+        k.framework.clone(),
+        k.scenario.to_string(),
+        k.concurrency.to_string(),
+        opt(k.rate),
+        cell.verdict.status.to_string(),
+        reasons.join("; "),
+    ];
+    match round {
+        None => r.extend(std::iter::repeat_n(String::new(), HEADER.len() - r.len())),
+        Some(x) => r.extend([
+            x.index.to_string(),
+            x.warmup_s.to_string(),
+            x.duration_s.to_string(),
+            x.throughput_rps.to_string(),
+            x.responses.s2xx.to_string(),
+            x.responses.s3xx.to_string(),
+            x.responses.s4xx.to_string(),
+            x.responses.s5xx.to_string(),
+            x.responses.other.to_string(),
+            x.errors.connect.to_string(),
+            x.errors.read.to_string(),
+            x.errors.write.to_string(),
+            x.errors.timeout.to_string(),
+            x.errors.parse.to_string(),
+            x.latency.mean_us.to_string(),
+            x.latency.stdev_us.to_string(),
+            x.latency.p50_us.to_string(),
+            x.latency.p90_us.to_string(),
+            x.latency.p99_us.to_string(),
+            x.latency.p999_us.to_string(),
+            x.latency.max_us.to_string(),
+            x.connections.requested.to_string(),
+            x.connections.established.to_string(),
+            opt(x.wire_bytes_per_response),
+            opt(x.rate.as_ref().map(|r| r.achieved_rps)),
+            opt(x.rate.as_ref().map(|r| r.max_lag_us)),
+            x.loader.cpu_fraction.to_string(),
+            opt(x.server.cpu_us_per_request),
+            opt(x.server.memory_idle_bytes),
+            opt(x.server.memory_median_bytes),
+            opt(x.server.memory_max_bytes),
+            opt(x.server.memory_peak_bytes),
+            x.server.oom_kills.to_string(),
+            x.server.restarts.to_string(),
+            opt(x.host.as_ref().map(|h| h.foreign_cores)),
+        ]),
+    }
+    r
+}
+
+impl Exporter for CsvExporter {
+    fn render(&self, results: &Results) -> anyhow::Result<Vec<Rendered>> {
+        let mut w = ::csv::Writer::from_writer(Vec::new());
+        w.write_record(HEADER)?;
+        for cell in &results.cells {
+            if cell.rounds.is_empty() {
+                w.write_record(row(results, cell, None))?;
+            }
+            for round in &cell.rounds {
+                w.write_record(row(results, cell, Some(round)))?;
+            }
+        }
+        let bytes = w.into_inner().context("finishing results.csv")?;
+        Ok(vec![Rendered {
+            path: PathBuf::from("results.csv"),
+            bytes,
+        }])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::testdata::sample_results;
+
+    #[test]
+    fn one_row_per_round_and_one_per_cell_without_rounds() {
+        let r = sample_results();
+        let out = CsvExporter.render(&r).unwrap().remove(0);
+        let mut rd = ::csv::Reader::from_reader(out.bytes.as_slice());
+        let rows: Vec<_> = rd.records().map(|r| r.unwrap()).collect();
+        let expected: usize = r.cells.iter().map(|c| c.rounds.len().max(1)).sum();
+        assert_eq!(rows.len(), expected);
+        assert!(rows.iter().all(|row| row.len() == HEADER.len()));
+    }
+}

@@ -1,0 +1,488 @@
+//! results.md: the page people read and publish. Environment verdict first,
+//! then a summary matrix, then one table per scenario, then a note for every
+//! flag and rejection. Accepted numbers are plain; flagged ones carry a ⚑
+//! marker linking to their note; rejected ones show the reason instead of a
+//! number; a forced (unaccepted) environment marks every figure with †.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use super::fmt::{cell as esc, micros, percent, thousands};
+use super::{Exporter, Rendered};
+use crate::contract::Scenario;
+use crate::results::{Cell, CellKey, CheckStatus, Reason, Results, Status};
+
+/// results.md.
+pub struct ResultsMarkdown;
+
+/// Reasons that get a note: everything except the environment flag, which is
+/// said once at the top and marked † in every table instead of 16 times.
+fn noted(cell: &Cell) -> Vec<&Reason> {
+    cell.verdict
+        .reasons
+        .iter()
+        .filter(|r| !matches!(r, Reason::EnvironmentNotAccepted))
+        .collect()
+}
+
+struct Page<'a> {
+    r: &'a Results,
+    notes: BTreeMap<&'a CellKey, usize>,
+    dagger: &'static str,
+}
+
+impl<'a> Page<'a> {
+    fn new(r: &'a Results) -> Page<'a> {
+        let mut notes = BTreeMap::new();
+        for k in &r.plan {
+            if let Some(c) = r.cell(k) {
+                if !noted(c).is_empty() {
+                    let n = notes.len() + 1;
+                    notes.insert(k, n);
+                }
+            }
+        }
+        // Cells outside the plan (should not happen) still get notes.
+        for c in &r.cells {
+            if !noted(c).is_empty() && !notes.contains_key(&c.key) {
+                let n = notes.len() + 1;
+                notes.insert(&c.key, n);
+            }
+        }
+        Page {
+            r,
+            notes,
+            dagger: if r.environment.forced { " †" } else { "" },
+        }
+    }
+
+    fn note_link(&self, key: &CellKey) -> String {
+        self.notes
+            .get(key)
+            .map(|n| format!(" [{n}](#note-{n})"))
+            .unwrap_or_default()
+    }
+
+    fn frameworks(&self) -> Vec<&'a str> {
+        let mut out: Vec<&str> = Vec::new();
+        for k in self
+            .r
+            .plan
+            .iter()
+            .chain(self.r.cells.iter().map(|c| &c.key))
+        {
+            if !out.contains(&k.framework.as_str()) {
+                out.push(&k.framework);
+            }
+        }
+        out
+    }
+
+    /// (scenario, concurrency, rate) columns in plan order.
+    fn loads(&self, scenario: Option<Scenario>) -> Vec<(Scenario, u32, Option<u64>)> {
+        let mut out = Vec::new();
+        for k in self
+            .r
+            .plan
+            .iter()
+            .chain(self.r.cells.iter().map(|c| &c.key))
+        {
+            let col = (k.scenario, k.concurrency, k.rate);
+            if scenario.is_none_or(|s| s == k.scenario) && !out.contains(&col) {
+                out.push(col);
+            }
+        }
+        out
+    }
+
+    fn find(&self, fw: &str, col: (Scenario, u32, Option<u64>)) -> Option<&'a Cell> {
+        self.r.cells.iter().find(|c| {
+            c.key.framework == fw
+                && c.key.scenario == col.0
+                && c.key.concurrency == col.1
+                && c.key.rate == col.2
+        })
+    }
+
+    fn skipped_reason(&self, fw: &str, scenario: Scenario) -> Option<&'a str> {
+        self.r
+            .skipped
+            .iter()
+            .find(|s| s.framework == fw && s.scenario.is_none_or(|x| x == scenario))
+            .map(|s| s.reason.as_str())
+    }
+
+    /// The req/s figure as a table shows it, with its marker.
+    fn headline(&self, c: &Cell) -> String {
+        match c.verdict.status {
+            Status::Rejected => {
+                let labels: Vec<&str> = c
+                    .verdict
+                    .labels(true)
+                    .into_iter()
+                    .filter(|l| *l != Reason::EnvironmentNotAccepted.label())
+                    .collect();
+                format!("✗ {}{}", labels.join(", "), self.note_link(&c.key))
+            }
+            _ => {
+                let v = c
+                    .summary
+                    .as_ref()
+                    .map(|s| thousands(s.throughput_rps.median))
+                    .unwrap_or_else(|| "–".into());
+                let flag = if noted(c).is_empty() {
+                    String::new()
+                } else {
+                    format!(" ⚑{}", self.note_link(&c.key))
+                };
+                format!("{v}{}{flag}", self.dagger)
+            }
+        }
+    }
+
+    fn missing(&self, fw: &str, col: (Scenario, u32, Option<u64>)) -> String {
+        if self.skipped_reason(fw, col.0).is_some() {
+            "skipped".into()
+        } else if self.r.plan.iter().any(|k| {
+            k.framework == fw && k.scenario == col.0 && k.concurrency == col.1 && k.rate == col.2
+        }) {
+            "not measured".into()
+        } else {
+            "–".into()
+        }
+    }
+}
+
+fn col_label(col: (Scenario, u32, Option<u64>)) -> String {
+    match col.2 {
+        Some(rate) => format!("{} c={} @{}/s", col.0, col.1, thousands(rate as f64)),
+        None => format!("{} c={}", col.0, thousands(f64::from(col.1))),
+    }
+}
+
+impl Exporter for ResultsMarkdown {
+    fn render(&self, r: &Results) -> anyhow::Result<Vec<Rendered>> {
+        let page = Page::new(r);
+        let mut s = String::new();
+        header(&mut s, r);
+        environment(&mut s, r);
+        method(&mut s, r);
+        summary(&mut s, &page);
+        for scenario in r.scenarios() {
+            scenario_table(&mut s, &page, scenario);
+        }
+        notes(&mut s, &page);
+        exclusions(&mut s, r);
+        Ok(vec![Rendered {
+            path: PathBuf::from("results.md"),
+            bytes: s.into_bytes(),
+        }])
+    }
+}
+
+fn header(s: &mut String, r: &Results) {
+    let _ = writeln!(s, "# fairground results: profile `{}`\n", r.profile_name);
+    let _ = writeln!(
+        s,
+        "- Run `{}`, fairground {}",
+        r.run_id, r.fairground_version
+    );
+    let started = r.started_at.format("%Y-%m-%d %H:%M:%S UTC");
+    match r.finished_at {
+        Some(end) => {
+            let mins = (end - r.started_at).num_seconds() as f64 / 60.0;
+            let _ = writeln!(
+                s,
+                "- Started {started}, finished {} ({mins:.0} min)",
+                end.format("%Y-%m-%d %H:%M:%S UTC")
+            );
+        }
+        None => {
+            let _ = writeln!(s, "- Started {started}; not finished");
+        }
+    }
+    let count = |st: Status| r.cells.iter().filter(|c| c.verdict.status == st).count();
+    let _ = writeln!(
+        s,
+        "- Cells: {} planned, {} measured: {} accepted, {} flagged, {} rejected",
+        r.plan.len(),
+        r.cells.len(),
+        count(Status::Accepted),
+        count(Status::Flagged),
+        count(Status::Rejected)
+    );
+    let left = r.remaining();
+    if r.interrupted || !left.is_empty() {
+        let _ = writeln!(
+            s,
+            "- **Incomplete**: {} planned cell(s) were not measured (listed at the end){}",
+            left.len(),
+            if r.interrupted {
+                "; the run was interrupted"
+            } else {
+                ""
+            }
+        );
+    }
+    s.push('\n');
+}
+
+fn environment(s: &mut String, r: &Results) {
+    let env = &r.environment;
+    s.push_str("## Environment\n\n");
+    match (env.status, env.forced) {
+        (CheckStatus::Fail, true) => s.push_str(
+            "> **† Environment NOT accepted.** Preflight failed and the run was forced with \
+             `--accept-env`. Every figure below is marked † and flagged; do not compare it with \
+             results from an accepted environment.\n\n",
+        ),
+        (CheckStatus::Fail, false) => {
+            s.push_str("Preflight: **fail**. These results were not produced by a run that passed preflight.\n\n")
+        }
+        (CheckStatus::Warn, _) => s.push_str(
+            "Preflight: **warn**: the results stand; the warnings below are worth knowing.\n\n",
+        ),
+        (CheckStatus::Pass, _) => s.push_str("Preflight: **pass**.\n\n"),
+    }
+    if !env.checks.is_empty() {
+        s.push_str("| check | verdict | measured | threshold | remedy |\n|---|---|---|---|---|\n");
+        for c in &env.checks {
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {} |",
+                esc(&c.name),
+                c.status,
+                esc(&c.measured),
+                esc(&c.threshold),
+                esc(c.remedy.as_deref().unwrap_or(""))
+            );
+        }
+        s.push('\n');
+    }
+}
+
+fn method(s: &mut String, r: &Results) {
+    let t = &r.thresholds;
+    s.push_str("## How to read these numbers\n\n");
+    s.push_str(
+        "- **req/s**: 2xx responses per second of the measured window (non-2xx responses never \
+         count), the median over rounds; min–max across rounds beside it.\n\
+         - **latency**: from sending the request (from its scheduled send time in fixed-rate \
+         mode) to the end of the response, from the HDR histogram of every round's measured \
+         window merged; average, 99th percentile and maximum.\n\
+         - **errors**: socket errors (connect, read, write, timeout, parse) plus non-2xx \
+         responses over all rounds, and their share of all attempts.\n\
+         - **conns**: connections the loader really held open (fewest in any round) / \
+         connections requested.\n\
+         - **Markers**: ⚑ flagged: the number is real but read its note before comparing; \
+         ✗ rejected: not a valid measurement, the reason replaces the number; \
+         † environment not accepted.\n",
+    );
+    let _ = writeln!(
+        s,
+        "- **Gates**: rejected when connections established < requested, error rate > {}, an \
+         OOM kill or crash, or a failed contract verification; flagged when the loader used ≥ {} \
+         of its CPU, achieved < {} of a fixed target rate, lagged its schedule by more than {} \
+         at any point, the CV of req/s across rounds exceeded {}, a round was more than {} from the \
+         median, or other processes used more than {:.2} CPU cores on the host. docs/results.md \
+         gives every threshold's source.\n",
+        percent(t.max_error_rate),
+        percent(t.loader_saturation),
+        percent(t.min_rate_ratio),
+        micros(t.max_schedule_lag_us as f64),
+        percent(t.max_cv),
+        percent(t.max_round_deviation),
+        t.max_foreign_cores
+    );
+}
+
+fn summary(s: &mut String, page: &Page<'_>) {
+    let cols = page.loads(None);
+    if cols.is_empty() {
+        return;
+    }
+    s.push_str("## Summary: req/s, median of rounds\n\n| framework |");
+    for c in &cols {
+        let _ = write!(s, " {} |", col_label(*c));
+    }
+    s.push_str("\n|---|");
+    s.push_str(&"--:|".repeat(cols.len()));
+    s.push('\n');
+    for fw in page.frameworks() {
+        let _ = write!(s, "| {fw} |");
+        for col in &cols {
+            let text = match page.find(fw, *col) {
+                Some(c) => page.headline(c),
+                None => page.missing(fw, *col),
+            };
+            let _ = write!(s, " {} |", esc(&text));
+        }
+        s.push('\n');
+    }
+    s.push('\n');
+}
+
+fn scenario_table(s: &mut String, page: &Page<'_>, scenario: Scenario) {
+    let _ = writeln!(s, "## {scenario}\n");
+    s.push_str(
+        "| framework | conns | req/s | min–max req/s | avg latency | p99 latency | max latency | errors | verdict |\n\
+         |---|--:|--:|--:|--:|--:|--:|--:|---|\n",
+    );
+    let d = page.dagger;
+    for col in page.loads(Some(scenario)) {
+        for fw in page.frameworks() {
+            let Some(c) = page.find(fw, col) else {
+                if let Some(reason) = page.skipped_reason(fw, scenario) {
+                    let _ = writeln!(
+                        s,
+                        "| {fw} | {} | skipped | | | | | | {} |",
+                        thousands(f64::from(col.1)),
+                        esc(reason)
+                    );
+                }
+                continue;
+            };
+            let conns = c
+                .summary
+                .as_ref()
+                .map(|x| {
+                    format!(
+                        "{}/{}",
+                        thousands(f64::from(x.connections_established_min)),
+                        thousands(f64::from(c.key.concurrency))
+                    )
+                })
+                .unwrap_or_else(|| format!("–/{}", thousands(f64::from(c.key.concurrency))));
+            let errors = c
+                .summary
+                .as_ref()
+                .map(|x| {
+                    let n = x.errors.total() + x.responses.non_2xx();
+                    format!("{} ({})", thousands(n as f64), percent(x.error_rate))
+                })
+                .unwrap_or_else(|| "–".into());
+            let verdict = format!("{}{}", c.verdict.status, page.note_link(&c.key));
+            match (&c.summary, c.verdict.status) {
+                (Some(x), Status::Accepted | Status::Flagged) => {
+                    let _ = writeln!(
+                        s,
+                        "| {fw} | {conns} | {} | {}–{}{d} | {}{d} | {}{d} | {}{d} | {errors} | {verdict} |",
+                        page.headline(c),
+                        thousands(x.throughput_rps.min),
+                        thousands(x.throughput_rps.max),
+                        micros(x.latency.mean_us),
+                        micros(x.latency.p99_us as f64),
+                        micros(x.latency.max_us as f64),
+                    );
+                }
+                _ => {
+                    let _ = writeln!(
+                        s,
+                        "| {fw} | {conns} | {} | | | | | {errors} | {verdict} |",
+                        esc(&page.headline(c))
+                    );
+                }
+            }
+        }
+    }
+    s.push('\n');
+}
+
+fn notes(s: &mut String, page: &Page<'_>) {
+    if page.notes.is_empty() {
+        return;
+    }
+    s.push_str("## Notes on flagged and rejected cells\n\n");
+    let mut ordered: Vec<(&&CellKey, &usize)> = page.notes.iter().collect();
+    ordered.sort_by_key(|(_, n)| **n);
+    for (key, n) in ordered {
+        let Some(c) = page.r.cell(key) else { continue };
+        let _ = writeln!(
+            s,
+            "<a id=\"note-{n}\"></a>**{n}. {}: {}**\n",
+            key, c.verdict.status
+        );
+        for reason in noted(c) {
+            let _ = writeln!(s, "- {}", esc(&reason.to_string()));
+        }
+        if let Some(x) = &c.summary {
+            let devs: Vec<String> = x
+                .throughput_rps
+                .deviation_from_median
+                .iter()
+                .zip(&c.rounds)
+                .map(|(d, r)| format!("{} ({:+.1}%)", thousands(r.throughput_rps), d * 100.0))
+                .collect();
+            let _ = writeln!(s, "- req/s per round: {}", devs.join(", "));
+        }
+        s.push('\n');
+    }
+}
+
+fn exclusions(s: &mut String, r: &Results) {
+    let excluded: Vec<_> = r
+        .frameworks
+        .iter()
+        .filter_map(|f| f.verify.as_ref().map(|v| (f, v)))
+        .flat_map(|(f, v)| v.excluded.iter().map(move |e| (f, e)))
+        .collect();
+    if !excluded.is_empty() {
+        s.push_str("## Excluded by contract verification\n\n| framework | scenario | what verify found |\n|---|---|---|\n");
+        for (f, e) in excluded {
+            let _ = writeln!(s, "| {} | {} | {} |", f.name, e.scenario, esc(&e.reason));
+        }
+        s.push('\n');
+    }
+    let failed: Vec<_> = r
+        .frameworks
+        .iter()
+        .filter(|f| f.failure.is_some())
+        .collect();
+    if !failed.is_empty() {
+        s.push_str("## Frameworks that produced no results\n\n| framework | why |\n|---|---|\n");
+        for f in failed {
+            let _ = writeln!(
+                s,
+                "| {} | {} |",
+                f.name,
+                esc(f.failure.as_deref().unwrap_or(""))
+            );
+        }
+        s.push('\n');
+    }
+    if !r.skipped.is_empty() {
+        s.push_str("## Skipped\n\n| framework | scenario | reason |\n|---|---|---|\n");
+        for k in &r.skipped {
+            let sc = k
+                .scenario
+                .map(|x| x.to_string())
+                .unwrap_or_else(|| "all".into());
+            let _ = writeln!(s, "| {} | {sc} | {} |", k.framework, esc(&k.reason));
+        }
+        s.push('\n');
+    }
+    if !r.incidents.is_empty() {
+        s.push_str("## Incidents\n\nWhat went wrong during the run and was recorded.\n\n| time (UTC) | framework | cell | round | what |\n|---|---|---|--:|---|\n");
+        for i in &r.incidents {
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {} |",
+                i.at.format("%H:%M:%S"),
+                i.framework,
+                i.cell.as_ref().map(|k| k.to_string()).unwrap_or_default(),
+                i.round.map(|n| (n + 1).to_string()).unwrap_or_default(),
+                esc(&i.what)
+            );
+        }
+        s.push('\n');
+    }
+    let left = r.remaining();
+    if !left.is_empty() {
+        s.push_str("## Not measured\n\nPlanned but not measured (resume with `fairground run --resume <this directory>`):\n\n");
+        for k in left {
+            let _ = writeln!(s, "- {k}");
+        }
+        s.push('\n');
+    }
+}

@@ -1,0 +1,228 @@
+//! Reports: one exporter per output format, each turning [`Results`] into
+//! bytes (so each is snapshot-tested), and the writer that lays a run
+//! directory out: results.md, stats.md, results.json, results.csv, hgrm/,
+//! SHA256SUMS, plus the `output/latest` symlink.
+//!
+//! Exporters only render what results.json holds; they measure and judge
+//! nothing, and never touch the disk (only [`write_run`] does).
+
+mod csv;
+pub mod fmt;
+mod hgrm;
+mod json;
+mod markdown;
+mod stats_md;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use chrono::{DateTime, Utc};
+use sha2::{Digest, Sha256};
+
+use crate::bench::store::write_atomic;
+use crate::results::Results;
+
+pub use self::csv::CsvExporter;
+pub use self::hgrm::{hgrm_text, HgrmExporter};
+pub use self::json::JsonExporter;
+pub use self::markdown::ResultsMarkdown;
+pub use self::stats_md::StatsMarkdown;
+
+/// Name of the checksum file in a run directory (`sha256sum -c` format).
+pub const SUMS_FILE: &str = "SHA256SUMS";
+
+/// One file an exporter produced, relative to the run directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rendered {
+    /// Path inside the run directory, e.g. `results.md` or `hgrm/x.hgrm`.
+    pub path: PathBuf,
+    /// File contents.
+    pub bytes: Vec<u8>,
+}
+
+/// A report format.
+pub trait Exporter {
+    /// Render `results` into one or more files.
+    fn render(&self, results: &Results) -> anyhow::Result<Vec<Rendered>>;
+}
+
+/// Every exporter a run writes, in writing order.
+pub fn exporters() -> Vec<Box<dyn Exporter>> {
+    vec![
+        Box::new(JsonExporter),
+        Box::new(ResultsMarkdown),
+        Box::new(StatsMarkdown),
+        Box::new(CsvExporter),
+        Box::new(HgrmExporter),
+    ]
+}
+
+/// Write every report of `results` into `dir`, then SHA256SUMS over all of
+/// them. Returns the files written (relative paths), SHA256SUMS last.
+pub fn write_run(dir: &Path, results: &Results) -> anyhow::Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    for exporter in exporters() {
+        files.extend(exporter.render(results)?);
+    }
+    files.sort_by(|a, b| a.path.cmp(&b.path));
+    let mut sums = String::new();
+    for f in &files {
+        let path = dir.join(&f.path);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("cannot create {}", parent.display()))?;
+        }
+        write_atomic(&path, &f.bytes)?;
+        sums.push_str(&format!(
+            "{}  {}\n",
+            hex::encode(Sha256::digest(&f.bytes)),
+            f.path.display()
+        ));
+    }
+    // Container logs are evidence too: the run writes them into logs/ as
+    // servers stop, so they are hashed from disk.
+    for log in log_files(dir)? {
+        let bytes = std::fs::read(dir.join(&log))
+            .with_context(|| format!("cannot read {}", dir.join(&log).display()))?;
+        sums.push_str(&format!(
+            "{}  {}\n",
+            hex::encode(Sha256::digest(&bytes)),
+            log.display()
+        ));
+    }
+    write_atomic(&dir.join(SUMS_FILE), sums.as_bytes())?;
+    let mut written: Vec<PathBuf> = files.into_iter().map(|f| f.path).collect();
+    written.push(PathBuf::from(SUMS_FILE));
+    Ok(written)
+}
+
+/// Files under `dir/logs/`, relative to `dir`, sorted (none when absent).
+fn log_files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let logs = dir.join(LOGS_DIR);
+    let entries = match std::fs::read_dir(&logs) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e).with_context(|| format!("cannot list {}", logs.display())),
+    };
+    let mut found = Vec::new();
+    for entry in entries {
+        let entry = entry?;
+        if entry.file_type()?.is_file() {
+            found.push(Path::new(LOGS_DIR).join(entry.file_name()));
+        }
+    }
+    found.sort();
+    Ok(found)
+}
+
+/// Folder of a run directory that holds each server container's log tail.
+pub const LOGS_DIR: &str = "logs";
+
+/// Options of `fairground report`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ReportArgs {
+    /// A run directory (one that holds results.json), e.g. output/latest.
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+}
+
+/// Entry point of `fairground report`: read DIR/results.json and write every
+/// report beside it. A missing or foreign results.json exits with code 2.
+pub fn run(args: &ReportArgs) -> anyhow::Result<()> {
+    let path = args.dir.join(crate::results::RESULTS_FILE);
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        crate::exit::coded(
+            crate::exit::ExitCode::BadInput,
+            anyhow::anyhow!(
+                "cannot read {}: {e}; give a run directory written by `fairground run`",
+                path.display()
+            ),
+        )
+    })?;
+    let results = crate::results::from_json(&text, &path.display().to_string())
+        .map_err(|e| crate::exit::coded(crate::exit::ExitCode::BadInput, e))?;
+    let files = write_run(&args.dir, &results)?;
+    eprintln!("wrote {} files to {}", files.len(), args.dir.display());
+    Ok(())
+}
+
+/// Name of a run directory: `<UTC timestamp>-<profile>`, e.g.
+/// `20261129T230000Z-standard`. Sorts by time.
+pub fn run_dir_name(started: DateTime<Utc>, profile: &str) -> String {
+    format!("{}-{profile}", started.format("%Y%m%dT%H%M%SZ"))
+}
+
+/// Point `root/latest` at `root/<name>` (a relative symlink, replaced
+/// atomically so a reader never finds it missing).
+pub fn link_latest(root: &Path, name: &str) -> anyhow::Result<()> {
+    let link = root.join("latest");
+    let tmp = root.join(format!(".latest-{}", std::process::id()));
+    let _ = std::fs::remove_file(&tmp);
+    std::os::unix::fs::symlink(name, &tmp)
+        .with_context(|| format!("cannot create symlink {}", tmp.display()))?;
+    std::fs::rename(&tmp, &link)
+        .with_context(|| format!("cannot point {} at {name}", link.display()))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::testdata::sample_results;
+
+    #[test]
+    fn writes_every_file_and_checksums_that_verify() {
+        let tmp = tempfile::tempdir().unwrap();
+        let r = sample_results();
+        let files = write_run(tmp.path(), &r).unwrap();
+        for name in [
+            "results.md",
+            "stats.md",
+            "results.json",
+            "results.csv",
+            SUMS_FILE,
+        ] {
+            assert!(
+                files.contains(&PathBuf::from(name)),
+                "{name} missing from {files:?}"
+            );
+        }
+        assert!(files.iter().any(|f| f.starts_with("hgrm")));
+        let sums = std::fs::read_to_string(tmp.path().join(SUMS_FILE)).unwrap();
+        assert_eq!(sums.lines().count(), files.len() - 1);
+        for line in sums.lines() {
+            let (hash, path) = line.split_once("  ").unwrap();
+            let bytes = std::fs::read(tmp.path().join(path)).unwrap();
+            assert_eq!(hash, hex::encode(Sha256::digest(&bytes)), "{path}");
+        }
+    }
+
+    #[test]
+    fn container_logs_are_covered_by_the_checksums() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::create_dir(tmp.path().join(LOGS_DIR)).unwrap();
+        std::fs::write(tmp.path().join("logs/fg-x-hyper-1.log"), "started\n").unwrap();
+        write_run(tmp.path(), &sample_results()).unwrap();
+        let sums = std::fs::read_to_string(tmp.path().join(SUMS_FILE)).unwrap();
+        let line = sums
+            .lines()
+            .find(|l| l.ends_with("  logs/fg-x-hyper-1.log"))
+            .unwrap_or_else(|| panic!("log not in SHA256SUMS:\n{sums}"));
+        assert!(line.starts_with(&hex::encode(Sha256::digest(b"started\n"))));
+    }
+
+    #[test]
+    fn latest_points_at_the_newest_run() {
+        let tmp = tempfile::tempdir().unwrap();
+        for name in ["20260101T000000Z-a", "20260102T000000Z-a"] {
+            std::fs::create_dir(tmp.path().join(name)).unwrap();
+            link_latest(tmp.path(), name).unwrap();
+        }
+        let target = std::fs::read_link(tmp.path().join("latest")).unwrap();
+        assert_eq!(target, PathBuf::from("20260102T000000Z-a"));
+        assert_eq!(
+            run_dir_name(sample_results().started_at, "standard"),
+            "20261129T230000Z-standard"
+        );
+    }
+}

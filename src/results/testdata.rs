@@ -1,0 +1,281 @@
+//! Deterministic results for tests: rounds built from a few numbers, and the
+//! sample run behind tests/fixtures/results/results.json (regenerate that file
+//! with `FAIRGROUND_BLESS=1 cargo test --lib results::testdata`).
+
+use chrono::{TimeZone, Utc};
+use hdrhistogram::Histogram;
+
+use super::*;
+use crate::bench::gates::{finish_cell, GateContext};
+
+/// Length of every sample round's window, seconds.
+const WINDOW_S: f64 = 15.0;
+
+/// A clean round at `concurrency` connections doing about `rps` req/s.
+pub(crate) fn round(index: u32, concurrency: u32, rps: f64) -> Round {
+    let ok = (rps * WINDOW_S).round() as u64;
+    // Closed loop: latency ≈ concurrency / throughput (Little's law), in µs.
+    let base = (f64::from(concurrency) / rps.max(1.0) * 1e6).max(1.0) as u64;
+    let mut h = Histogram::<u64>::new(3).unwrap();
+    h.record_n(base * 8 / 10, ok / 2).unwrap();
+    h.record_n(base, ok * 4 / 10).unwrap();
+    h.record_n(base * 2, ok - ok / 2 - ok * 4 / 10 - ok / 1000)
+        .unwrap();
+    h.record_n(base * 10, ok / 1000).unwrap();
+    let windows = (0..WINDOW_S as u32)
+        .map(|s| rps * (1.0 + 0.01 * f64::from((s + index) % 3) - 0.01))
+        .collect();
+    Round {
+        index,
+        started_at: Utc.with_ymd_and_hms(2026, 11, 29, 23, 0, 0).unwrap()
+            + chrono::Duration::seconds(i64::from(index) * 30),
+        warmup_s: 5.0,
+        duration_s: WINDOW_S,
+        responses: StatusCounts {
+            s2xx: ok,
+            ..StatusCounts::default()
+        },
+        errors: ErrorCounts::default(),
+        throughput_rps: ok as f64 / WINDOW_S,
+        latency: Latency::of(&h),
+        histogram: histogram::encode(&h).unwrap(),
+        connections: Connections {
+            requested: concurrency,
+            established: concurrency,
+        },
+        wire_bytes_per_response: Some(130.0),
+        rate: None,
+        windows_rps: windows,
+        loader: LoaderUse {
+            cpus: 1.0,
+            cpu_fraction: 0.6,
+        },
+        server: ServerUse {
+            cpu_time_us: ok * 20,
+            cpu_us_per_request: Some(20.0),
+            memory_idle_bytes: Some(2 << 20),
+            memory_median_bytes: Some((3 << 20) + u64::from(concurrency) * 4096),
+            memory_max_bytes: Some((4 << 20) + u64::from(concurrency) * 4096),
+            memory_peak_bytes: Some((5 << 20) + u64::from(concurrency) * 4096),
+            memory_samples_bytes: vec![3 << 20, (3 << 20) + u64::from(concurrency) * 4096],
+            oom_kills: 0,
+            restarts: 0,
+        },
+        host: Some(HostUse {
+            cpus: 8,
+            load_1m_before: 0.5,
+            load_1m_after: 3.1,
+            busy_cores: 2.7,
+            foreign_cores: 0.1,
+        }),
+    }
+}
+
+fn key(fw: &str, scenario: Scenario, concurrency: u32) -> CellKey {
+    CellKey {
+        framework: fw.into(),
+        scenario,
+        concurrency,
+        rate: None,
+    }
+}
+
+fn facts(name: &str, language: &str, display: &str, verify: VerifyOutcome) -> FrameworkFacts {
+    FrameworkFacts {
+        name: name.into(),
+        language: language.into(),
+        display_name: display.into(),
+        workers: "one worker per CPU (FAIRGROUND_CPUS)".into(),
+        versions: [
+            (language.to_string(), "1.0".to_string()),
+            (name.to_string(), "2.0".to_string()),
+        ]
+        .into_iter()
+        .collect(),
+        image_id: Some(format!("sha256:{:0>64}", name.len())),
+        image_size_bytes: Some(12_345_678),
+        binary_size_bytes: Some(3_456_789),
+        app_lines_of_code: Some(42),
+        limits: Some(AppliedLimits {
+            cpus: 2.0,
+            cpuset: Some("2-3".into()),
+            memory_bytes: 1 << 30,
+            memory_swap_bytes: Some(1 << 30),
+            nofile: 65_536,
+        }),
+        cold_start_ms: vec![41.0, 39.5, 40.2],
+        idle_memory_bytes: Some(2 << 20),
+        verify: Some(verify),
+        failure: None,
+    }
+}
+
+/// A complete three-framework run exercising every verdict the report shows.
+pub(crate) fn sample_results() -> Results {
+    use Scenario::{Json, Param, Plaintext};
+    let thresholds = Thresholds::default();
+    let mut plan = Vec::new();
+    for fw in ["axum", "express", "fastapi"] {
+        for sc in [Plaintext, Json, Param] {
+            if fw == "fastapi" && sc == Param {
+                continue;
+            }
+            for c in [100, 10_000] {
+                plan.push(key(fw, sc, c));
+            }
+        }
+    }
+    let mut cells = Vec::new();
+    for k in &plan {
+        let base = match k.framework.as_str() {
+            "axum" => 120_000.0,
+            "express" => 18_000.0,
+            _ => 9_000.0,
+        } * if k.scenario == Plaintext { 1.0 } else { 0.9 };
+        let mut rounds: Vec<Round> = (0..3)
+            .map(|i| round(i, k.concurrency, base * (1.0 + 0.005 * f64::from(i))))
+            .collect();
+        let mut verify_failure = None;
+        match (k.framework.as_str(), k.scenario, k.concurrency) {
+            ("axum", Plaintext, 10_000) => {
+                for r in &mut rounds {
+                    r.loader.cpu_fraction = 0.97;
+                }
+            }
+            ("express", Plaintext, 10_000) => {
+                for r in &mut rounds {
+                    r.connections.established = 1_021;
+                    r.errors.connect = 8_979;
+                }
+            }
+            ("express", Json, 100) => {
+                let r = &mut rounds[2];
+                r.responses.s2xx = (r.responses.s2xx as f64 * 0.8) as u64;
+                r.throughput_rps = r.responses.s2xx as f64 / r.duration_s;
+            }
+            ("express", Json, 10_000) => {
+                rounds[1].server.oom_kills = 1;
+            }
+            ("fastapi", Json, _) => {
+                rounds.clear();
+                verify_failure = Some(
+                    "GET /json answered `content-type: text/plain`, expected `application/json`",
+                );
+            }
+            _ => {}
+        }
+        let ctx = GateContext {
+            thresholds: &thresholds,
+            environment_forced: false,
+            verify_failure,
+            rounds_planned: 3,
+        };
+        cells.push(finish_cell(k.clone(), rounds, &ctx).unwrap());
+    }
+    let ok = |passed: Vec<Scenario>| VerifyOutcome {
+        checks: 60,
+        failed: 0,
+        passed,
+        excluded: vec![],
+    };
+    Results {
+        schema_version: SCHEMA_VERSION,
+        fairground_version: "0.1.0".into(),
+        run_id: "20261129T230000Z-sample".into(),
+        profile_name: "sample".into(),
+        profile: serde_json::json!({
+            "name": "sample",
+            "scenarios": ["plaintext", "json", "param"],
+            "concurrency": [100, 10000],
+            "rounds": 3,
+            "duration_s": 15,
+            "warmup_s": 5
+        }),
+        started_at: Utc.with_ymd_and_hms(2026, 11, 29, 23, 0, 0).unwrap(),
+        finished_at: Some(Utc.with_ymd_and_hms(2026, 11, 29, 23, 42, 0).unwrap()),
+        interrupted: false,
+        environment: Environment {
+            status: CheckStatus::Warn,
+            forced: false,
+            checks: vec![
+                EnvCheck {
+                    name: "hypervisor".into(),
+                    status: CheckStatus::Pass,
+                    measured: "none (bare metal)".into(),
+                    threshold: "no hypervisor, or KVM with paravirtualisation".into(),
+                    remedy: None,
+                },
+                EnvCheck {
+                    name: "cpu-governor".into(),
+                    status: CheckStatus::Warn,
+                    measured: "powersave".into(),
+                    threshold: "performance".into(),
+                    remedy: Some("cpupower frequency-set -g performance".into()),
+                },
+                EnvCheck {
+                    name: "load-average".into(),
+                    status: CheckStatus::Pass,
+                    measured: "0.42 (1 min) on 8 CPUs".into(),
+                    threshold: "< 0.5 per CPU".into(),
+                    remedy: None,
+                },
+            ],
+            report: serde_json::json!({"checks": 3}),
+        },
+        thresholds,
+        plan,
+        frameworks: vec![
+            facts("axum", "rust", "axum", ok(vec![Plaintext, Json, Param])),
+            facts("express", "javascript", "Express on Node.js", ok(vec![Plaintext, Json, Param])),
+            facts(
+                "fastapi",
+                "python",
+                "FastAPI on Uvicorn",
+                VerifyOutcome {
+                    checks: 40,
+                    failed: 3,
+                    passed: vec![Plaintext],
+                    excluded: vec![Exclusion {
+                        scenario: Json,
+                        reason: "GET /json answered `content-type: text/plain`, expected `application/json`".into(),
+                    }],
+                },
+            ),
+        ],
+        skipped: vec![Skipped {
+            framework: "fastapi".into(),
+            scenario: Some(Param),
+            reason: "not declared in frameworks/fastapi/framework.yaml".into(),
+        }],
+        cells,
+        incidents: vec![Incident {
+            at: Utc.with_ymd_and_hms(2026, 11, 29, 23, 21, 7).unwrap(),
+            framework: "express".into(),
+            cell: Some(key("express", Json, 10_000)),
+            round: Some(1),
+            what: "the server was not running after round 2; restarted".into(),
+        }],
+    }
+}
+
+#[test]
+fn fixture_file_matches_the_sample_run() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/results/results.json");
+    let text = serde_json::to_string_pretty(&sample_results()).unwrap() + "\n";
+    if std::env::var_os("FAIRGROUND_BLESS").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, &text).unwrap();
+    }
+    let committed = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e}; regenerate with FAIRGROUND_BLESS=1",
+            path.display()
+        )
+    });
+    assert!(
+        committed == text,
+        "{} is stale; regenerate with FAIRGROUND_BLESS=1",
+        path.display()
+    );
+}

@@ -1,0 +1,467 @@
+//! Verdicts on a cell and the reasons behind them, as data: what was measured,
+//! against which threshold, and the words the report shows.
+//!
+//! This module owns the vocabulary (the [`Reason`] enum and its Display, the
+//! [`Thresholds`] with their sources). Deciding which reasons apply is
+//! `bench::gates`; this module must not look at measurements.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::contract::Scenario;
+
+/// Default ceiling on the coefficient of variation of throughput across
+/// rounds (a fraction). Source: the warm-up criterion of the Go framework lab
+/// comparison in docs/methodology (CV of the last 3 windows ≤ 5%); we apply
+/// the same bar to rounds.
+pub const DEFAULT_MAX_CV: f64 = 0.05;
+
+/// A round whose throughput is further than this from the cell's median (a
+/// fraction) is suspect. Source: consecutive runs that disagreed by 10–30% in
+/// the C++ framework comparison (methodology, mistake 3): 10% is where a
+/// difference stops being noise on a quiet machine.
+pub const DEFAULT_MAX_ROUND_DEVIATION: f64 = 0.10;
+
+/// Default ceiling on errors / attempts. Published results with "no errors"
+/// are the norm (Go lab comparison); 0.1% leaves room for a handful of resets
+/// at 10K connections without hiding a failing server.
+pub const DEFAULT_MAX_ERROR_RATE: f64 = 0.001;
+
+/// The loader is saturated when its CPU use reaches this fraction of its
+/// allotment: beyond it, the figure measures the client. Source: the
+/// TypeScript benchmark whose client capped at 14.5k req/s while the server
+/// could do 25k (methodology).
+pub const DEFAULT_LOADER_SATURATION: f64 = 0.90;
+
+/// In fixed-rate mode, achieved / target below this means the schedule was
+/// not kept. Source: HttpArena's `rate_ratio < 0.98` warning (methodology).
+pub const DEFAULT_MIN_RATE_RATIO: f64 = 0.98;
+
+/// In fixed-rate mode, the loader's largest lateness (send time − scheduled
+/// send time, waiting for a slow server excluded) above this means the
+/// loader, not the server, shaped the latency tail. It is a maximum, so the
+/// bound sits above one scheduler time slice (CFS's default latency target is
+/// 6 ms) and below the tails being compared (89 ms in the Go lab comparison).
+pub const DEFAULT_MAX_SCHEDULE_LAG_US: u64 = 10_000;
+
+/// CPU used on the host by anything other than the server and the loader,
+/// in cores, above which the window was not quiet. Half a core is what a
+/// compile or a browser tab costs; the Go library page measured 3.5–8.5×
+/// slowdowns under foreign load (methodology).
+pub const DEFAULT_MAX_FOREIGN_CORES: f64 = 0.5;
+
+/// The thresholds the gates applied, recorded in results.json so a verdict
+/// can be re-checked by hand.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Thresholds {
+    /// Largest accepted error rate (errors / attempts, a fraction).
+    pub max_error_rate: f64,
+    /// Largest accepted CV of throughput across rounds (a fraction).
+    pub max_cv: f64,
+    /// Largest accepted |round − median| / median of throughput (a fraction).
+    pub max_round_deviation: f64,
+    /// Loader CPU use, as a fraction of its allotment, at which it counts as
+    /// saturated.
+    pub loader_saturation: f64,
+    /// Smallest accepted achieved / target rate in fixed-rate mode.
+    pub min_rate_ratio: f64,
+    /// Largest accepted schedule lag in fixed-rate mode, µs.
+    pub max_schedule_lag_us: u64,
+    /// Largest accepted foreign CPU use on the host during a round, cores.
+    pub max_foreign_cores: f64,
+}
+
+impl Default for Thresholds {
+    fn default() -> Self {
+        Thresholds {
+            max_error_rate: DEFAULT_MAX_ERROR_RATE,
+            max_cv: DEFAULT_MAX_CV,
+            max_round_deviation: DEFAULT_MAX_ROUND_DEVIATION,
+            loader_saturation: DEFAULT_LOADER_SATURATION,
+            min_rate_ratio: DEFAULT_MIN_RATE_RATIO,
+            max_schedule_lag_us: DEFAULT_MAX_SCHEDULE_LAG_US,
+            max_foreign_cores: DEFAULT_MAX_FOREIGN_CORES,
+        }
+    }
+}
+
+/// The overall judgement of a cell.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// No gate objected: the number stands as measured.
+    Accepted,
+    /// Kept and shown, with a marker: read the reason before comparing.
+    Flagged,
+    /// Not a valid measurement: the report shows the reason, not the number.
+    Rejected,
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Status::Accepted => "accepted",
+            Status::Flagged => "flagged",
+            Status::Rejected => "rejected",
+        })
+    }
+}
+
+/// Why a cell is flagged or rejected: the measured value and the threshold.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Reason {
+    // ---- rejections ----
+    /// Fewer connections were open than the cell asked for.
+    ConnectionsShort {
+        /// Round (0-based) with the fewest connections.
+        round: u32,
+        /// Connections requested.
+        requested: u32,
+        /// Connections the loader really had open.
+        established: u32,
+    },
+    /// Errors (socket errors plus non-2xx responses) above the limit.
+    ErrorRate {
+        /// Errors / attempts over all rounds (a fraction).
+        rate: f64,
+        /// The limit (a fraction).
+        limit: f64,
+        /// Errors counted.
+        errors: u64,
+        /// Attempts counted (responses of any status plus socket errors).
+        attempts: u64,
+    },
+    /// The kernel OOM killer ended a server process during the cell.
+    OomKilled {
+        /// OOM kills counted by the cgroup.
+        kills: u64,
+    },
+    /// The server container exited or restarted during measurement.
+    Crashed {
+        /// Unexpected restarts or exits counted.
+        restarts: u64,
+    },
+    /// The framework failed contract verification for this scenario.
+    FailedVerify {
+        /// What verification found.
+        detail: String,
+    },
+    /// Throughput does not equal 2xx responses / window: something counted
+    /// responses that were not successes. An invariant of fairground itself.
+    ThroughputNotFrom2xx {
+        /// Round (0-based).
+        round: u32,
+        /// Throughput recorded, req/s.
+        recorded_rps: f64,
+        /// 2xx responses / measured seconds, req/s.
+        expected_rps: f64,
+    },
+    /// No round produced a single 2xx response.
+    NoSuccess,
+    // ---- flags ----
+    /// The loader used most of its CPU allotment: the figure is a floor for
+    /// the server, not its speed.
+    LoaderSaturated {
+        /// Highest loader CPU use over the rounds, fraction of allotment.
+        cpu_fraction: f64,
+        /// Saturation threshold (a fraction).
+        threshold: f64,
+    },
+    /// Fixed rate: the loader did not achieve the target rate.
+    RateShort {
+        /// Lowest achieved / target over the rounds.
+        ratio: f64,
+        /// Threshold.
+        threshold: f64,
+    },
+    /// Fixed rate: sends ran late against the schedule.
+    ScheduleLag {
+        /// Largest lag over the rounds, µs.
+        max_lag_us: u64,
+        /// Bound, µs.
+        bound_us: u64,
+    },
+    /// Throughput varied across rounds more than the limit.
+    HighCv {
+        /// CV of throughput across rounds (a fraction).
+        cv: f64,
+        /// Limit (a fraction).
+        limit: f64,
+    },
+    /// One round's throughput was far from the median (kept and shown).
+    SuspectRound {
+        /// Round (0-based).
+        round: u32,
+        /// (round − median) / median, signed fraction.
+        deviation: f64,
+        /// Limit on |deviation| (a fraction).
+        limit: f64,
+    },
+    /// Something else on the host used CPU during a round.
+    HostBusy {
+        /// Round (0-based).
+        round: u32,
+        /// Cores used by processes other than the server and the loader.
+        foreign_cores: f64,
+        /// Limit, cores.
+        limit: f64,
+    },
+    /// The host's 1-minute load average rose above its CPU count.
+    HostOverloaded {
+        /// Round (0-based).
+        round: u32,
+        /// 1-minute load average at the end of the round.
+        load_1m: f64,
+        /// Number of host CPUs.
+        cpus: u32,
+    },
+    /// Preflight failed and the run went ahead with `--accept-env`.
+    EnvironmentNotAccepted,
+    /// Fewer rounds than planned were measured.
+    IncompleteRounds {
+        /// Rounds measured.
+        measured: u32,
+        /// Rounds planned.
+        planned: u32,
+    },
+}
+
+impl Reason {
+    /// Whether this reason rejects the cell or only flags it.
+    pub fn status(&self) -> Status {
+        match self {
+            Reason::ConnectionsShort { .. }
+            | Reason::ErrorRate { .. }
+            | Reason::OomKilled { .. }
+            | Reason::Crashed { .. }
+            | Reason::FailedVerify { .. }
+            | Reason::ThroughputNotFrom2xx { .. }
+            | Reason::NoSuccess => Status::Rejected,
+            _ => Status::Flagged,
+        }
+    }
+
+    /// Short label for a table cell (the full text is in the notes).
+    pub fn label(&self) -> &'static str {
+        match self {
+            Reason::ConnectionsShort { .. } => "connections short",
+            Reason::ErrorRate { .. } => "errors",
+            Reason::OomKilled { .. } => "OOM killed",
+            Reason::Crashed { .. } => "crashed",
+            Reason::FailedVerify { .. } => "failed verify",
+            Reason::ThroughputNotFrom2xx { .. } => "non-2xx counted",
+            Reason::NoSuccess => "no 2xx",
+            Reason::LoaderSaturated { .. } => "client-bound",
+            Reason::RateShort { .. } => "rate missed",
+            Reason::ScheduleLag { .. } => "schedule lag",
+            Reason::HighCv { .. } => "noisy",
+            Reason::SuspectRound { .. } => "suspect round",
+            Reason::HostBusy { .. } => "host busy",
+            Reason::HostOverloaded { .. } => "host overloaded",
+            Reason::EnvironmentNotAccepted => "env not accepted",
+            Reason::IncompleteRounds { .. } => "incomplete",
+        }
+    }
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.1}%", x * 100.0)
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Reason::ConnectionsShort { round, requested, established } => write!(
+                f,
+                "only {established} of {requested} requested connections were established (round {}); the cell did not test the concurrency it names",
+                round + 1
+            ),
+            Reason::ErrorRate { rate, limit, errors, attempts } => write!(
+                f,
+                "error rate {} ({errors} of {attempts} attempts: socket errors and non-2xx responses) is above the limit {}",
+                pct(*rate),
+                pct(*limit)
+            ),
+            Reason::OomKilled { kills } => write!(
+                f,
+                "the server was killed by the kernel OOM killer ({kills} kill(s), cgroup memory.events oom_kill)"
+            ),
+            Reason::Crashed { restarts } => write!(
+                f,
+                "the server container exited or restarted {restarts} time(s) during measurement"
+            ),
+            Reason::FailedVerify { detail } => {
+                write!(f, "the framework failed contract verification for this scenario: {detail}")
+            }
+            Reason::ThroughputNotFrom2xx { round, recorded_rps, expected_rps } => write!(
+                f,
+                "round {}: recorded throughput {recorded_rps:.1} req/s is not 2xx responses / window ({expected_rps:.1} req/s); non-2xx responses were counted",
+                round + 1
+            ),
+            Reason::NoSuccess => f.write_str("no round produced a 2xx response"),
+            Reason::LoaderSaturated { cpu_fraction, threshold } => write!(
+                f,
+                "the load generator used {} of its CPU allotment (threshold {}): the server may be faster than shown; compare CPU µs per request instead",
+                pct(*cpu_fraction),
+                pct(*threshold)
+            ),
+            Reason::RateShort { ratio, threshold } => write!(
+                f,
+                "achieved only {} of the target rate (threshold {})",
+                pct(*ratio),
+                pct(*threshold)
+            ),
+            Reason::ScheduleLag { max_lag_us, bound_us } => write!(
+                f,
+                "the loader sent late: schedule lag up to {max_lag_us} µs exceeds {bound_us} µs"
+            ),
+            Reason::IncompleteRounds { measured, planned } => write!(
+                f,
+                "only {measured} of {planned} planned rounds were measured (run interrupted or server lost)"
+            ),
+            Reason::HighCv { cv, limit } => write!(
+                f,
+                "throughput varied across rounds: CV {} is above the limit {}",
+                pct(*cv),
+                pct(*limit)
+            ),
+            Reason::SuspectRound { round, deviation, limit } => write!(
+                f,
+                "round {} was {}{} from the median throughput (limit ±{}); kept and shown",
+                round + 1,
+                if *deviation >= 0.0 { "+" } else { "" },
+                pct(*deviation),
+                pct(*limit)
+            ),
+            Reason::HostBusy { round, foreign_cores, limit } => write!(
+                f,
+                "round {}: other processes used {foreign_cores:.2} CPU cores on the host (limit {limit:.2})",
+                round + 1
+            ),
+            Reason::HostOverloaded { round, load_1m, cpus } => write!(
+                f,
+                "round {}: host 1-minute load average {load_1m:.2} exceeded its {cpus} CPUs",
+                round + 1
+            ),
+            Reason::EnvironmentNotAccepted => f.write_str(
+                "the environment failed preflight and the run was forced with --accept-env",
+            ),
+        }
+    }
+}
+
+/// A cell's verdict: the status and every reason that led to it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Verdict {
+    /// Accepted, flagged or rejected; the worst status among the reasons.
+    pub status: Status,
+    /// Every reason found (empty when accepted), rejections first.
+    pub reasons: Vec<Reason>,
+}
+
+impl Verdict {
+    /// The distinct labels of the reasons, in order (a reason found in two
+    /// rounds is one label), optionally leaving out incomplete rounds, which
+    /// only matter once a run is over.
+    pub fn labels(&self, with_incomplete: bool) -> Vec<&'static str> {
+        let mut out: Vec<&'static str> = Vec::new();
+        for r in &self.reasons {
+            if !with_incomplete && matches!(r, Reason::IncompleteRounds { .. }) {
+                continue;
+            }
+            if !out.contains(&r.label()) {
+                out.push(r.label());
+            }
+        }
+        out
+    }
+
+    /// The verdict that follows from `reasons`.
+    pub fn from_reasons(mut reasons: Vec<Reason>) -> Verdict {
+        reasons.sort_by_key(|r| std::cmp::Reverse(r.status()));
+        let status = reasons
+            .iter()
+            .map(Reason::status)
+            .max()
+            .unwrap_or(Status::Accepted);
+        Verdict { status, reasons }
+    }
+}
+
+/// A scenario a framework was verified against and excluded from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Exclusion {
+    /// The scenario excluded.
+    pub scenario: Scenario,
+    /// What verification found, in words.
+    pub reason: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn worst_reason_decides_and_rejections_come_first() {
+        let v = Verdict::from_reasons(vec![
+            Reason::HighCv {
+                cv: 0.08,
+                limit: 0.05,
+            },
+            Reason::OomKilled { kills: 1 },
+        ]);
+        assert_eq!(v.status, Status::Rejected);
+        assert!(matches!(v.reasons[0], Reason::OomKilled { .. }));
+        assert_eq!(Verdict::from_reasons(vec![]).status, Status::Accepted);
+    }
+
+    #[test]
+    fn labels_are_distinct_and_can_leave_out_incomplete_rounds() {
+        let busy = |round| Reason::HostBusy {
+            round,
+            foreign_cores: 1.0,
+            limit: 0.5,
+        };
+        let v = Verdict::from_reasons(vec![
+            busy(0),
+            Reason::IncompleteRounds {
+                measured: 1,
+                planned: 2,
+            },
+            busy(1),
+        ]);
+        assert_eq!(v.labels(true), ["host busy", "incomplete"]);
+        assert_eq!(v.labels(false), ["host busy"]);
+    }
+
+    #[test]
+    fn reason_text_carries_value_and_threshold() {
+        let r = Reason::LoaderSaturated {
+            cpu_fraction: 0.97,
+            threshold: 0.9,
+        };
+        assert_eq!(r.status(), Status::Flagged);
+        let s = r.to_string();
+        assert!(s.contains("97.0%") && s.contains("90.0%"), "{s}");
+        let r = Reason::ConnectionsShort {
+            round: 0,
+            requested: 10_000,
+            established: 1_021,
+        };
+        assert!(r.to_string().contains("only 1021 of 10000"), "{r}");
+    }
+}

@@ -1,0 +1,137 @@
+//! Every framework folder under frameworks/ is buildable as its manifest says,
+//! checked without Docker in well under a second: the manifest loads, the base
+//! is `scratch` or described in docker/bases/, the Dockerfile exists and takes
+//! the base the way fairground passes it (`ARG BASE` / `FROM ${BASE}`), and a
+//! cargo prebuild has what `cargo build --locked` needs (a committed
+//! Cargo.lock, an empty `[workspace]` table so it is not taken for a member
+//! of the fairground crate, and the named binary). A typo here otherwise
+//! shows up minutes later, in an image build.
+
+use std::path::{Path, PathBuf};
+
+use fairground::framework::{self, Framework, Prebuild};
+
+fn frameworks_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("frameworks")
+}
+
+fn all() -> Vec<Framework> {
+    let found = framework::discover(&frameworks_dir())
+        .unwrap_or_else(|e| panic!("frameworks/ must load: {e:#}"));
+    assert!(!found.is_empty(), "frameworks/ holds no framework.yaml");
+    found
+}
+
+fn dockerfile(fw: &Framework) -> String {
+    let path = fw.dir.join("Dockerfile");
+    std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: cannot read {}: {e}", fw.name(), path.display()))
+}
+
+#[test]
+fn every_manifest_names_scratch_or_a_base_described_in_docker_bases() {
+    let bases = Path::new(env!("CARGO_MANIFEST_DIR")).join("docker/bases");
+    for fw in all() {
+        let base = &fw.manifest.base;
+        if base != "scratch" {
+            let described = bases.join(format!("{base}.yaml"));
+            assert!(
+                described.is_file(),
+                "{}: base `{base}` is not described: {} is missing",
+                fw.name(),
+                described.display()
+            );
+        }
+    }
+}
+
+#[test]
+fn every_dockerfile_builds_from_the_base_fairground_passes() {
+    for fw in all() {
+        let text = dockerfile(&fw);
+        let first_from = text
+            .lines()
+            .map(str::trim)
+            .find(|l| l.starts_with("FROM "))
+            .unwrap_or_else(|| panic!("{}: Dockerfile has no FROM line", fw.name()));
+        if fw.manifest.base == "scratch" {
+            assert_eq!(
+                first_from,
+                "FROM scratch",
+                "{}: base is scratch, so the Dockerfile must start FROM scratch",
+                fw.name()
+            );
+        } else {
+            assert!(
+                text.lines().any(|l| l.trim() == "ARG BASE"),
+                "{}: Dockerfile must declare `ARG BASE` (fairground passes --build-arg BASE=<image>)",
+                fw.name()
+            );
+            assert!(
+                first_from.starts_with("FROM ${BASE}"),
+                "{}: first stage must be `FROM ${{BASE}}`, found `{first_from}`",
+                fw.name()
+            );
+        }
+    }
+}
+
+#[test]
+fn every_image_records_versions_in_the_versions_file() {
+    for fw in all() {
+        let text = dockerfile(&fw);
+        // Either written in the build (`> /fairground/versions.txt`), copied
+        // from a build stage that wrote it under /out/fairground, or copied
+        // from the cargo prebuild's versions.txt.
+        let records = text.contains(framework::VERSIONS_FILE)
+            || text.contains("/out/fairground/versions.txt")
+            || text.contains("COPY versions.txt");
+        assert!(
+            records,
+            "{}: Dockerfile never writes {}",
+            fw.name(),
+            framework::VERSIONS_FILE
+        );
+    }
+}
+
+#[test]
+fn every_cargo_prebuild_is_a_locked_standalone_project_with_its_binary() {
+    for fw in all() {
+        let Some(Prebuild::Cargo { bin }) = &fw.manifest.prebuild else {
+            continue;
+        };
+        assert!(
+            fw.dir.join("Cargo.lock").is_file(),
+            "{}: cargo prebuild needs a committed Cargo.lock (the build runs with --locked)",
+            fw.name()
+        );
+        let toml_path = fw.dir.join("Cargo.toml");
+        let toml = std::fs::read_to_string(&toml_path)
+            .unwrap_or_else(|e| panic!("{}: cannot read {}: {e}", fw.name(), toml_path.display()));
+        assert!(
+            toml.lines().any(|l| l.trim() == "[workspace]"),
+            "{}: Cargo.toml needs an empty `[workspace]` table, or cargo takes it for a member of the fairground crate",
+            fw.name()
+        );
+        assert!(
+            toml.lines()
+                .any(|l| l.trim() == format!("name = \"{bin}\"")),
+            "{}: prebuild names binary `{bin}` but Cargo.toml has no target named so",
+            fw.name()
+        );
+    }
+}
+
+#[test]
+fn every_framework_listens_where_the_contract_expects() {
+    for fw in all() {
+        assert_eq!(fw.manifest.port, 8080, "{}: serve on port 8080", fw.name());
+        assert_eq!(
+            fw.manifest.readiness,
+            "/",
+            "{}: readiness path is /",
+            fw.name()
+        );
+    }
+}

@@ -1,0 +1,58 @@
+//! `fairground run` refuses bad input before touching Docker, with exit code
+//! 2 and a message that says what to do.
+
+use std::process::Command;
+
+fn run(args: &[&str]) -> (Option<i32>, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_fairground"))
+        .arg("run")
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn refuses_a_run_without_a_profile() {
+    let (code, err) = run(&[]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--profile"), "{err}");
+}
+
+#[test]
+fn refuses_an_unknown_profile_and_lists_the_known_ones() {
+    let (code, err) = run(&["--profile", "no-such-profile"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("standard"), "{err}");
+}
+
+#[test]
+fn refuses_to_resume_a_directory_that_is_not_a_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, err) = run(&["--resume", dir.path().to_str().unwrap()]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("results.json"), "{err}");
+}
+
+#[test]
+fn refuses_a_profile_that_selects_no_framework() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, err) = run(&[
+        "--profile",
+        "quick",
+        "--frameworks",
+        dir.path().to_str().unwrap(),
+        "--output",
+        dir.path().join("out").to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("selects no framework"), "{err}");
+    assert!(
+        !dir.path().join("out").exists(),
+        "nothing is written for bad input"
+    );
+}

@@ -1,0 +1,248 @@
+//! `fairground run` end to end on the real daemon: a fixture framework that
+//! passes the contract (tests/fixtures/run/frameworks/plainfw), the loader in
+//! its container, the cgroup probe, the report; then Ctrl-C in the middle of
+//! a run and `--resume` finishing it.
+//!
+//! Only traffic: containers on the run's own internal network, and verify
+//! from this host to the server container on that network.
+
+mod docker_support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use docker_support::*;
+use fairground::results::{self, Results, Status};
+
+fn profile(dir: &Path, rounds: u32, duration: &str) -> PathBuf {
+    // nofile stays below the daemon's own hard limit on small hosts (20000
+    // on this project's machines); see docs/docker.md.
+    let text = format!(
+        "description: \"end-to-end test of fairground run\"\n\
+         frameworks: [plainfw]\nscenarios: [plaintext]\nconcurrency: [8]\n\
+         warmup: 1s\nduration: {duration}\nrounds: {rounds}\nrestart_between_rounds: false\n\
+         load: {{mode: closed, threads: 1, pipeline: 1, timeout: 5s}}\n\
+         server: {{cpus: 1, cpuset: auto, memory: 128MiB, swap: false, nofile: 16384}}\n\
+         loader: {{cpus: 1, cpuset: auto, memory: 256MiB, swap: false, nofile: 16384}}\n\
+         network: bridge\nidle_settle: 1s\nreadiness_timeout: 30s\n\
+         thresholds: {{preflight: warn}}\n"
+    );
+    let path = dir.join("e2e.yaml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn fairground(args: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_fairground"));
+    c.args(args).current_dir(root());
+    if std::env::var_os("FAIRGROUND_STATIC_BIN").is_none() {
+        let bin = fairground::docker::images::locate_static_binary(&root()).expect("make static");
+        c.env("FAIRGROUND_STATIC_BIN", bin);
+    }
+    c
+}
+
+fn frameworks() -> String {
+    root()
+        .join("tests/fixtures/run/frameworks")
+        .display()
+        .to_string()
+}
+
+fn run_dir(out: &Path) -> PathBuf {
+    out.join("latest")
+        .canonicalize()
+        .expect("output/latest points at the run")
+}
+
+fn results_of(dir: &Path) -> Results {
+    let path = dir.join(results::RESULTS_FILE);
+    results::from_json(&std::fs::read_to_string(&path).unwrap(), "results.json").unwrap()
+}
+
+/// Containers and networks still carrying the run's label.
+fn leftovers(stderr: &str) -> String {
+    let run = stderr
+        .lines()
+        .find_map(|l| l.split("fairground.run=").nth(1))
+        .expect("the run prints its label")
+        .trim()
+        .to_string();
+    let ps = Command::new("docker")
+        .args([
+            "ps",
+            "-aq",
+            "--filter",
+            &format!("label=fairground.run={run}"),
+        ])
+        .output()
+        .unwrap();
+    let nets = Command::new("docker")
+        .args([
+            "network",
+            "ls",
+            "-q",
+            "--filter",
+            &format!("label=fairground.run={run}"),
+        ])
+        .output()
+        .unwrap();
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&ps.stdout).trim(),
+        String::from_utf8_lossy(&nets.stdout).trim()
+    )
+}
+
+#[test]
+fn runs_a_profile_end_to_end_and_writes_the_report() {
+    if !docker_or_skip("runs_a_profile_end_to_end_and_writes_the_report") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let prof = profile(tmp.path(), 2, "2s");
+    let out = tmp.path().join("output");
+    let o = fairground(&[
+        "run",
+        "--profile",
+        prof.to_str().unwrap(),
+        "--frameworks",
+        &frameworks(),
+        "--output",
+        out.to_str().unwrap(),
+    ])
+    .output()
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    let dir = run_dir(&out);
+    let r = results_of(&dir);
+    assert_eq!(r.cells.len(), 1, "{stderr}");
+    let cell = &r.cells[0];
+    assert_eq!(cell.rounds.len(), 2);
+    assert!(
+        cell.verdict.status != Status::Rejected,
+        "{:?}\n{stderr}",
+        cell.verdict
+    );
+    for round in &cell.rounds {
+        assert!(round.responses.s2xx > 0);
+        assert_eq!(round.connections.established, 8);
+        assert!(
+            round.server.cpu_us_per_request.is_some_and(|us| us > 0.0),
+            "{round:?}"
+        );
+        assert!(!round.server.memory_samples_bytes.is_empty());
+    }
+    let fw = r.framework("plainfw").unwrap();
+    assert!(fw.verify.as_ref().unwrap().excluded.is_empty());
+    assert_eq!(fw.limits.as_ref().unwrap().nofile, 16384);
+    assert!(fw.idle_memory_bytes.is_some() && !fw.cold_start_ms.is_empty());
+    assert!(fw.binary_size_bytes.is_some_and(|b| b > 100_000), "{fw:?}");
+    assert!(fw.app_lines_of_code.is_some_and(|n| n > 20), "{fw:?}");
+    assert!(
+        fw.image_id.is_some() && fw.versions.contains_key("rustc"),
+        "{fw:?}"
+    );
+    assert!(r.finished_at.is_some() && !r.interrupted);
+    for f in [
+        "results.md",
+        "stats.md",
+        "results.csv",
+        "SHA256SUMS",
+        "hgrm/plainfw-plaintext-c8.hgrm",
+    ] {
+        assert!(dir.join(f).is_file(), "{f} missing");
+    }
+    assert_eq!(
+        leftovers(&stderr),
+        "",
+        "the run removed its containers and network"
+    );
+}
+
+fn wait_for_first_round(dir_root: &Path, child: &mut Child) -> PathBuf {
+    let deadline = Instant::now() + Duration::from_secs(300);
+    loop {
+        assert!(
+            Instant::now() < deadline,
+            "no round was stored within 300 s"
+        );
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("the run ended before it was interrupted: {status}");
+        }
+        if let Ok(dir) = dir_root.join("latest").canonicalize() {
+            if let Ok(text) = std::fs::read_to_string(dir.join(results::RESULTS_FILE)) {
+                if results::from_json(&text, "x").is_ok_and(|r| !r.cells.is_empty()) {
+                    return dir;
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn ctrl_c_keeps_what_was_measured_and_resume_finishes_the_run() {
+    if !docker_or_skip("ctrl_c_keeps_what_was_measured_and_resume_finishes_the_run") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let prof = profile(tmp.path(), 3, "3s");
+    let out = tmp.path().join("output");
+    let mut child = fairground(&[
+        "run",
+        "--profile",
+        prof.to_str().unwrap(),
+        "--frameworks",
+        &frameworks(),
+        "--output",
+        out.to_str().unwrap(),
+    ])
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let dir = wait_for_first_round(&out, &mut child);
+    // SIGINT, as Ctrl-C on a terminal sends it.
+    let rc = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    assert_eq!(rc, 0);
+    let o = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(130), "{stderr}");
+    assert_eq!(
+        leftovers(&stderr),
+        "",
+        "Ctrl-C removed the run's containers and network"
+    );
+    let partial = results_of(&dir);
+    assert!(partial.interrupted);
+    let measured: usize = partial.cells.iter().map(|c| c.rounds.len()).sum();
+    assert!(
+        (1..3).contains(&measured),
+        "{measured} rounds before Ctrl-C"
+    );
+    assert!(
+        dir.join("results.md").is_file(),
+        "the report is written for what was measured"
+    );
+
+    let o = fairground(&[
+        "run",
+        "--resume",
+        dir.to_str().unwrap(),
+        "--frameworks",
+        &frameworks(),
+    ])
+    .env("FAIRGROUND_PROFILES", tmp.path())
+    .output()
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    let done = results_of(&dir);
+    assert!(done.remaining().is_empty(), "{stderr}");
+    let idx: Vec<u32> = done.cells[0].rounds.iter().map(|r| r.index).collect();
+    assert_eq!(idx, [0, 1, 2]);
+    assert!(!done.interrupted && done.finished_at.is_some());
+    assert_eq!(leftovers(&stderr), "");
+}
