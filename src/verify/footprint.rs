@@ -12,7 +12,7 @@
 //! benchmark app and cut both ways).
 //!
 //! Pure functions plus one directory walk; no Docker here (the image
-//! engineer measures the binary, this module only formats it).
+//! engine measures the binary, this module only formats it).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -183,19 +183,10 @@ fn walk(dir: &Path, loc: &mut LinesOfCode) -> std::io::Result<()> {
 }
 
 /// A byte count for people: `812 B`, `4.0 KiB`, `3.7 MiB` (binary units, one
-/// decimal), as the report shows binary and image sizes.
+/// decimal): the same formatting as `fairground images list`, so a binary
+/// and its image read alike in the report.
 pub fn format_bytes(bytes: u64) -> String {
-    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
-    if bytes < 1024 {
-        return format!("{bytes} B");
-    }
-    let mut value = bytes as f64 / 1024.0;
-    let mut unit = 0;
-    while value >= 1024.0 && unit < UNITS.len() - 1 {
-        value /= 1024.0;
-        unit += 1;
-    }
-    format!("{value:.1} {}", UNITS[unit])
+    crate::docker::commands::human_bytes(bytes)
 }
 
 #[cfg(test)]

@@ -20,6 +20,7 @@ use anyhow::Context;
 use crate::contract::Scenario;
 use crate::docker::container::{ContainerSpec, Limits, Role};
 use crate::docker::engine::{Engine, ReadyCheck};
+use crate::docker::images::ImageInfo;
 use crate::docker::RunId;
 use crate::framework::Framework;
 
@@ -89,15 +90,22 @@ fn verifier_bound(fw: &Framework, opts: &OrchestrateOptions) -> Duration {
     opts.timeout * timeouts + Duration::from_secs(30)
 }
 
-/// Size of the framework's single binary, where it is one (cargo prebuild).
-pub fn binary_bytes(root: &Path, fw: &Framework) -> Option<u64> {
+/// Size of the framework's single binary, where it is one (cargo prebuild):
+/// the prebuilt file when this checkout built it, else the size of its
+/// FROM-scratch image, which holds only that binary and a versions.txt of a
+/// few hundred bytes (an image reused from an earlier build leaves no file).
+pub fn binary_bytes(root: &Path, fw: &Framework, image_size: u64) -> Option<u64> {
     let crate::framework::Prebuild::Cargo { bin } = fw.manifest.prebuild.as_ref()?;
     let path = root
         .join("target/frameworks")
         .join(crate::docker::images::STATIC_TARGET)
         .join("release")
         .join(bin);
-    std::fs::metadata(path).ok().map(|m| m.len())
+    match std::fs::metadata(path) {
+        Ok(m) => Some(m.len()),
+        Err(_) if fw.manifest.base == "scratch" && image_size > 0 => Some(image_size),
+        Err(_) => None,
+    }
 }
 
 /// Verify one framework whose image is `image`, on `network`, with the
@@ -108,10 +116,10 @@ pub async fn verify_one<E: Engine>(
     network: &str,
     fairground_image: &str,
     fw: &Framework,
-    image: &str,
+    image: &ImageInfo,
     opts: &OrchestrateOptions,
 ) -> anyhow::Result<VerifyReport> {
-    let spec = ContainerSpec::server(run, fw, image, network, verify_limits());
+    let spec = ContainerSpec::server(run, fw, &image.tag, network, verify_limits());
     let server = engine
         .start_container(&spec)
         .await
@@ -123,7 +131,7 @@ pub async fn verify_one<E: Engine>(
     report.footprint = Some(Footprint {
         lines: footprint::count_dir(&fw.dir)
             .with_context(|| format!("counting lines of code in {}", fw.dir.display()))?,
-        binary_bytes: binary_bytes(&opts.root, fw),
+        binary_bytes: binary_bytes(&opts.root, fw, image.size_bytes),
     });
     Ok(report)
 }
@@ -202,7 +210,7 @@ pub async fn verify_all<E: Engine>(
                 &network.name,
                 &images.fairground.tag,
                 fw,
-                &image.tag,
+                image,
                 opts,
             )
             .await?,
@@ -426,6 +434,32 @@ mod tests {
         );
         // The server is removed even when the verifier failed.
         assert!(engine.calls().iter().any(|c| c.starts_with("remove ")));
+    }
+
+    #[test]
+    fn binary_size_is_the_prebuilt_file_or_the_scratch_image() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut fw = framework(tmp.path());
+        assert_eq!(
+            binary_bytes(tmp.path(), &fw, 5000),
+            None,
+            "no prebuild: no single binary"
+        );
+        fw.manifest.prebuild = Some(crate::framework::Prebuild::Cargo { bin: "demo".into() });
+        assert_eq!(binary_bytes(tmp.path(), &fw, 5000), Some(5000));
+        let dir = tmp
+            .path()
+            .join("target/frameworks/x86_64-unknown-linux-gnu/release");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("demo"), vec![0u8; 1234]).unwrap();
+        assert_eq!(binary_bytes(tmp.path(), &fw, 5000), Some(1234));
+        fw.manifest.base = "python".into();
+        std::fs::remove_file(dir.join("demo")).unwrap();
+        assert_eq!(
+            binary_bytes(tmp.path(), &fw, 5000),
+            None,
+            "a runtime image is not a binary"
+        );
     }
 
     #[test]

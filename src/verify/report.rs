@@ -360,19 +360,23 @@ pub fn render_table(reports: &[(String, &VerifyReport)]) -> String {
         out.push_str("\nwarnings and failures:\n");
         out.push_str(&details);
     }
+    if reports.iter().any(|(_, r)| r.footprint.is_some()) {
+        out.push('\n');
+    }
     for (name, r) in reports {
         if let Some(fp) = &r.footprint {
-            let _ = write!(out, "\n{name}: app {}", fp.lines);
+            let _ = write!(out, "{name}: app {}", fp.lines);
             if let Some(b) = fp.binary_bytes {
                 let _ = write!(out, ", binary {}", super::footprint::format_bytes(b));
             }
             out.push('\n');
         }
     }
+    out.push('\n');
     for (name, r) in reports {
         let _ = writeln!(
             out,
-            "\n{name}: {} (seed {}, timeout {} ms)",
+            "{name}: {} (seed {}, timeout {} ms)",
             if r.passed {
                 "every required check passed"
             } else {
