@@ -868,3 +868,22 @@ fn max_load_per_core_sets_the_load_limit_and_rejects_nonsense() {
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("--max-load-per-core -1"), "{stderr}");
 }
+
+#[test]
+fn container_nofile_above_the_daemons_own_limit_fails_before_any_container_starts() {
+    // kvm-virtio's dockerd (pid file + /proc/PID/limits) runs with nofile
+    // 20000, as on this project's machines.
+    let want = |n| PreflightInput {
+        container_nofile: Some(n),
+        load_per_core_limit: 100.0,
+        ..PreflightInput::default()
+    };
+    let r = judge_with("kvm-virtio", &want(65_536));
+    assert_check(&r, "limits.daemon_nofile", Verdict::Fail, "hard 20000");
+    assert!(check(&r, "limits.daemon_nofile").threshold.contains("65536"));
+    let r = judge_with("kvm-virtio", &want(16_384));
+    assert_check(&r, "limits.daemon_nofile", Verdict::Pass, "hard 20000");
+    // Without a pid file (a remote daemon) it cannot be read: said, not guessed.
+    let r = judge_with("bare-metal", &want(16_384));
+    assert_check(&r, "limits.daemon_nofile", Verdict::Warn, "not readable");
+}

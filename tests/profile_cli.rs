@@ -261,7 +261,7 @@ fn show_of_an_almost_empty_profile_fills_the_documented_defaults() {
         "duration: 15s",
         "rounds: 3",
         "  memory: 1GiB",
-        "  nofile: 65536",
+        "  nofile: 16384",
         "  preflight: strict",
         "network: bridge",
         "idle_settle: 3s",

@@ -198,6 +198,79 @@ impl Check for Nofile {
     }
 }
 
+/// `limits.daemon_nofile`: the Docker daemon's own open-files limit against
+/// the nofile the run asks for its containers. runc cannot give a container
+/// more than the daemon's hard limit ("error setting rlimit type 7"): on this
+/// project's machines dockerd runs with 20000, so a profile asking 65536 could
+/// not start a single container.
+pub struct DaemonNofile;
+
+/// The daemon's pid files, in the order dockerd writes them.
+const DOCKER_PID_FILES: [&str; 2] = ["/run/docker.pid", "/var/run/docker.pid"];
+
+/// Soft and hard "Max open files" of a `/proc/PID/limits` text.
+fn max_open_files(limits: &str) -> Option<(u64, u64)> {
+    let line = limits.lines().find(|l| l.starts_with("Max open files"))?;
+    let mut f = line["Max open files".len()..].split_whitespace();
+    let parse = |v: &str| {
+        if v == "unlimited" {
+            Some(u64::MAX)
+        } else {
+            v.parse::<u64>().ok()
+        }
+    };
+    Some((parse(f.next()?)?, parse(f.next()?)?))
+}
+
+impl Check for DaemonNofile {
+    fn id(&self) -> &'static str {
+        "limits.daemon_nofile"
+    }
+    fn family(&self) -> Family {
+        Family::Limits
+    }
+    fn evaluate(&self, env: &Env<'_>) -> Outcome {
+        let want = env.input.container_nofile;
+        let why = "Docker cannot raise a container's nofile above the daemon's own hard limit: \
+                   containers asking for more fail to start";
+        let threshold = match want {
+            Some(n) => format!("dockerd hard limit ≥ {n} (the run's container nofile)"),
+            None => "recorded (no run given)".to_string(),
+        };
+        let remedy = "lower the profile's nofile, or raise dockerd's LimitNOFILE \
+                      (systemd unit or init script) and restart it";
+        let limits = DOCKER_PID_FILES
+            .iter()
+            .find_map(|p| env.read(p))
+            .and_then(|pid| env.read(&format!("/proc/{}/limits", pid.trim())))
+            .and_then(|text| max_open_files(&text));
+        let Some((soft, hard)) = limits else {
+            return Outcome::new(
+                if want.is_some() {
+                    Verdict::Warn
+                } else {
+                    Verdict::Pass
+                },
+                "not readable (no dockerd pid file here: remote daemon or not root)",
+                threshold,
+                why,
+                remedy,
+            );
+        };
+        let verdict = match want {
+            Some(n) if hard < n => Verdict::Fail,
+            _ => Verdict::Pass,
+        };
+        Outcome::new(
+            verdict,
+            format!("dockerd soft {soft}, hard {hard} (/proc/PID/limits)"),
+            threshold,
+            why,
+            remedy,
+        )
+    }
+}
+
 /// `limits.file_max`: fs.file-max (system-wide, not per namespace).
 pub struct FileMax;
 
@@ -413,6 +486,7 @@ impl Check for TwReuse {
 pub fn checks() -> Vec<Box<dyn Check>> {
     vec![
         Box::new(Nofile),
+        Box::new(DaemonNofile),
         Box::new(FileMax),
         Box::new(Somaxconn),
         Box::new(SynBacklog),
@@ -424,6 +498,17 @@ pub fn checks() -> Vec<Box<dyn Check>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reads_max_open_files_from_proc_limits() {
+        let text = "Limit                     Soft Limit           Hard Limit           Units\n\
+                    Max cpu time              unlimited            unlimited            seconds\n\
+                    Max open files            20000                20000                files\n";
+        assert_eq!(max_open_files(text), Some((20_000, 20_000)));
+        let text = "Max open files            1024                 unlimited            files\n";
+        assert_eq!(max_open_files(text), Some((1024, u64::MAX)));
+        assert_eq!(max_open_files("Max processes 10 10\n"), None);
+    }
 
     #[test]
     fn container_output_is_relabelled_with_the_container_namespace() {

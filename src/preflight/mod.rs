@@ -245,6 +245,9 @@ pub struct PreflightInput {
     pub container_sysctls: Option<NetSysctls>,
     /// How long to wait for the Docker daemon, milliseconds.
     pub docker_timeout_ms: u64,
+    /// The highest nofile limit the run asks for its containers (server or
+    /// loader); `None` when no run is given.
+    pub container_nofile: Option<u64>,
 }
 
 /// Default per-core load limit: a box whose run queue already holds half a
@@ -272,6 +275,7 @@ impl Default for PreflightInput {
             load_per_core_limit: DEFAULT_LOAD_PER_CORE_LIMIT,
             container_sysctls: None,
             docker_timeout_ms: 2_500,
+            container_nofile: None,
         }
     }
 }
@@ -300,6 +304,7 @@ impl PreflightInput {
             remote_loader: false,
             host_network: profile.network == crate::profile::Network::Host,
             container_sysctls: NetSysctls::requested_by(profile),
+            container_nofile: Some(profile.server.nofile.max(profile.loader.nofile)),
             ..Self::default()
         }
     }

@@ -63,11 +63,11 @@ pub struct RawProfile {
     #[serde(default)]
     pub load: Option<RawLoad>,
     /// Limits of the server container. Default: 1 CPU pinned automatically,
-    /// 1GiB, no swap, nofile 65536, tuned listen backlog.
+    /// 1GiB, no swap, nofile 16384, tuned listen backlog.
     #[serde(default)]
     pub server: Option<RawLimits>,
     /// Limits of the load-generator container. Default: 1 CPU pinned
-    /// automatically (disjoint from the server), 1GiB, no swap, nofile 65536,
+    /// automatically (disjoint from the server), 1GiB, no swap, nofile 16384,
     /// wide ephemeral port range.
     #[serde(default)]
     pub loader: Option<RawLimits>,
@@ -401,7 +401,7 @@ pub struct RawLimits {
     #[serde(default)]
     pub swap: Option<bool>,
     /// Open-file limit (soft = hard); must exceed the highest concurrency
-    /// plus 256 descriptors of headroom. Default: `65536`.
+    /// plus 256 descriptors of headroom. Default: `16384`.
     #[serde(default)]
     pub nofile: Option<u64>,
     /// Network sysctls set in the container's namespace (bridge mode only).

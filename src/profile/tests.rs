@@ -225,7 +225,9 @@ fn narrow_port_range_is_refused() {
         e.contains("has 1001 ports, fewer than the highest concurrency (5000)"),
         "{e}"
     );
-    let e = err("concurrency: [30000]\nloader: {sysctls: {}}\n");
+    let e = err(
+        "concurrency: [30000]\nserver: {nofile: 40000}\nloader: {nofile: 40000, sysctls: {}}\n",
+    );
     assert!(e.contains("the kernel default: 32768 60999"), "{e}");
 }
 
