@@ -9,6 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
+use fairground::docker::bases;
 use fairground::framework::{self, Framework, Prebuild};
 
 fn frameworks_dir() -> PathBuf {
@@ -30,19 +31,41 @@ fn dockerfile(fw: &Framework) -> String {
 
 #[test]
 fn every_manifest_names_scratch_or_a_base_described_in_docker_bases() {
-    let bases = Path::new(env!("CARGO_MANIFEST_DIR")).join("docker/bases");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     for fw in all() {
         let base = &fw.manifest.base;
         if base != "scratch" {
-            let described = bases.join(format!("{base}.yaml"));
-            assert!(
-                described.is_file(),
-                "{}: base `{base}` is not described: {} is missing",
-                fw.name(),
-                described.display()
-            );
+            if let Err(e) = bases::load_spec(root, base) {
+                panic!("{}: base `{base}` does not load: {e}", fw.name());
+            }
         }
     }
+}
+
+#[test]
+fn every_base_description_parses() {
+    // A plain YAML scalar cannot hold `: ` (a description like
+    // "JDK: javac ..." broke the java base once); the real parser says so.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = root.join("docker/bases");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().and_then(|e| e.to_str()) != Some("yaml") {
+            continue;
+        }
+        let name = path.file_stem().unwrap().to_str().unwrap().to_string();
+        match bases::load_spec(root, &name) {
+            Ok((spec, _)) => assert!(
+                !spec.packages.is_empty(),
+                "{}: lists no packages",
+                path.display()
+            ),
+            Err(e) => panic!("{}: {e}", path.display()),
+        }
+        seen += 1;
+    }
+    assert!(seen > 0, "no base descriptions in {}", dir.display());
 }
 
 #[test]
