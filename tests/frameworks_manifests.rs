@@ -158,3 +158,24 @@ fn every_framework_listens_where_the_contract_expects() {
         );
     }
 }
+
+#[test]
+fn every_framework_image_runs_as_a_non_root_user() {
+    for fw in all() {
+        // The last USER line is the one the container runs as.
+        let text = dockerfile(&fw);
+        let user = text
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("USER "))
+            .next_back()
+            .unwrap_or_else(|| panic!("{}: Dockerfile has no USER line", fw.name()))
+            .trim()
+            .to_string();
+        let uid = user.split(':').next().unwrap_or_default();
+        assert!(
+            uid != "root" && uid != "0",
+            "{}: Dockerfile runs as `{user}`; use an unprivileged user (e.g. 65534:65534)",
+            fw.name()
+        );
+    }
+}

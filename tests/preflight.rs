@@ -880,7 +880,9 @@ fn container_nofile_above_the_daemons_own_limit_fails_before_any_container_start
     };
     let r = judge_with("kvm-virtio", &want(65_536));
     assert_check(&r, "limits.daemon_nofile", Verdict::Fail, "hard 20000");
-    assert!(check(&r, "limits.daemon_nofile").threshold.contains("65536"));
+    assert!(check(&r, "limits.daemon_nofile")
+        .threshold
+        .contains("65536"));
     let r = judge_with("kvm-virtio", &want(16_384));
     assert_check(&r, "limits.daemon_nofile", Verdict::Pass, "hard 20000");
     // Without a pid file (a remote daemon) it cannot be read: said, not guessed.
