@@ -61,4 +61,23 @@ fn every_roster_framework_passes_verify_on_its_declared_scenarios() {
         }
     }
     assert!(failures.is_empty(), "{}\n{table}", failures.join("\n"));
+
+    // Multi-stage builds leave untagged build-stage images; fairground
+    // removes its own, so nothing dangles after a build.
+    let dangling = std::process::Command::new("docker")
+        .args([
+            "images",
+            "-q",
+            "-f",
+            "dangling=true",
+            "-f",
+            "label=fairground.run",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&dangling.stdout).trim(),
+        "",
+        "untagged fairground images left after building the roster"
+    );
 }

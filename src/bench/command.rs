@@ -144,7 +144,11 @@ async fn run_async(args: &RunArgs) -> anyhow::Result<ExitCode> {
             ))
         }
     };
-    let (profile, profile_path) = profile::resolve(&profile_name)?;
+    // Framework names in the profile are checked against the roster this run
+    // uses (--frameworks), not against ./frameworks.
+    let mut host = HostFacts::detect();
+    host.frameworks = profile::framework_names(&args.frameworks);
+    let (profile, profile_path) = profile::resolve_with(&profile_name, &host)?;
     if let Some(s) = &resumed {
         if s.results().profile_name != profile.name {
             return Err(coded(
@@ -168,7 +172,6 @@ async fn run_async(args: &RunArgs) -> anyhow::Result<ExitCode> {
         ));
     }
     let frameworks = select_frameworks(&profile, &args.frameworks)?;
-    let host = HostFacts::detect();
     let placement = profile.placement(&host).map_err(|e| {
         coded(
             ExitCode::BadInput,

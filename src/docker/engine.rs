@@ -423,6 +423,9 @@ impl Engine for DockerEngine {
             let info = images::ensure_framework(&self.docker, fw, &base_tag, &self.opts).await?;
             fw_infos.insert(fw.name().to_string(), info);
         }
+        // Multi-stage builds leave their build stages as untagged images:
+        // nothing refers to them, so they would only pile up.
+        images::prune_build_stages(&self.docker).await?;
         Ok(BuiltImages {
             fairground,
             bases: base_infos.into_values().collect(),

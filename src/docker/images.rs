@@ -749,6 +749,25 @@ pub async fn cargo_prebuild(
     Ok(target_dir.join(STATIC_TARGET).join("release").join(bin))
 }
 
+/// Remove the untagged images that multi-stage builds leave behind (the
+/// `build` stage of the Go, C++ and cpp-httplib frameworks). They inherit the
+/// labels of the base they were built from, so the `fairground.run` label
+/// filter touches only fairground's own; the tagged images (the cache) stay.
+/// Returns how many were removed.
+pub async fn prune_build_stages(docker: &Docker) -> anyhow::Result<usize> {
+    let filters = HashMap::from([
+        ("dangling".to_string(), vec!["true".to_string()]),
+        ("label".to_string(), vec![LABEL_RUN.to_string()]),
+    ]);
+    let resp = docker
+        .prune_images(Some(bollard::query_parameters::PruneImagesOptions {
+            filters: Some(filters),
+        }))
+        .await
+        .doing(|| "removing untagged build-stage images".into())?;
+    Ok(resp.images_deleted.map_or(0, |d| d.len()))
+}
+
 /// Build (or reuse) `fairground/fw-NAME:<inputs hash>` FROM `base_tag`
 /// (`scratch` or a resolved base image tag).
 pub async fn ensure_framework(

@@ -90,7 +90,7 @@ impl HostFacts {
 /// Framework folder names under `root` that hold a manifest, sorted; `None`
 /// when `root` does not exist. Manifests are not parsed here: a broken
 /// manifest is `framework`'s error to report, not the profile's.
-fn framework_names(root: &Path) -> Option<Vec<String>> {
+pub fn framework_names(root: &Path) -> Option<Vec<String>> {
     let entries = std::fs::read_dir(root).ok()?;
     let mut names: Vec<String> = entries
         .filter_map(|e| e.ok())
