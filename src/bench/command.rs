@@ -147,7 +147,7 @@ async fn run_async(args: &RunArgs) -> anyhow::Result<ExitCode> {
     // Framework names in the profile are checked against the roster this run
     // uses (--frameworks), not against ./frameworks.
     let mut host = HostFacts::detect();
-    host.frameworks = profile::framework_names(&args.frameworks);
+    host.frameworks = profile::framework_roster(&args.frameworks);
     let (profile, profile_path) = profile::resolve_with(&profile_name, &host)?;
     if let Some(s) = &resumed {
         if s.results().profile_name != profile.name {

@@ -49,9 +49,18 @@ pub struct HostFacts {
     /// The host's ephemeral port range, which the loader uses in host
     /// network mode; `None` when unknown.
     pub ip_local_port_range: Option<(u16, u16)>,
-    /// Names of the frameworks under frameworks/, when that folder exists;
-    /// `None` skips the name check.
-    pub frameworks: Option<Vec<String>>,
+    /// The frameworks a profile may name, when their folder exists; `None`
+    /// skips the name check.
+    pub frameworks: Option<Roster>,
+}
+
+/// The framework folder names found in one folder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Roster {
+    /// The folder searched (named in errors).
+    pub dir: std::path::PathBuf,
+    /// Subfolder names holding a framework.yaml, sorted.
+    pub names: Vec<String>,
 }
 
 impl HostFacts {
@@ -72,7 +81,7 @@ impl HostFacts {
         HostFacts {
             cores_online,
             ip_local_port_range,
-            frameworks: framework_names(Path::new(FRAMEWORKS_DIR)),
+            frameworks: framework_roster(Path::new(FRAMEWORKS_DIR)),
         }
     }
 
@@ -90,7 +99,14 @@ impl HostFacts {
 /// Framework folder names under `root` that hold a manifest, sorted; `None`
 /// when `root` does not exist. Manifests are not parsed here: a broken
 /// manifest is `framework`'s error to report, not the profile's.
-pub fn framework_names(root: &Path) -> Option<Vec<String>> {
+pub fn framework_roster(root: &Path) -> Option<Roster> {
+    framework_names(root).map(|names| Roster {
+        dir: root.to_path_buf(),
+        names,
+    })
+}
+
+fn framework_names(root: &Path) -> Option<Vec<String>> {
     let entries = std::fs::read_dir(root).ok()?;
     let mut names: Vec<String> = entries
         .filter_map(|e| e.ok())

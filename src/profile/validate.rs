@@ -185,14 +185,19 @@ fn frameworks(
             return Err(loc.value(&at, format!("`{n}` is listed twice")));
         }
         if let Some(roster) = &host.frameworks {
-            if !roster.contains(n) {
+            if !roster.names.contains(n) {
+                let known = if roster.names.is_empty() {
+                    "none (no subfolder there holds a framework.yaml)".to_string()
+                } else {
+                    roster.names.join(", ")
+                };
                 return Err(loc.value_hint(
                     &at,
                     format!(
-                        "no framework `{n}` under frameworks/; known: {}",
-                        roster.join(", ")
+                        "no framework `{n}` under {}/; known: {known}",
+                        roster.dir.display()
                     ),
-                    suggest(n, roster.iter().map(String::as_str)),
+                    suggest(n, roster.names.iter().map(String::as_str)),
                 ));
             }
         }
