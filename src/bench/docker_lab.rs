@@ -154,7 +154,7 @@ impl<'a, E: Engine> DockerLab<'a, E> {
         spec.network = Some(self.network.name.clone());
         spec.limits = Limits {
             cpuset: Some(self.placement.loader.to_string()),
-            cpus: Some(f64::from(p.loader.cpus)),
+            cpus: Some(p.loader.cpus),
             memory_bytes: Some(p.loader.memory),
             nofile: Some(p.loader.nofile),
         };
@@ -415,7 +415,7 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
         spec.network = Some(self.network.name.clone());
         spec.limits = Limits {
             cpuset: Some(self.placement.server.to_string()),
-            cpus: Some(f64::from(p.server.cpus)),
+            cpus: Some(p.server.cpus),
             memory_bytes: Some(p.server.memory),
             nofile: Some(p.server.nofile),
         };
@@ -527,7 +527,7 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
             &series,
             window_end_ms,
             warmup_s,
-            f64::from(self.profile.loader.cpus),
+            self.profile.loader.cpus,
         );
         let state = self.engine.exit_state(&server.handle).await?;
         let kills = state.cgroup_oom_kills.unwrap_or(0);

@@ -386,10 +386,12 @@ impl JsonSchema for SysctlValue {
 #[serde(deny_unknown_fields)]
 #[schemars(rename = "Limits")]
 pub struct RawLimits {
-    /// Whole CPUs for the container (Docker `--cpus`); servers start this
-    /// many workers (`FAIRGROUND_CPUS`). Default: `1`.
+    /// CPU time for the container in cores (Docker `--cpus`): `1`, `2`, or a
+    /// fraction such as `0.5`. The container is pinned to that many cores,
+    /// rounded up, and servers start one worker per pinned core
+    /// (`FAIRGROUND_CPUS`). Default: `1`.
     #[serde(default)]
-    pub cpus: Option<u64>,
+    pub cpus: Option<f64>,
     /// Cores to pin to: `auto` or a list like `0-1`. Default: `auto`.
     #[serde(default)]
     pub cpuset: Option<RawCpuset>,

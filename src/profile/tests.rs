@@ -163,6 +163,17 @@ fn cpus_beyond_the_host_are_refused() {
 }
 
 #[test]
+fn fractional_cpus_are_a_share_of_whole_pinned_cores() {
+    let p = load("loader: {cpus: 0.25}\nserver: {cpus: 1.5}\n").unwrap();
+    assert_eq!((p.loader.cpus, p.loader.cores()), (0.25, 1));
+    assert_eq!((p.server.cpus, p.server.cores()), (1.5, 2));
+    let placed = p.placement(&host()).unwrap();
+    assert_eq!((placed.server.0.len(), placed.loader.0.len()), (2, 1));
+    let e = err("loader: {cpus: 0}\n");
+    assert!(e.contains("`loader.cpus`: must be at least 0.01"), "{e}");
+}
+
+#[test]
 fn overlapping_cpusets_need_permission() {
     let text = "server: {cpuset: '0-1'}\nloader: {cpuset: '1'}\n";
     let e = err(text);

@@ -267,8 +267,10 @@ impl Serialize for Cpuset {
 /// Limits of one container.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Limits {
-    /// Whole CPUs (Docker `--cpus`), ≥ 1 and ≤ the host's online cores.
-    pub cpus: u32,
+    /// CPU time in cores (Docker `--cpus`): `1` is one core's worth, `0.5`
+    /// half of one; at least [`MIN_CPUS`] and at most the host's online
+    /// cores. The container is pinned to [`Limits::cores`] cores.
+    pub cpus: f64,
     /// Cores the container is pinned to.
     pub cpuset: Cpuset,
     /// Memory limit in bytes (≥ [`MIN_MEMORY`]).
@@ -316,7 +318,7 @@ impl Limits {
 
     fn base() -> Self {
         Limits {
-            cpus: 1,
+            cpus: 1.0,
             cpuset: Cpuset::Auto,
             memory: DEFAULT_MEMORY,
             swap: false,
@@ -325,6 +327,22 @@ impl Limits {
         }
     }
 }
+
+impl Limits {
+    /// Whole cores the container needs for itself: `cpus` rounded up (half
+    /// a core's time still runs on one core).
+    pub fn cores(&self) -> usize {
+        cores_for(self.cpus)
+    }
+}
+
+/// Whole cores needed for `cpus` of CPU time.
+pub fn cores_for(cpus: f64) -> usize {
+    (cpus.ceil() as usize).max(1)
+}
+
+/// The smallest CPU allotment a profile may give (Docker's own floor).
+pub const MIN_CPUS: f64 = 0.01;
 
 fn sysctls(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
     pairs
@@ -465,7 +483,7 @@ impl Profile {
             if let Cpuset::Cores(c) = &lim.cpuset {
                 return Ok(c.clone());
             }
-            let want = lim.cpus as usize;
+            let want = lim.cores();
             let free: Vec<usize> = host
                 .cores_online
                 .0
@@ -585,7 +603,7 @@ mod tests {
         let host = super::super::HostFacts::with_cores(4);
         let p = Profile {
             server: Limits {
-                cpus: 2,
+                cpus: 2.0,
                 ..Limits::server(Network::Bridge)
             },
             ..Profile::default()
@@ -602,7 +620,7 @@ mod tests {
         p.loader.cpuset = Cpuset::Cores("0".parse().unwrap());
         let pl = p.placement(&host).unwrap();
         assert_eq!(pl.server.to_string(), "1");
-        p.server.cpus = 2;
+        p.server.cpus = 2.0;
         assert!(p
             .placement(&host)
             .unwrap_err()

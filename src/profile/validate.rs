@@ -93,7 +93,7 @@ pub(crate) fn validate(
 
     let server = limits(raw.server, "server", Limits::server(network), loc, host)?;
     let loader = limits(raw.loader, "loader", Limits::loader(network), loc, host)?;
-    let load = load(raw.load, loader.cpus, min_conc, loc)?;
+    let load = load(raw.load, loader.cores() as u32, min_conc, loc)?;
 
     // Descriptors: each side holds one per connection plus its own.
     for (side, lim) in [("server", &server), ("loader", &loader)] {
@@ -366,7 +366,7 @@ fn fraction(
     }
 }
 
-fn load(raw: Option<RawLoad>, loader_cpus: u32, min_conc: u32, loc: &Locator<'_>) -> Result<Load> {
+fn load(raw: Option<RawLoad>, loader_cores: u32, min_conc: u32, loc: &Locator<'_>) -> Result<Load> {
     let raw = raw.unwrap_or_default();
     let d = Load::default();
     let mode = match (raw.mode.unwrap_or_default(), raw.rate) {
@@ -389,7 +389,7 @@ fn load(raw: Option<RawLoad>, loader_cpus: u32, min_conc: u32, loc: &Locator<'_>
         (RawLoadMode::FixedRate, Some(rate)) => LoadMode::FixedRate { rate },
     };
     let threads = match raw.threads {
-        None => loader_cpus.min(min_conc.max(1)),
+        None => loader_cores.min(min_conc.max(1)),
         Some(0) => return Err(loc.value("load.threads", "must be at least 1")),
         Some(t) if t > u64::from(min_conc) => {
             return Err(loc.value(
@@ -426,10 +426,18 @@ fn limits(
 ) -> Result<Limits> {
     let raw = raw.unwrap_or_default();
     let f = |name: &str| key(side, name);
-    let online = host.cores_online.0.len() as u64;
+    let online = host.cores_online.0.len() as f64;
     let cpus = match raw.cpus {
         None => default.cpus,
-        Some(0) => return Err(loc.value(&f("cpus"), "must be at least 1")),
+        Some(c) if !c.is_finite() || c < super::types::MIN_CPUS => {
+            return Err(loc.value(
+                &f("cpus"),
+                format!(
+                    "must be at least {} (a core's worth is 1; 0.5 is half of one)",
+                    super::types::MIN_CPUS
+                ),
+            ))
+        }
         Some(c) if c > online => {
             return Err(loc.value(
                 &f("cpus"),
@@ -439,7 +447,7 @@ fn limits(
                 ),
             ))
         }
-        Some(c) => c as u32,
+        Some(c) => c,
     };
     let cpuset = match raw.cpuset {
         None | Some(RawCpuset::Auto) => Cpuset::Auto,
@@ -453,11 +461,12 @@ fn limits(
                     ),
                 ));
             }
-            if (list.0.len() as u64) < u64::from(cpus) {
+            let need = super::types::cores_for(cpus);
+            if list.0.len() < need {
                 return Err(loc.value(
                     &f("cpuset"),
                     format!(
-                        "lists {} core(s) but `{side}.cpus` asks for {cpus}; list at least {cpus}",
+                        "lists {} core(s) but `{side}.cpus` asks for {cpus}; list at least {need}",
                         list.0.len()
                     ),
                 ));
