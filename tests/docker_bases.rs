@@ -69,7 +69,10 @@ fn missing_base_is_bootstrapped_with_mmdebstrap_and_runs_its_packages() {
             &info.tag,
         );
         s.cmd = vec!["nginx".into(), "-v".into()];
-        let out = e.run_to_exit(&s, Duration::from_secs(60)).await.unwrap();
+        let out = e
+            .run_to_exit(&s, Duration::from_secs(60), None)
+            .await
+            .unwrap();
         assert!(out.stderr.contains("nginx version"), "{out:?}");
 
         fairground::docker::cleanup::clean(d, Some(&run), true)

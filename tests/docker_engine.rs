@@ -110,13 +110,34 @@ fn fairground_image_serves_and_a_second_container_reaches_it_over_the_internal_n
             Role::Loader,
             "loader",
             &fg.tag,
-            &["load", "--url", &url, "-c", "8", "-d", "2s", "--json"],
+            &[
+                "load", "--url", &url, "-c", "8", "-w", "1s", "-d", "2s", "--json", "--progress",
+            ],
         );
         loader.network = Some(net.name.clone());
         loader.read_only_rootfs = true;
         loader.limits.cpuset = Some(loader_set);
         loader.limits.nofile = Some(4096);
-        let out = e.run_to_exit(&loader, Duration::from_secs(60)).await.unwrap();
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let out = e
+            .run_to_exit(&loader, Duration::from_secs(60), Some(tx))
+            .await
+            .unwrap();
+        // Its progress arrived line by line while it ran: the start of the
+        // measured window, then one line per second.
+        let mut streamed = Vec::new();
+        while let Ok(line) = rx.try_recv() {
+            streamed.push(line);
+        }
+        let starts = streamed
+            .iter()
+            .filter(|l| l.contains("\"event\":\"measure\""))
+            .count();
+        assert_eq!(starts, 1, "{streamed:?}");
+        assert!(
+            streamed.iter().filter(|l| l.contains("\"phase\"")).count() >= 2,
+            "{streamed:?}"
+        );
         let report: serde_json::Value = serde_json::from_str(out.stdout.trim())
             .unwrap_or_else(|err| panic!("{err}: {}\n{}", out.stdout, out.stderr));
         let total = report["responses"]["total"].as_u64().unwrap();
@@ -149,7 +170,7 @@ fn memory_limit_is_enforced_and_the_oom_kill_is_reported() {
         let mut s = spec(&run, Role::Probe, "alloc", &img, &["alloc", "512"]);
         s.limits.memory_bytes = Some(256 * MIB);
         let err = e
-            .run_to_exit(&s, Duration::from_secs(60))
+            .run_to_exit(&s, Duration::from_secs(60), None)
             .await
             .unwrap_err();
         let msg = format!("{err:#}");
@@ -158,7 +179,10 @@ fn memory_limit_is_enforced_and_the_oom_kill_is_reported() {
         // The same allocation under a limit that fits succeeds.
         let mut s = spec(&run, Role::Probe, "alloc-ok", &img, &["alloc", "64"]);
         s.limits.memory_bytes = Some(256 * MIB);
-        let out = e.run_to_exit(&s, Duration::from_secs(60)).await.unwrap();
+        let out = e
+            .run_to_exit(&s, Duration::from_secs(60), None)
+            .await
+            .unwrap();
         assert!(out.stdout.contains("allocated 64 MiB"), "{out:?}");
         guard.finish().await.unwrap();
     });
@@ -193,7 +217,10 @@ fn cpuset_nofile_and_no_swap_are_what_was_asked_inside_the_container() {
             ],
         );
         s.limits = limits.clone();
-        let out = e.run_to_exit(&s, Duration::from_secs(30)).await.unwrap();
+        let out = e
+            .run_to_exit(&s, Duration::from_secs(30), None)
+            .await
+            .unwrap();
         let cpus_line = out
             .stdout
             .lines()
@@ -323,7 +350,10 @@ fn internal_network_has_no_route_out() {
             &["cat", "/proc/net/route"],
         );
         s.network = Some(net.name.clone());
-        let out = e.run_to_exit(&s, Duration::from_secs(30)).await.unwrap();
+        let out = e
+            .run_to_exit(&s, Duration::from_secs(30), None)
+            .await
+            .unwrap();
         let routes: Vec<&str> = out.stdout.lines().skip(1).collect();
         assert!(
             !routes.is_empty(),

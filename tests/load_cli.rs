@@ -30,17 +30,40 @@ fn progress_prints_one_json_line_per_second_on_stderr() {
         .unwrap();
     server.stop();
     assert!(out.status.success());
-    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stderr)
+    use fairground::load::report::{Phase, Progress};
+    let lines: Vec<Progress> = String::from_utf8_lossy(&out.stderr)
         .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("`{l}` is not JSON: {e}")))
+        .map(|l| Progress::parse(l).unwrap_or_else(|| panic!("`{l}` is not a progress line")))
         .collect();
-    assert!(lines.len() >= 2, "{lines:?}");
-    assert_eq!(lines[0]["phase"], "warmup");
-    assert_eq!(lines.last().unwrap()["phase"], "measure");
-    assert!(lines
+    let ticks: Vec<(Phase, u64)> = lines
         .iter()
-        .all(|l| l["ok"].is_u64() && l["errors"].is_u64() && l["t"].is_number()));
-    assert!(lines.iter().map(|l| l["ok"].as_u64().unwrap()).sum::<u64>() > 0);
+        .filter_map(|p| match p {
+            Progress::Tick { phase, ok, .. } => Some((*phase, *ok)),
+            Progress::Measure { .. } => None,
+        })
+        .collect();
+    assert!(ticks.len() >= 2, "{lines:?}");
+    assert_eq!(ticks[0].0, Phase::Warmup);
+    assert_eq!(ticks.last().unwrap().0, Phase::Measure);
+    assert!(ticks.iter().map(|t| t.1).sum::<u64>() > 0);
+    // Exactly one start of measurement, 1.5 s in, after the warm-up ticks.
+    let starts: Vec<(usize, f64)> = lines
+        .iter()
+        .enumerate()
+        .filter_map(|(i, p)| match p {
+            Progress::Measure { t } => Some((i, *t)),
+            Progress::Tick { .. } => None,
+        })
+        .collect();
+    assert_eq!(starts.len(), 1, "{lines:?}");
+    assert!((1.5..1.6).contains(&starts[0].1), "{lines:?}");
+    assert!(matches!(
+        lines[starts[0].0 - 1],
+        Progress::Tick {
+            phase: Phase::Warmup,
+            ..
+        }
+    ));
     // Without --json the summary is for people.
     let human = String::from_utf8_lossy(&out.stdout);
     assert!(human.contains("Requests/sec (2xx):"), "{human}");

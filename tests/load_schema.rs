@@ -1,5 +1,5 @@
 //! docs/load-report.schema.json is current, and real reports validate
-//! against it. Regenerate with `UPDATE_SCHEMA=1 cargo test --test load_schema`.
+//! against it. Regenerate with `FAIRGROUND_BLESS=1 cargo test --test load_schema`.
 
 mod load_support;
 
@@ -9,14 +9,14 @@ const SCHEMA_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/load-report
 fn committed_schema_matches_the_report_types() {
     let generated =
         serde_json::to_string_pretty(&fairground::load::report::json_schema()).unwrap() + "\n";
-    if std::env::var_os("UPDATE_SCHEMA").is_some() {
+    if std::env::var_os("FAIRGROUND_BLESS").is_some() {
         std::fs::write(SCHEMA_PATH, &generated).unwrap();
     }
     let committed =
         std::fs::read_to_string(SCHEMA_PATH).expect("docs/load-report.schema.json exists");
     assert_eq!(
         committed, generated,
-        "docs/load-report.schema.json is stale: run UPDATE_SCHEMA=1 cargo test --test load_schema"
+        "docs/load-report.schema.json is stale: run FAIRGROUND_BLESS=1 cargo test --test load_schema"
     );
 }
 

@@ -246,3 +246,162 @@ fn ctrl_c_keeps_what_was_measured_and_resume_finishes_the_run() {
     assert!(!done.interrupted && done.finished_at.is_some());
     assert_eq!(leftovers(&stderr), "");
 }
+
+/// A copy of the plainfw fixture under `dir/frameworks/NAME`, with its
+/// manifest renamed and `env` set: how the gate tests turn on its faults.
+fn plainfw_variant(dir: &Path, name: &str, env: &[(&str, &str)]) {
+    let src = root().join("tests/fixtures/run/frameworks/plainfw");
+    let dst = dir.join("frameworks").join(name);
+    std::fs::create_dir_all(dst.join("src")).unwrap();
+    for f in ["Cargo.toml", "Cargo.lock", "Dockerfile", "src/main.rs"] {
+        std::fs::copy(src.join(f), dst.join(f)).unwrap();
+    }
+    let mut manifest = std::fs::read_to_string(src.join("framework.yaml"))
+        .unwrap()
+        .replace("name: plainfw", &format!("name: {name}"));
+    if !env.is_empty() {
+        manifest.push_str("env:\n");
+        for (k, v) in env {
+            manifest.push_str(&format!("  {k}: \"{v}\"\n"));
+        }
+    }
+    std::fs::write(dst.join("framework.yaml"), manifest).unwrap();
+}
+
+/// Run `profile` (YAML text) against the frameworks under `dir/frameworks`;
+/// the finished run's results and fairground's stderr.
+fn run_gate_profile(dir: &Path, profile: &str) -> (Results, String) {
+    let path = dir.join("gates.yaml");
+    std::fs::write(&path, profile).unwrap();
+    let out = dir.join("output");
+    let o = fairground(&[
+        "run",
+        "--profile",
+        path.to_str().unwrap(),
+        "--frameworks",
+        dir.join("frameworks").to_str().unwrap(),
+        "--output",
+        out.to_str().unwrap(),
+    ])
+    .output()
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(
+        o.status.success(),
+        "a run whose cells are rejected still completes: {stderr}"
+    );
+    assert_eq!(leftovers(&stderr), "", "containers and network removed");
+    (results_of(&run_dir(&out)), stderr)
+}
+
+fn reasons_of(r: &Results, framework: &str, stderr: &str) -> (Status, String) {
+    let cell = r
+        .cells
+        .iter()
+        .find(|c| c.key.framework == framework)
+        .unwrap_or_else(|| panic!("no cell for {framework}: {:?}\n{stderr}", r.cells));
+    let text: Vec<String> = cell.verdict.reasons.iter().map(|x| x.to_string()).collect();
+    (cell.verdict.status, text.join("; "))
+}
+
+#[test]
+fn a_server_that_drops_connections_or_runs_out_of_memory_is_rejected_and_the_rest_kept() {
+    if !docker_or_skip("a_server_that_drops_connections_or_runs_out_of_memory_is_rejected") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    // At 8 connections, a cap of 4 open drops half of them.
+    plainfw_variant(tmp.path(), "dropper", &[("PLAINFW_MAX_OPEN", "4")]);
+    // 256 KiB kept per request: verify's few hundred requests fit in 128 MiB,
+    // a second of load does not.
+    plainfw_variant(
+        tmp.path(),
+        "leaker",
+        &[("PLAINFW_LEAK_PER_REQUEST", "262144")],
+    );
+    plainfw_variant(tmp.path(), "plainfw", &[]);
+    let (r, stderr) = run_gate_profile(
+        tmp.path(),
+        "frameworks: [dropper, leaker, plainfw]\nscenarios: [plaintext]\n\
+         concurrency: [8]\nwarmup: 1s\nduration: 2s\nrounds: 2\n\
+         load: {threads: 1}\n\
+         server: {cpus: 1, memory: 128MiB, nofile: 16384}\n\
+         loader: {cpus: 1, memory: 256MiB, nofile: 16384}\n\
+         idle_settle: 1s\nreadiness_timeout: 30s\nthresholds: {preflight: warn}\n",
+    );
+
+    let (status, why) = reasons_of(&r, "dropper", &stderr);
+    assert_eq!(status, Status::Rejected, "dropper: {why}\n{stderr}");
+    assert!(
+        why.contains("error"),
+        "dropper rejected for its errors: {why}"
+    );
+    let dropped = &r
+        .cells
+        .iter()
+        .find(|c| c.key.framework == "dropper")
+        .unwrap();
+    assert!(
+        dropped.rounds.iter().all(|x| x.errors.read > 0),
+        "{:?}",
+        dropped.rounds
+    );
+
+    let (status, why) = reasons_of(&r, "leaker", &stderr);
+    assert_eq!(status, Status::Rejected, "leaker: {why}\n{stderr}");
+    assert!(
+        why.to_lowercase().contains("oom") || why.contains("out of memory"),
+        "the OOM kill is named: {why}"
+    );
+
+    let (status, why) = reasons_of(&r, "plainfw", &stderr);
+    assert_ne!(status, Status::Rejected, "plainfw: {why}\n{stderr}");
+    let healthy = r
+        .cells
+        .iter()
+        .find(|c| c.key.framework == "plainfw")
+        .unwrap();
+    assert_eq!(
+        healthy.rounds.len(),
+        2,
+        "the healthy framework was measured whole"
+    );
+    assert!(healthy
+        .rounds
+        .iter()
+        .all(|x| x.responses.s2xx > 0 && x.errors_total() == 0));
+}
+
+#[test]
+fn a_loader_starved_of_cpu_is_flagged_client_bound() {
+    if !docker_or_skip("a_loader_starved_of_cpu_is_flagged_client_bound") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    plainfw_variant(tmp.path(), "plainfw", &[]);
+    let (r, stderr) = run_gate_profile(
+        tmp.path(),
+        "frameworks: [plainfw]\nscenarios: [plaintext]\nconcurrency: [8]\n\
+         warmup: 1s\nduration: 2s\nrounds: 1\nload: {threads: 1}\n\
+         server: {cpus: 1, memory: 128MiB, nofile: 16384}\n\
+         loader: {cpus: 0.1, memory: 256MiB, nofile: 16384}\n\
+         idle_settle: 1s\nreadiness_timeout: 30s\nthresholds: {preflight: warn}\n",
+    );
+    let (status, why) = reasons_of(&r, "plainfw", &stderr);
+    assert_eq!(status, Status::Flagged, "{why}\n{stderr}");
+    assert!(why.contains("load generator used"), "{why}");
+    let round = &r.cells[0].rounds[0];
+    assert!(
+        round.responses.s2xx > 0 && round.errors_total() == 0,
+        "{round:?}"
+    );
+    assert_eq!(
+        r.framework("plainfw")
+            .unwrap()
+            .limits
+            .as_ref()
+            .unwrap()
+            .cpus,
+        1.0
+    );
+}

@@ -242,7 +242,7 @@ async fn run_async(args: &RunArgs) -> anyhow::Result<ExitCode> {
 
     // 3. Ctrl-C: the first stops the run cleanly, a second quits at once.
     let cancel = Cancel::new();
-    let run = RunId(format!("fg-{}", Utc::now().format("%Y%m%dT%H%M%SZ")));
+    let run = RunId::new();
     {
         let cancel = cancel.clone();
         let run = run.clone();
@@ -285,7 +285,10 @@ async fn run_async(args: &RunArgs) -> anyhow::Result<ExitCode> {
                 lab.keep_logs_in(store.dir().join(report::LOGS_DIR));
                 let images = lab.images().clone();
                 store.update(|r| record_frameworks(r, &root, &frameworks, &images))?;
-                let mut observer = progress::for_stderr(plan.total_steps(), plan.step_time);
+                let (mut observer, live) = progress::for_stderr(plan.total_steps(), plan.step_time);
+                if let Some(live) = live {
+                    lab.show_live(live);
+                }
                 execute(
                     &mut lab,
                     &mut store,
@@ -343,6 +346,23 @@ async fn run_async(args: &RunArgs) -> anyhow::Result<ExitCode> {
             );
             Ok(ExitCode::Interrupted)
         }
-        Ok(Outcome::Finished) => Ok(ExitCode::Ok),
+        Ok(Outcome::Finished) => {
+            let missing = r.remaining();
+            if missing.is_empty() {
+                return Ok(ExitCode::Ok);
+            }
+            let names: std::collections::BTreeSet<&str> =
+                missing.iter().map(|k| k.framework.as_str()).collect();
+            eprintln!(
+                "error: {} of {} planned cell(s) have no complete result ({}); results.md lists \
+                 the incidents. Fix what they name, then `fairground run --resume {}` measures \
+                 only what is missing",
+                missing.len(),
+                r.plan.len(),
+                names.into_iter().collect::<Vec<_>>().join(", "),
+                store.dir().display()
+            );
+            Ok(ExitCode::Failure)
+        }
     }
 }

@@ -18,12 +18,13 @@ use super::host::HostProbe;
 use super::lab::{Lab, Measurement, Started, Verified};
 use crate::contract::Scenario;
 use crate::docker::container::{ContainerSpec, Limits, NetSysctls, Role};
-use crate::docker::engine::{BuiltImages, Engine, Handle, ReadyCheck};
+use crate::docker::engine::{BuiltImages, Engine, Handle, LineSink, ReadyCheck};
 use crate::docker::network::NetworkInfo;
 use crate::docker::RunId;
 use crate::framework::Framework;
+use crate::load::report::{Phase, Progress};
 use crate::load::LoadReport;
-use crate::probe::Series;
+use crate::probe::{Sampler, Series};
 use crate::profile::{LoadMode, Placement, Profile, Warmup};
 use crate::results::{
     AppliedLimits, CellKey, Connections, ErrorCounts, Exclusion, RateFigures, StatusCounts,
@@ -72,6 +73,8 @@ pub struct DockerLab<'a, E: Engine> {
     oom_seen: BTreeMap<String, u64>,
     /// Where each server's log tail is written when it stops (`logs/`).
     logs_dir: Option<std::path::PathBuf>,
+    /// Live progress of the current round.
+    live: Option<LiveSink>,
 }
 
 impl<'a, E: Engine> DockerLab<'a, E> {
@@ -106,7 +109,13 @@ impl<'a, E: Engine> DockerLab<'a, E> {
             starts: 0,
             oom_seen: BTreeMap::new(),
             logs_dir: None,
+            live: None,
         })
+    }
+
+    /// Send each second of every round's progress to `sink`.
+    pub fn show_live(&mut self, sink: LiveSink) {
+        self.live = Some(sink);
     }
 
     /// Keep the last [`LOG_LINES`] lines of every server's log in `dir`
@@ -136,11 +145,13 @@ impl<'a, E: Engine> DockerLab<'a, E> {
         Ok(format!("http://{ip}:{}", server.port))
     }
 
-    /// The loader container for one run of `duration` against `server`.
+    /// The loader container for one run against `server`: `warmup`, then the
+    /// measured `duration`, on the same connections.
     fn loader_spec(
         &self,
         server: &DockerServer,
         key: &CellKey,
+        warmup: Duration,
         duration: Duration,
         tag: &str,
     ) -> anyhow::Result<ContainerSpec> {
@@ -173,12 +184,13 @@ impl<'a, E: Engine> DockerLab<'a, E> {
             "--duration".into(),
             format!("{}ms", duration.as_millis()),
             "--warmup".into(),
-            "0s".into(),
+            format!("{}ms", warmup.as_millis()),
             "--pipeline".into(),
             p.load.pipeline.to_string(),
             "--timeout".into(),
             format!("{}ms", p.load.timeout.as_millis()),
             "--json".into(),
+            "--progress".into(),
         ];
         if let LoadMode::FixedRate { rate } = p.load.mode {
             cmd.extend(["--rate".into(), rate.to_string()]);
@@ -187,18 +199,20 @@ impl<'a, E: Engine> DockerLab<'a, E> {
         Ok(spec)
     }
 
-    /// Run the loader once and parse its report.
+    /// Run the loader once and parse its report; progress lines go to
+    /// `lines`.
     async fn load_once(
         &self,
         server: &DockerServer,
         key: &CellKey,
-        duration: Duration,
+        (warmup, duration): (Duration, Duration),
         tag: &str,
+        lines: Option<LineSink>,
     ) -> anyhow::Result<LoadReport> {
-        let spec = self.loader_spec(server, key, duration, tag)?;
+        let spec = self.loader_spec(server, key, warmup, duration, tag)?;
         let out = self
             .engine
-            .run_to_exit(&spec, duration + LOADER_SLACK)
+            .run_to_exit(&spec, warmup + duration + LOADER_SLACK, lines)
             .await
             .with_context(|| format!("load generator for {key}"))?;
         serde_json::from_str(&out.stdout).with_context(|| {
@@ -207,27 +221,19 @@ impl<'a, E: Engine> DockerLab<'a, E> {
         })
     }
 
-    /// Warm the server up as the profile says: a fixed time, or windows until
-    /// the last three vary by no more than the profile's CV (or time runs out).
-    async fn warm_up(
+    /// Warm-up windows (separate loader runs) until the last three vary by
+    /// no more than the profile's CV, or time runs out; `None` when the
+    /// profile's warm-up is a fixed time, which the measuring loader run
+    /// does itself on the connections it then measures.
+    async fn warm_up_until_stable(
         &self,
         server: &DockerServer,
         key: &CellKey,
         round: u32,
-    ) -> anyhow::Result<f64> {
+    ) -> anyhow::Result<Option<f64>> {
         let started = Instant::now();
         match self.profile.warmup {
-            Warmup::Fixed { duration } => {
-                if !duration.is_zero() {
-                    self.load_once(
-                        server,
-                        key,
-                        duration,
-                        &format!("{}-warm{round}", key.stem()),
-                    )
-                    .await?;
-                }
-            }
+            Warmup::Fixed { .. } => return Ok(None),
             Warmup::UntilStable {
                 window,
                 max_cv,
@@ -240,8 +246,9 @@ impl<'a, E: Engine> DockerLab<'a, E> {
                         .load_once(
                             server,
                             key,
-                            window,
+                            (Duration::ZERO, window),
                             &format!("{}-warm{round}-{i}", key.stem()),
+                            None,
                         )
                         .await?;
                     tputs.push(r.throughput_rps);
@@ -255,9 +262,46 @@ impl<'a, E: Engine> DockerLab<'a, E> {
                 }
             }
         }
-        Ok(started.elapsed().as_secs_f64())
+        Ok(Some(started.elapsed().as_secs_f64()))
+    }
+
+    /// Tell the live sink about a progress line.
+    fn show(&self, key: &CellKey, round: u32, p: &Progress) {
+        if let (
+            Some(live),
+            Progress::Tick {
+                phase, ok, errors, ..
+            },
+        ) = (&self.live, p)
+        {
+            live(&Live {
+                key,
+                round,
+                measuring: *phase == Phase::Measure,
+                responses_per_s: *ok,
+                errors_per_s: *errors,
+            });
+        }
     }
 }
+
+/// One second of a round in progress, for people watching.
+#[derive(Debug)]
+pub struct Live<'a> {
+    /// The cell.
+    pub key: &'a CellKey,
+    /// Round, 0-based.
+    pub round: u32,
+    /// Inside the measured window (else warming up).
+    pub measuring: bool,
+    /// Responses completed in the last second.
+    pub responses_per_s: u64,
+    /// Errors in the last second.
+    pub errors_per_s: u64,
+}
+
+/// Where live progress goes (the progress bars).
+pub type LiveSink = std::sync::Arc<dyn Fn(&Live<'_>) + Send + Sync>;
 
 /// Profile sysctls (`name → value`) as the engine's typed set: the four it
 /// knows, defaults for any the profile leaves out.
@@ -381,6 +425,7 @@ pub fn measurement(
         windows_ok: load.windows.iter().map(|w| w.ok).collect(),
         loader_cpus,
         loader_cpu_us: load.loader.user_cpu_us + load.loader.sys_cpu_us,
+        loader_throttled_fraction: load.loader.throttling.map(|t| t.fraction()),
         // The sampler starts before the loader and stops after it returned,
         // with the server idle at both ends: the delta is the round's CPU
         // (opening the connections included).
@@ -499,21 +544,52 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
         key: &CellKey,
         round: u32,
     ) -> anyhow::Result<Measurement> {
-        let warmup_s = self.warm_up(server, key, round).await?;
-        let sampler = self
-            .engine
-            .start_sampler(&server.handle, SAMPLE_EVERY)
-            .await?;
-        let clock = Instant::now();
-        let mark = self.host.mark();
-        let loaded = self
-            .load_once(
-                server,
-                key,
-                self.profile.duration,
-                &format!("{}-r{round}", key.stem()),
-            )
-            .await;
+        let (warmup, warmup_s) = match self.warm_up_until_stable(server, key, round).await? {
+            Some(s) => (Duration::ZERO, s),
+            None => {
+                let w = self.profile.warmup.max();
+                (w, w.as_secs_f64())
+            }
+        };
+        // One loader run warms up and then measures on the same
+        // connections; the server's probe starts when the loader says its
+        // measured window starts, so the CPU and memory figures cover that
+        // window, not the warm-up.
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let tag = format!("{}-r{round}", key.stem());
+        let mut probe: Option<(
+            anyhow::Result<Sampler>,
+            Instant,
+            Option<super::host::HostMark>,
+        )> = None;
+        let loaded = {
+            let run = self.load_once(server, key, (warmup, self.profile.duration), &tag, Some(tx));
+            tokio::pin!(run);
+            loop {
+                tokio::select! {
+                    // Lines first: the start of the window must be seen
+                    // before the loader's exit is.
+                    biased;
+                    Some(line) = rx.recv() => {
+                        let Some(p) = Progress::parse(&line) else { continue };
+                        if probe.is_none() && matches!(p, Progress::Measure { .. }) {
+                            let sampler = self.engine.start_sampler(&server.handle, SAMPLE_EVERY).await;
+                            probe = Some((sampler, Instant::now(), self.host.mark()));
+                        }
+                        self.show(key, round, &p);
+                    }
+                    loaded = &mut run => break loaded,
+                }
+            }
+        };
+        let Some((sampler, clock, mark)) = probe else {
+            loaded?;
+            anyhow::bail!(
+                "the load generator for {key} never announced the start of its measured window \
+                 (no `{{\"event\":\"measure\"}}` line on its stderr); is the fairground image current?"
+            );
+        };
+        let sampler = sampler?;
         let window_end_ms = clock.elapsed().as_millis() as u64;
         // Let the sampler take at least one reading after the load stopped
         // (two periods: one tick may race with the stop), so the CPU delta
@@ -622,6 +698,7 @@ mod tests {
         assert!(load.responses.status_2xx > 0);
         let engine = FakeEngine::new(FakeScript {
             loader_stdout: serde_json::to_string(&load).unwrap(),
+            loader_stderr: progress_lines(),
             samples: vec![
                 reading(1_000, 5 << 20),
                 reading(51_000, 6 << 20),
@@ -639,6 +716,11 @@ mod tests {
                 DockerLab::prepare(&engine, RunId("t".into()), &profile, &[fw], placement)
                     .await
                     .unwrap();
+            let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+            let sink = std::sync::Arc::clone(&seen);
+            lab.show_live(std::sync::Arc::new(move |l: &Live<'_>| {
+                sink.lock().unwrap().push((l.measuring, l.responses_per_s));
+            }));
             let (server, started) = lab.start("a").await.unwrap();
             assert_eq!(started.cold_start_ms, Some(50.0));
             let limits = started.limits.unwrap();
@@ -650,6 +732,8 @@ mod tests {
                 rate: None,
             };
             let m = lab.measure(&server, &key, 0).await.unwrap();
+            assert_eq!(*seen.lock().unwrap(), [(false, 900), (true, 1000)]);
+            assert_eq!(m.warmup_s, profile.warmup.max().as_secs_f64());
             assert_eq!(m.server_cpu_us, 50_000);
             assert_eq!(m.oom_kills, 0);
             assert_eq!(m.restarts, 0);
@@ -666,16 +750,70 @@ mod tests {
             assert!(lab.alive(&server).await.unwrap());
             lab.stop(server).await.unwrap();
         });
-        // Warm-up and measured window: two loader containers, both on the
-        // run network with the loader's cores.
+        // Warm-up and measured window: one loader container.
         let runs = engine
             .calls()
             .iter()
             .filter(|c| c.starts_with("run loader"))
             .count();
-        assert_eq!(runs, 2, "{:?}", engine.calls());
+        assert_eq!(runs, 1, "{:?}", engine.calls());
         rt.block_on(engine.cleanup(&RunId("t".into()))).unwrap();
         assert!(engine.leftovers().is_empty(), "{:?}", engine.leftovers());
+    }
+
+    /// What a loader prints on stderr with `--progress`: a warm-up second,
+    /// the start of measurement, a measured second.
+    fn progress_lines() -> String {
+        [
+            Progress::Tick {
+                t: 1.0,
+                phase: Phase::Warmup,
+                ok: 900,
+                errors: 0,
+            },
+            Progress::Measure { t: 1.5 },
+            Progress::Tick {
+                t: 2.0,
+                phase: Phase::Measure,
+                ok: 1000,
+                errors: 0,
+            },
+        ]
+        .iter()
+        .map(|p| p.line() + "\n")
+        .collect()
+    }
+
+    #[test]
+    fn a_loader_that_never_starts_its_window_is_an_error_not_a_figure() {
+        let engine = FakeEngine::new(FakeScript {
+            loader_stdout: serde_json::to_string(&real_load_report()).unwrap(),
+            loader_stderr: "warming up\n".into(),
+            ..FakeScript::default()
+        });
+        let profile = profile();
+        let placement = profile.placement(&HostFacts::with_cores(4)).unwrap();
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        rt.block_on(async {
+            let fw = framework("a", &[Scenario::Plaintext]);
+            let mut lab =
+                DockerLab::prepare(&engine, RunId("t".into()), &profile, &[fw], placement)
+                    .await
+                    .unwrap();
+            let (server, _) = lab.start("a").await.unwrap();
+            let key = CellKey {
+                framework: "a".into(),
+                scenario: Scenario::Plaintext,
+                concurrency: 4,
+                rate: None,
+            };
+            let err = lab.measure(&server, &key, 0).await.unwrap_err();
+            assert!(
+                format!("{err:#}").contains("never announced the start of its measured window"),
+                "{err:#}"
+            );
+            lab.stop(server).await.unwrap();
+        });
     }
 
     #[test]
@@ -715,6 +853,7 @@ mod tests {
         let load = real_load_report();
         let engine = FakeEngine::new(FakeScript {
             loader_stdout: serde_json::to_string(&load).unwrap(),
+            loader_stderr: progress_lines(),
             samples: vec![reading(0, 1 << 20), reading(10, 1 << 20)],
             ..FakeScript::default()
         });
@@ -748,7 +887,7 @@ mod tests {
             // The same report every window: CV 0 after three windows.
             lab.measure(&server, &key, 0).await.unwrap();
             let spec = lab
-                .loader_spec(&server, &key, Duration::from_secs(1), "x")
+                .loader_spec(&server, &key, Duration::ZERO, Duration::from_secs(1), "x")
                 .unwrap();
             let rate = spec.cmd.iter().position(|a| a == "--rate").unwrap();
             assert_eq!(spec.cmd[rate + 1], "5000");

@@ -44,6 +44,7 @@ pub(crate) fn measurement(concurrency: u32, rps: f64) -> Measurement {
         windows_ok: vec![ok / 10; 10],
         loader_cpus: 1.0,
         loader_cpu_us: 6_000_000,
+        loader_throttled_fraction: None,
         server_cpu_us: ok * 20,
         memory_idle_bytes: Some(1 << 20),
         memory_samples_bytes: vec![2 << 20; 10],

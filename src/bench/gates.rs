@@ -129,6 +129,17 @@ pub fn judge(rounds: &[Round], summary: Option<&CellSummary>, ctx: &GateContext<
             threshold: t.loader_saturation,
         });
     }
+    if let Some(throttled) = rounds
+        .iter()
+        .filter_map(|r| r.loader.throttled_fraction)
+        .reduce(f64::max)
+        .filter(|&f| f > t.max_loader_throttled)
+    {
+        reasons.push(Reason::LoaderThrottled {
+            fraction: throttled,
+            threshold: t.max_loader_throttled,
+        });
+    }
     let rates: Vec<_> = rounds.iter().filter_map(|r| r.rate.as_ref()).collect();
     if let Some(worst) = rates.iter().map(|r| r.ratio()).reduce(f64::min) {
         if worst < t.min_rate_ratio {
@@ -296,6 +307,23 @@ mod tests {
             "{:?}",
             cell.verdict
         );
+    }
+
+    #[test]
+    fn flags_a_loader_that_keeps_hitting_its_cpu_quota() {
+        let mut rounds = steady();
+        rounds[2].loader.throttled_fraction = Some(0.8);
+        let cell = judge_rounds(rounds, &Thresholds::default());
+        assert_eq!(cell.verdict.status, Status::Flagged);
+        assert!(
+            matches!(cell.verdict.reasons[..], [Reason::LoaderThrottled { fraction, .. }] if fraction == 0.8),
+            "{:?}",
+            cell.verdict
+        );
+        let mut rounds = steady();
+        rounds[0].loader.throttled_fraction = Some(0.05);
+        let cell = judge_rounds(rounds, &Thresholds::default());
+        assert_eq!(cell.verdict.status, Status::Accepted, "{:?}", cell.verdict);
     }
 
     #[test]

@@ -65,6 +65,8 @@ pub struct Measurement {
     pub loader_cpus: f64,
     /// Loader CPU time (user + system) during the window, µs.
     pub loader_cpu_us: u64,
+    /// Share of the loader's CPU-quota periods throttled in the window.
+    pub loader_throttled_fraction: Option<f64>,
     /// Server cgroup CPU time during the window, µs.
     pub server_cpu_us: u64,
     /// Server memory just before load started, bytes.
@@ -118,6 +120,7 @@ impl Measurement {
                 } else {
                     0.0
                 },
+                throttled_fraction: self.loader_throttled_fraction,
             },
             server: ServerUse {
                 cpu_time_us: self.server_cpu_us,

@@ -1,15 +1,17 @@
 //! Progress of a run for people: indicatif bars on a terminal (the whole run,
-//! and the current round with its elapsed time), plain lines otherwise (CI
-//! logs, pipes). Both are [`Observer`]s of the pipeline's events.
+//! and the current round with its elapsed time and the loader's live
+//! responses per second), plain lines otherwise (CI logs, pipes). Both are [`Observer`]s of the pipeline's events.
 //!
 //! Output goes to stderr; stdout stays free for what a command prints as its
 //! result. This module formats; it decides nothing.
 
 use std::io::IsTerminal;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+use super::docker_lab::{Live, LiveSink};
 use super::execute::{Event, Observer};
 use crate::report::fmt::{micros, thousands};
 use crate::results::{Cell, Round, Status};
@@ -85,6 +87,8 @@ pub struct Bars {
     run: ProgressBar,
     round: ProgressBar,
     step_time: Duration,
+    /// The current round's description, which live figures are added to.
+    now: Arc<Mutex<String>>,
 }
 
 impl Bars {
@@ -111,8 +115,32 @@ impl Bars {
             run,
             round,
             step_time,
+            now: Arc::default(),
         }
     }
+
+    /// A sink that shows each second of the current round on its bar.
+    fn live(&self) -> LiveSink {
+        let (round, now) = (self.round.clone(), Arc::clone(&self.now));
+        Arc::new(move |l: &Live<'_>| {
+            let base = now.lock().map(|s| s.clone()).unwrap_or_default();
+            round.set_message(format!("{base}: {}", live_text(l)));
+        })
+    }
+}
+
+/// One second of a round, for the bar: `measuring 52,310 req/s, 0 errors/s`.
+pub fn live_text(l: &Live<'_>) -> String {
+    format!(
+        "{} {} resp/s, {} errors/s",
+        if l.measuring {
+            "measuring"
+        } else {
+            "warming up"
+        },
+        thousands(l.responses_per_s as f64),
+        thousands(l.errors_per_s as f64)
+    )
 }
 
 impl Observer for Bars {
@@ -121,11 +149,15 @@ impl Observer for Bars {
             Event::Step { key, round, done } => {
                 self.run.set_position(*done as u64);
                 self.round.reset_elapsed();
-                self.round.set_message(format!(
+                let base = format!(
                     "{key} round {} (up to {})",
                     round + 1,
                     humantime::format_duration(self.step_time)
-                ));
+                );
+                self.round.set_message(base.clone());
+                if let Ok(mut now) = self.now.lock() {
+                    *now = base;
+                }
             }
             Event::Stored { .. } => {
                 self.run.inc(1);
@@ -149,12 +181,19 @@ impl Drop for Bars {
     }
 }
 
-/// Bars when stderr is a terminal, plain lines otherwise.
-pub fn for_stderr(total_steps: usize, step_time: Duration) -> Box<dyn Observer> {
+/// Bars when stderr is a terminal, with a sink for each second's live
+/// figures; plain lines otherwise (a CI log gets one line per round, not one
+/// per second).
+pub fn for_stderr(
+    total_steps: usize,
+    step_time: Duration,
+) -> (Box<dyn Observer>, Option<LiveSink>) {
     if std::io::stderr().is_terminal() {
-        Box::new(Bars::new(total_steps, step_time))
+        let bars = Bars::new(total_steps, step_time);
+        let live = bars.live();
+        (Box::new(bars), Some(live))
     } else {
-        Box::new(Lines { total: total_steps })
+        (Box::new(Lines { total: total_steps }), None)
     }
 }
 
@@ -162,6 +201,24 @@ pub fn for_stderr(total_steps: usize, step_time: Duration) -> Box<dyn Observer> 
 mod tests {
     use super::*;
     use crate::results::testdata::sample_results;
+
+    #[test]
+    fn live_text_says_which_phase_and_how_fast() {
+        let key = crate::results::CellKey {
+            framework: "hyper".into(),
+            scenario: crate::contract::Scenario::Json,
+            concurrency: 100,
+            rate: None,
+        };
+        let l = Live {
+            key: &key,
+            round: 0,
+            measuring: true,
+            responses_per_s: 52_310,
+            errors_per_s: 0,
+        };
+        assert_eq!(live_text(&l), "measuring 52,310 resp/s, 0 errors/s");
+    }
 
     #[test]
     fn round_line_carries_units_and_the_verdict() {

@@ -149,10 +149,13 @@ pub trait Engine: Send + Sync {
     ) -> impl Future<Output = anyhow::Result<Readiness>> + Send;
     /// Run a container to its exit (bounded by `timeout`), remove it, and
     /// return its output. A non-zero exit is an error showing its output.
+    /// With `stderr_lines`, each stderr line is also sent there as the
+    /// container prints it (the loader's live progress).
     fn run_to_exit(
         &self,
         spec: &ContainerSpec,
         timeout: Duration,
+        stderr_lines: Option<LineSink>,
     ) -> impl Future<Output = anyhow::Result<Output>> + Send;
     /// Start sampling memory and CPU of a container every `every`.
     fn start_sampler(
@@ -176,6 +179,14 @@ pub trait Engine: Send + Sync {
 
 // ---------------------------------------------------------------------------
 // The real engine
+
+/// Where a running container's stderr lines go, one `String` per line
+/// without its newline.
+pub type LineSink = tokio::sync::mpsc::UnboundedSender<String>;
+
+/// How long the log follower may lag behind a container's exit before the
+/// rest of its lines are given up (they are still in the collected output).
+const FOLLOW_DRAIN: Duration = Duration::from_secs(2);
 
 /// [`Engine`] on a real Docker daemon.
 pub struct DockerEngine {
@@ -346,8 +357,47 @@ impl DockerEngine {
     }
 
     /// Run to exit and collect output, whatever the exit code.
-    async fn run_collect(&self, spec: &ContainerSpec, timeout: Duration) -> anyhow::Result<Output> {
+    /// Follow a container's stderr and send it on line by line until the
+    /// container stops or `sink` is dropped.
+    fn follow_stderr(&self, id: &str, sink: LineSink) -> tokio::task::JoinHandle<()> {
+        let docker = self.docker.clone();
+        let id = id.to_string();
+        tokio::spawn(async move {
+            let opts = LogsOptions {
+                follow: true,
+                stdout: false,
+                stderr: true,
+                tail: "all".into(),
+                ..Default::default()
+            };
+            let mut stream = docker.logs(&id, Some(opts));
+            let mut pending: Vec<u8> = Vec::new();
+            while let Some(Ok(item)) = stream.next().await {
+                let bollard::container::LogOutput::StdErr { message } = item else {
+                    continue;
+                };
+                pending.extend_from_slice(&message);
+                while let Some(nl) = pending.iter().position(|&b| b == b'\n') {
+                    let line: Vec<u8> = pending.drain(..=nl).collect();
+                    if sink
+                        .send(String::from_utf8_lossy(&line[..nl]).into_owned())
+                        .is_err()
+                    {
+                        return;
+                    }
+                }
+            }
+        })
+    }
+
+    async fn run_collect(
+        &self,
+        spec: &ContainerSpec,
+        timeout: Duration,
+        stderr_lines: Option<LineSink>,
+    ) -> anyhow::Result<Output> {
         let id = self.create_and_start(spec).await?;
+        let follower = stderr_lines.map(|sink| self.follow_stderr(&id, sink));
         let waited = tokio::time::timeout(timeout, async {
             let mut w = self
                 .docker
@@ -375,6 +425,12 @@ impl DockerEngine {
                 tail,
             }
             .into());
+        }
+        if let Some(mut f) = follower {
+            // The stream ends when the container stops; never wait long.
+            if tokio::time::timeout(FOLLOW_DRAIN, &mut f).await.is_err() {
+                f.abort();
+            }
         }
         let inspect = self.inspect(&id).await;
         let logs = self.logs(&id, 0).await;
@@ -510,7 +566,7 @@ impl Engine for DockerEngine {
             format!("{}ms", check.timeout.as_millis()),
         ];
         let out = self
-            .run_collect(&spec, check.timeout + Duration::from_secs(30))
+            .run_collect(&spec, check.timeout + Duration::from_secs(30), None)
             .await?;
         let report: Option<ReadyReport> = out
             .stdout
@@ -551,8 +607,13 @@ impl Engine for DockerEngine {
         }
     }
 
-    async fn run_to_exit(&self, spec: &ContainerSpec, timeout: Duration) -> anyhow::Result<Output> {
-        let out = self.run_collect(spec, timeout).await?;
+    async fn run_to_exit(
+        &self,
+        spec: &ContainerSpec,
+        timeout: Duration,
+        stderr_lines: Option<LineSink>,
+    ) -> anyhow::Result<Output> {
+        let out = self.run_collect(spec, timeout, stderr_lines).await?;
         if out.state.crashed() {
             return Err(DockerError::ContainerFailed {
                 container: spec.name.clone(),
@@ -625,6 +686,8 @@ pub struct FakeScript {
     pub cold_start_ms: Option<i64>,
     /// What loaders print on stdout.
     pub loader_stdout: String,
+    /// What loaders print on stderr (their progress lines).
+    pub loader_stderr: String,
     /// Exit code of loaders.
     pub loader_exit: i64,
     /// Whether servers are reported OOM-killed by `exit_state`.
@@ -640,6 +703,7 @@ impl Default for FakeScript {
         Self {
             cold_start_ms: Some(50),
             loader_stdout: "{}".into(),
+            loader_stderr: String::new(),
             loader_exit: 0,
             server_oom: false,
             samples: vec![CgroupReading::default()],
@@ -817,8 +881,17 @@ impl Engine for FakeEngine {
         &self,
         spec: &ContainerSpec,
         _timeout: Duration,
+        stderr_lines: Option<LineSink>,
     ) -> anyhow::Result<Output> {
         self.log(format!("run {} {}", spec.role.as_str(), spec.name));
+        if let Some(sink) = stderr_lines {
+            for line in self.script.loader_stderr.lines() {
+                let _ = sink.send(line.to_string());
+            }
+            // Like a real container, exit after the lines were printed:
+            // whoever reads them gets to run first.
+            tokio::task::yield_now().await;
+        }
         let state = ExitState {
             exit_code: Some(self.script.loader_exit),
             ..Default::default()
@@ -835,7 +908,7 @@ impl Engine for FakeEngine {
         Ok(Output {
             exit_code: self.script.loader_exit,
             stdout: self.script.loader_stdout.clone(),
-            stderr: String::new(),
+            stderr: self.script.loader_stderr.clone(),
             state,
         })
     }
@@ -933,7 +1006,9 @@ mod tests {
         let mut loader = ContainerSpec::new(run, Role::Loader, "load", "fairground");
         loader.network = Some(net.name);
         loader.limits.cpuset = Some(loader_set);
-        let out = engine.run_to_exit(&loader, Duration::from_secs(5)).await?;
+        let out = engine
+            .run_to_exit(&loader, Duration::from_secs(5), None)
+            .await?;
         let _series = sampler.stop().await;
         Ok((ready, out.stdout))
     }

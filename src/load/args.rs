@@ -64,7 +64,9 @@ pub struct LoadArgs {
     /// Print the report as JSON (docs/load-report.schema.json) on stdout.
     #[arg(long)]
     pub json: bool,
-    /// One JSON line per second on stderr: `{"t","phase","ok","errors"}`.
+    /// Progress as JSON lines on stderr: `{"event":"measure","t"}` when the
+    /// measured period starts, and once a second
+    /// `{"event":"tick","t","phase","ok","errors"}`.
     #[arg(long)]
     pub progress: bool,
     /// Seed for request pools and random ids.

@@ -113,6 +113,49 @@ pub fn usage() -> Usage {
     }
 }
 
+/// CFS bandwidth counters of the cgroup this process runs in: scheduler
+/// periods elapsed under a CPU quota, and how many of them the quota ran out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CpuThrottling {
+    /// `nr_periods`: enforcement periods (100 ms by default) with runnable tasks.
+    pub periods: u64,
+    /// `nr_throttled`: periods in which the quota was used up and the
+    /// cgroup's threads had to wait.
+    pub throttled: u64,
+}
+
+/// Where a container sees its own cgroup's cpu.stat: cgroup v2 (private
+/// cgroup namespace) first, then the v1 cpu controller as Docker mounts it.
+const CPU_STAT_PATHS: [&str; 3] = [
+    "/sys/fs/cgroup/cpu.stat",
+    "/sys/fs/cgroup/cpu,cpuacct/cpu.stat",
+    "/sys/fs/cgroup/cpu/cpu.stat",
+];
+
+/// This process's cgroup throttling counters, when a cpu.stat with
+/// `nr_periods` is readable (it is not in the root cgroup of v2).
+pub fn cpu_throttling() -> Option<CpuThrottling> {
+    CPU_STAT_PATHS.iter().find_map(|p| {
+        std::fs::read_to_string(p)
+            .ok()
+            .and_then(|t| parse_cpu_stat(&t))
+    })
+}
+
+/// `nr_periods` and `nr_throttled` from cpu.stat text (v1 and v2 alike).
+pub fn parse_cpu_stat(text: &str) -> Option<CpuThrottling> {
+    let field = |name: &str| {
+        text.lines().find_map(|l| {
+            let (k, v) = l.split_once(' ')?;
+            (k == name).then(|| v.trim().parse::<u64>().ok()).flatten()
+        })
+    };
+    Some(CpuThrottling {
+        periods: field("nr_periods")?,
+        throttled: field("nr_throttled")?,
+    })
+}
+
 /// Monotonic clock in nanoseconds (CLOCK_MONOTONIC, the clock timerfds use).
 #[inline]
 pub fn now_ns() -> u64 {
@@ -137,6 +180,28 @@ mod tests {
         let (capped, w) = connection_capacity(10_000_000, 1, addr);
         assert!(capped < 10_000_000);
         assert!(!w.is_empty());
+    }
+
+    #[test]
+    fn reads_cfs_throttling_from_v1_and_v2_cpu_stat() {
+        let v1 = "nr_periods 120\nnr_throttled 97\nthrottled_time 8583117000\n";
+        let v2 = "usage_usec 1\nuser_usec 1\nsystem_usec 0\nnr_periods 40\nnr_throttled 3\nthrottled_usec 9\n";
+        assert_eq!(
+            parse_cpu_stat(v1),
+            Some(CpuThrottling {
+                periods: 120,
+                throttled: 97
+            })
+        );
+        assert_eq!(
+            parse_cpu_stat(v2),
+            Some(CpuThrottling {
+                periods: 40,
+                throttled: 3
+            })
+        );
+        // The v2 root cgroup has no bandwidth counters.
+        assert_eq!(parse_cpu_stat("usage_usec 5\nuser_usec 3\n"), None);
     }
 
     #[test]

@@ -266,34 +266,52 @@ pub fn run(cfg: &LoadConfig) -> anyhow::Result<LoadReport> {
     // Main thread: CPU snapshots at the measurement boundaries, progress.
     let run_start = start_ns;
     let mut cpu_at_measure_start = None;
+    let mut throttling_at_measure_start = None;
     let mut next_tick = start_ns + 1_000_000_000;
     let (mut last_ok, mut last_err) = (0u64, 0u64);
     while handles.iter().any(|h| !h.is_finished()) {
         // Coarse on purpose: this thread only snapshots CPU time at the
-        // start of measurement and prints progress once a second.
-        std::thread::sleep(Duration::from_millis(20));
+        // start of measurement and prints progress once a second; it wakes
+        // at the start of measurement itself, not up to a tick after it.
+        let mut nap = Duration::from_millis(20);
+        if cpu_at_measure_start.is_none() {
+            nap = nap.min(Duration::from_nanos(
+                measure_start_ns.saturating_sub(now_ns()),
+            ));
+        }
+        std::thread::sleep(nap);
         let now = now_ns();
         if cpu_at_measure_start.is_none() && now >= measure_start_ns {
             cpu_at_measure_start = Some(limits::usage());
+            throttling_at_measure_start = limits::cpu_throttling();
+            if cfg.progress {
+                // The orchestrator starts its server probe on this line.
+                let t = ((now - run_start) as f64 / 1e6).round() / 1e3;
+                eprintln!("{}", report::Progress::Measure { t }.line());
+            }
         }
         if cfg.progress && now >= next_tick {
             let ok: u64 = lives.iter().map(|l| l.ok.load(Ordering::Relaxed)).sum();
             let err: u64 = lives.iter().map(|l| l.errors.load(Ordering::Relaxed)).sum();
             let t = (now - run_start) as f64 / 1e9;
             let phase = if now < measure_start_ns {
-                "warmup"
+                report::Phase::Warmup
             } else {
-                "measure"
+                report::Phase::Measure
             };
-            eprintln!(
-                "{}",
-                serde_json::json!({"t": (t * 10.0).round() / 10.0, "phase": phase, "ok": ok - last_ok, "errors": err - last_err})
-            );
+            let tick = report::Progress::Tick {
+                t: (t * 10.0).round() / 10.0,
+                phase,
+                ok: ok - last_ok,
+                errors: err - last_err,
+            };
+            eprintln!("{}", tick.line());
             (last_ok, last_err) = (ok, err);
             next_tick += 1_000_000_000;
         }
     }
     let cpu_end = limits::usage();
+    let throttling_end = limits::cpu_throttling();
     let cpu_start = cpu_at_measure_start.unwrap_or(cpu_end);
     let mut stats = Vec::with_capacity(threads);
     for h in handles {
@@ -306,6 +324,15 @@ pub fn run(cfg: &LoadConfig) -> anyhow::Result<LoadReport> {
     let mut report = merge(
         cfg, &plan, attempted, threads, &shared, stats, cpu_start, cpu_end,
     );
+    if let (Some(a), Some(b)) = (throttling_at_measure_start, throttling_end) {
+        let periods = b.periods.saturating_sub(a.periods);
+        if periods > 0 {
+            report.loader.throttling = Some(report::Throttling {
+                periods,
+                throttled_periods: b.throttled.saturating_sub(a.throttled),
+            });
+        }
+    }
     if let Some(rate) = &report.rate {
         if rate.ratio < 0.98 {
             report.warnings.push(format!(
@@ -520,6 +547,7 @@ fn merge(
                 0.0
             },
             peak_rss_kib: cpu_end.max_rss_kib,
+            throttling: None,
         },
         windows,
         warnings: Vec::new(),

@@ -188,6 +188,31 @@ pub struct LoaderUsage {
     pub cpu_us_per_response: f64,
     /// Peak resident set size of the loader process, KiB.
     pub peak_rss_kib: u64,
+    /// CPU-quota throttling of the loader's cgroup during the measured
+    /// period; absent when the loader runs without a quota it can read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throttling: Option<Throttling>,
+}
+
+/// CFS quota enforcement periods during the measured period.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Throttling {
+    /// Scheduler periods (100 ms by default) in which the loader ran.
+    pub periods: u64,
+    /// Periods in which the loader used up its quota and had to wait: a
+    /// loader that wanted more CPU than it was given.
+    pub throttled_periods: u64,
+}
+
+impl Throttling {
+    /// Share of periods throttled, 0 when there were none.
+    pub fn fraction(&self) -> f64 {
+        if self.periods == 0 {
+            0.0
+        } else {
+            self.throttled_periods as f64 / self.periods as f64
+        }
+    }
 }
 
 /// One second of the measured period.
@@ -342,6 +367,15 @@ impl LoadReport {
             u.cpu_us_per_response,
             u.peak_rss_kib as f64 / 1024.0
         )?;
+        if let Some(t) = u.throttling.filter(|t| t.throttled_periods > 0) {
+            writeln!(
+                w,
+                "Loader throttled by its CPU quota in {} of {} scheduler periods ({:.0}%)",
+                t.throttled_periods,
+                t.periods,
+                t.fraction() * 100.0
+            )?;
+        }
         for warning in &self.warnings {
             writeln!(w, "warning: {warning}")?;
         }
@@ -375,4 +409,50 @@ fn fmt_bytes(b: u64) -> String {
 /// The JSON Schema of [`LoadReport`] (committed as docs/load-report.schema.json).
 pub fn json_schema() -> serde_json::Value {
     serde_json::to_value(schemars::schema_for!(LoadReport)).expect("schema serializes")
+}
+
+/// One line of `--progress` output on stderr: JSON, one object per line.
+/// The orchestrator starts its server probe on [`Progress::Measure`] and
+/// shows the ticks as live req/s.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Progress {
+    /// The measured period starts now.
+    Measure {
+        /// Seconds since the loader started.
+        t: f64,
+    },
+    /// One second of traffic.
+    Tick {
+        /// Seconds since the loader started.
+        t: f64,
+        /// Whether the second was warm-up or measured.
+        phase: Phase,
+        /// Responses completed in the second.
+        ok: u64,
+        /// Errors in the second.
+        errors: u64,
+    },
+}
+
+/// The part of a run a progress tick belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    /// Before the measured period.
+    Warmup,
+    /// Inside it.
+    Measure,
+}
+
+impl Progress {
+    /// Parse one stderr line; `None` for anything that is not progress.
+    pub fn parse(line: &str) -> Option<Progress> {
+        serde_json::from_str(line.trim()).ok()
+    }
+
+    /// The line as printed.
+    pub fn line(&self) -> String {
+        serde_json::to_string(self).expect("progress serializes")
+    }
 }

@@ -283,12 +283,13 @@ fn method(s: &mut String, r: &Results) {
         s,
         "- **Gates**: rejected when connections established < requested, error rate > {}, an \
          OOM kill or crash, or a failed contract verification; flagged when the loader used ≥ {} \
-         of its CPU, achieved < {} of a fixed target rate, lagged its schedule by more than {} \
+         of its CPU or was throttled by its CPU quota in more than {} of scheduler periods, achieved < {} of a fixed target rate, lagged its schedule by more than {} \
          at any point, the CV of req/s across rounds exceeded {}, a round was more than {} from the \
          median, or other processes used more than {:.2} CPU cores on the host. docs/results.md \
          gives every threshold's source.\n",
         percent(t.max_error_rate),
         percent(t.loader_saturation),
+        percent(t.max_loader_throttled),
         percent(t.min_rate_ratio),
         micros(t.max_schedule_lag_us as f64),
         percent(t.max_cv),

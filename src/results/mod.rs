@@ -446,6 +446,10 @@ pub struct LoaderUse {
     pub cpus: f64,
     /// CPU time used / (allotted CPUs × window): 1.0 means fully busy.
     pub cpu_fraction: f64,
+    /// Share of CPU-quota scheduler periods in which the loader was
+    /// throttled (from its cgroup's cpu.stat); absent when not readable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throttled_fraction: Option<f64>,
 }
 
 /// The server's resource use in a round (cgroup readings, sampled every 1 s).

@@ -49,6 +49,7 @@ pub(crate) fn round(index: u32, concurrency: u32, rps: f64) -> Round {
         loader: LoaderUse {
             cpus: 1.0,
             cpu_fraction: 0.6,
+            throttled_fraction: None,
         },
         server: ServerUse {
             cpu_time_us: ok * 20,

@@ -34,6 +34,17 @@ pub const DEFAULT_MAX_ERROR_RATE: f64 = 0.001;
 /// could do 25k (methodology).
 pub const DEFAULT_LOADER_SATURATION: f64 = 0.90;
 
+/// Share of CPU-quota periods in which the loader was throttled above which
+/// it counts as client-bound, whatever its average CPU use: a loader that
+/// keeps hitting its quota waits for the scheduler, not for the server. A
+/// loader with a fractional `cpus` can idle between bursts (its average then
+/// looks below saturation) while still losing a tenth of its periods.
+pub const DEFAULT_MAX_LOADER_THROTTLED: f64 = 0.10;
+
+fn default_max_loader_throttled() -> f64 {
+    DEFAULT_MAX_LOADER_THROTTLED
+}
+
 /// In fixed-rate mode, achieved / target below this means the schedule was
 /// not kept. Source: HttpArena's `rate_ratio < 0.98` warning (methodology).
 pub const DEFAULT_MIN_RATE_RATIO: f64 = 0.98;
@@ -64,6 +75,10 @@ pub struct Thresholds {
     /// Loader CPU use, as a fraction of its allotment, at which it counts as
     /// saturated.
     pub loader_saturation: f64,
+    /// Share of CPU-quota periods with the loader throttled above which it
+    /// counts as client-bound.
+    #[serde(default = "default_max_loader_throttled")]
+    pub max_loader_throttled: f64,
     /// Smallest accepted achieved / target rate in fixed-rate mode.
     pub min_rate_ratio: f64,
     /// Largest accepted schedule lag in fixed-rate mode, µs.
@@ -79,6 +94,7 @@ impl Default for Thresholds {
             max_cv: DEFAULT_MAX_CV,
             max_round_deviation: DEFAULT_MAX_ROUND_DEVIATION,
             loader_saturation: DEFAULT_LOADER_SATURATION,
+            max_loader_throttled: DEFAULT_MAX_LOADER_THROTTLED,
             min_rate_ratio: DEFAULT_MIN_RATE_RATIO,
             max_schedule_lag_us: DEFAULT_MAX_SCHEDULE_LAG_US,
             max_foreign_cores: DEFAULT_MAX_FOREIGN_CORES,
@@ -181,6 +197,14 @@ pub enum Reason {
         /// Saturation threshold (a fraction).
         threshold: f64,
     },
+    /// The loader kept running out of its CPU quota: client-bound even if
+    /// its average CPU use looks lower.
+    LoaderThrottled {
+        /// Highest share of throttled periods over the rounds.
+        fraction: f64,
+        /// Threshold (a fraction).
+        threshold: f64,
+    },
     /// Fixed rate: the loader did not achieve the target rate.
     RateShort {
         /// Lowest achieved / target over the rounds.
@@ -265,7 +289,7 @@ impl Reason {
             Reason::FailedVerify { .. } => "failed verify",
             Reason::ThroughputNotFrom2xx { .. } => "non-2xx counted",
             Reason::NoSuccess => "no 2xx",
-            Reason::LoaderSaturated { .. } => "client-bound",
+            Reason::LoaderSaturated { .. } | Reason::LoaderThrottled { .. } => "client-bound",
             Reason::RateShort { .. } => "rate missed",
             Reason::ScheduleLag { .. } => "schedule lag",
             Reason::HighCv { .. } => "noisy",
@@ -317,6 +341,12 @@ impl fmt::Display for Reason {
                 f,
                 "the load generator used {} of its CPU allotment (threshold {}): the server may be faster than shown; compare CPU µs per request instead",
                 pct(*cpu_fraction),
+                pct(*threshold)
+            ),
+            Reason::LoaderThrottled { fraction, threshold } => write!(
+                f,
+                "the load generator was throttled by its CPU quota in {} of scheduler periods (threshold {}): the server may be faster than shown; compare CPU µs per request instead",
+                pct(*fraction),
                 pct(*threshold)
             ),
             Reason::RateShort { ratio, threshold } => write!(

@@ -170,7 +170,7 @@ async fn verify_started<E: Engine>(
     spec.read_only_rootfs = true;
     spec.cmd = verifier_args(&url, fw, opts);
     let out = engine
-        .run_to_exit(&spec, verifier_bound(fw, opts))
+        .run_to_exit(&spec, verifier_bound(fw, opts), None)
         .await
         .with_context(|| format!("running the verifier for framework {}", fw.name()))?;
     serde_json::from_str(&out.stdout).with_context(|| {
