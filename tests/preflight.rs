@@ -715,8 +715,8 @@ fn a_profile_maps_to_its_concurrency_cores_memory_and_requested_sysctls() {
 #[test]
 fn a_profile_whose_cores_cannot_be_placed_is_refused_by_cpu_cores() {
     let mut p = shipped_profile("highconc", 4);
-    p.server.cpus = 3;
-    p.loader.cpus = 2;
+    p.server.cpus = 3.0;
+    p.loader.cpus = 2.0;
     let input = PreflightInput::from_profile(&p, &fairground::profile::HostFacts::with_cores(4));
     assert_eq!(
         (

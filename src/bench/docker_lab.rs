@@ -498,6 +498,7 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
             },
             Started {
                 cold_start_ms: ready.cold_start_ms.map(|ms| ms as f64),
+                cold_start_is_upper_bound: ready.cold_start_is_upper_bound,
                 limits,
             },
         ))

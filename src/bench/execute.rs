@@ -219,6 +219,9 @@ async fn start<L: Lab>(
     store.update(|r| {
         let f = r.framework_mut(name);
         f.cold_start_ms.extend(started.cold_start_ms);
+        if started.cold_start_ms.is_some() && started.cold_start_is_upper_bound {
+            f.cold_start_upper_bounds += 1;
+        }
         if started.limits.is_some() {
             f.limits = started.limits.clone();
         }

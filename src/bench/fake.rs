@@ -158,6 +158,7 @@ impl Lab for FakeLab {
             },
             Started {
                 cold_start_ms: Some(40.0 + f64::from(self.next_id)),
+                cold_start_is_upper_bound: false,
                 limits: Some(AppliedLimits {
                     cpus: 1.0,
                     cpuset: Some("0".into()),

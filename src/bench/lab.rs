@@ -23,6 +23,9 @@ use crate::stats;
 pub struct Started {
     /// Container start to first 200 on the readiness path, ms.
     pub cold_start_ms: Option<f64>,
+    /// The very first probe got the 200, so the server may have been ready
+    /// sooner: `cold_start_ms` is an upper bound.
+    pub cold_start_is_upper_bound: bool,
     /// Limits the daemon really applied.
     pub limits: Option<AppliedLimits>,
 }

@@ -24,6 +24,9 @@ pub struct Sample {
     pub cpu_usec: u64,
     /// Cumulative time throttled by the CPU quota, microseconds.
     pub throttled_usec: u64,
+    /// The cgroup's high-water mark of its memory charge since the
+    /// container started (page cache included), when the kernel keeps one.
+    pub mem_peak_bytes: Option<u64>,
 }
 
 /// Where samples come from.
@@ -66,8 +69,15 @@ pub struct Series {
 
 impl Series {
     /// Highest memory sample, bytes.
-    pub fn peak_mem_bytes(&self) -> Option<u64> {
+    pub fn max_mem_bytes(&self) -> Option<u64> {
         self.samples.iter().map(|s| s.mem_bytes).max()
+    }
+
+    /// The cgroup's own high-water mark at the last sample that had one:
+    /// it catches spikes between samples (and counts since the container
+    /// started, so it never falls).
+    pub fn peak_mem_bytes(&self) -> Option<u64> {
+        self.samples.iter().rev().find_map(|s| s.mem_peak_bytes)
     }
 
     /// CPU time between the first and the last sample, microseconds.
@@ -107,6 +117,7 @@ impl Sampler {
                         mem_bytes: r.mem_bytes,
                         cpu_usec: r.cpu_usec,
                         throttled_usec: r.throttled_usec,
+                        mem_peak_bytes: r.mem_peak_bytes,
                     }),
                     Ok(None) => {
                         // A scripted source ran out: wait for stop.
@@ -165,9 +176,26 @@ mod tests {
         assert_eq!(series.samples.len(), 3);
         assert!(series.samples[1].t_ms >= 10, "{:?}", series.samples);
         assert!(series.samples[2].t_ms > series.samples[1].t_ms);
-        assert_eq!(series.peak_mem_bytes(), Some(30));
+        assert_eq!(series.max_mem_bytes(), Some(30));
+        assert_eq!(series.peak_mem_bytes(), None, "no high-water mark read");
         assert_eq!(series.cpu_usec_delta(), 900);
         assert_eq!(series.stopped_by, None);
+    }
+
+    #[tokio::test]
+    async fn the_peak_is_the_cgroups_high_water_mark_not_a_sample() {
+        let with_peak = |mem, peak| CgroupReading {
+            mem_bytes: mem,
+            mem_peak_bytes: Some(peak),
+            ..Default::default()
+        };
+        // A spike to 90 between samples shows only in the kernel's mark.
+        let src = SamplerSource::Scripted(vec![with_peak(10, 40), with_peak(30, 90)]);
+        let s = Sampler::start(src, Duration::from_millis(10));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let series = s.stop().await;
+        assert_eq!(series.max_mem_bytes(), Some(30));
+        assert_eq!(series.peak_mem_bytes(), Some(90));
     }
 
     #[tokio::test]

@@ -47,7 +47,7 @@ impl Exporter for StatsMarkdown {
             "- **idle memory**: after start and a settle period, before any load.\n\
              - **under load**: median over the framework's cells of each cell's median 1 s sample.\n\
              - **peak**: the highest of the cgroup's own high-water mark and any sample, over all cells.\n\
-             - **cold start**: container start to the first 200 on the readiness path, median of every start.\n\
+             - **cold start**: container start to the first 200 on the readiness path, median of every start; `≤` when the first readiness probe already got its 200, so the server may have been ready sooner.\n\
              - **app LoC**: non-blank, non-comment lines of the framework's own app source.\n\n",
         );
         s.push_str("| framework | language | idle memory | memory under load | peak memory | cold start | image size | binary size | app LoC |\n|---|---|--:|--:|--:|--:|--:|--:|--:|\n");
@@ -64,8 +64,15 @@ impl Exporter for StatsMarkdown {
             let peak = cells_of(r, &f.name)
                 .filter_map(|c| c.summary.as_ref()?.memory_peak_bytes)
                 .max();
+            // "≤" when some start was only bounded from above (the first
+            // probe already succeeded).
+            let le = if f.cold_start_upper_bounds > 0 {
+                "≤ "
+            } else {
+                ""
+            };
             let cold = stats::median(&f.cold_start_ms)
-                .map(|ms| format!("{} ms{d}", sig3(ms)))
+                .map(|ms| format!("{le}{} ms{d}", sig3(ms)))
                 .unwrap_or_else(|| "–".into());
             let _ = writeln!(
                 s,

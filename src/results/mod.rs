@@ -287,6 +287,10 @@ pub struct FrameworkFacts {
     pub limits: Option<AppliedLimits>,
     /// Container start to first 200 on the readiness path, ms; one per start.
     pub cold_start_ms: Vec<f64>,
+    /// How many of `cold_start_ms` are upper bounds: the first readiness
+    /// probe already got its 200, so the server may have been ready sooner.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cold_start_upper_bounds: u32,
     /// Memory in use after the settle period, before any load, bytes
     /// (cgroup memory.current, or memory.usage_in_bytes on cgroup v1).
     pub idle_memory_bytes: Option<u64>,
@@ -737,6 +741,10 @@ pub fn from_json(text: &str, path: &str) -> Result<Results, ReadError> {
 
 #[cfg(test)]
 pub(crate) mod testdata;
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
 
 #[cfg(test)]
 mod tests {

@@ -105,6 +105,7 @@ fn facts(name: &str, language: &str, display: &str, verify: VerifyOutcome) -> Fr
             nofile: 65_536,
         }),
         cold_start_ms: vec![41.0, 39.5, 40.2],
+        cold_start_upper_bounds: 1,
         idle_memory_bytes: Some(2 << 20),
         verify: Some(verify),
         failure: None,
