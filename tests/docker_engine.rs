@@ -111,7 +111,7 @@ fn fairground_image_serves_and_a_second_container_reaches_it_over_the_internal_n
             "loader",
             &fg.tag,
             &[
-                "load", "--url", &url, "-c", "8", "-w", "1s", "-d", "2s", "--json", "--progress",
+                "load", "--url", &url, "-c", "8", "--warmup", "1s", "-d", "2s", "--json", "--progress",
             ],
         );
         loader.network = Some(net.name.clone());
