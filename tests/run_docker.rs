@@ -405,3 +405,25 @@ fn a_loader_starved_of_cpu_is_flagged_client_bound() {
         1.0
     );
 }
+
+#[test]
+fn host_network_mode_measures_the_server_on_127_0_0_1() {
+    if !docker_or_skip("host_network_mode_measures_the_server_on_127_0_0_1") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(profile(tmp.path(), 1, "2s"))
+        .unwrap()
+        .replace("network: bridge", "network: host");
+    plainfw_variant(tmp.path(), "plainfw", &[]);
+    let (r, stderr) = run_gate_profile(tmp.path(), &text);
+    let (status, why) = reasons_of(&r, "plainfw", &stderr);
+    assert_ne!(status, Status::Rejected, "{why}\n{stderr}");
+    let round = &r.cells[0].rounds[0];
+    assert!(
+        round.responses.s2xx > 0 && round.errors_total() == 0,
+        "{round:?}"
+    );
+    assert_eq!(round.connections.established, 8);
+    assert!(round.server.cpu_us_per_request.is_some_and(|us| us > 0.0));
+}

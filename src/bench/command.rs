@@ -23,7 +23,7 @@ use crate::docker::RunId;
 use crate::exit::{coded, ExitCode};
 use crate::framework::{self, Framework};
 use crate::preflight::{self, PreflightInput};
-use crate::profile::{self, HostFacts, Network, Profile};
+use crate::profile::{self, HostFacts, Profile};
 use crate::report;
 use crate::results::{Results, Status};
 
@@ -161,15 +161,6 @@ async fn run_async(args: &RunArgs) -> anyhow::Result<ExitCode> {
                 ),
             ));
         }
-    }
-    if profile.network == Network::Host {
-        return Err(coded(
-            ExitCode::BadInput,
-            anyhow::anyhow!(
-                "{}: `network: host` is not supported by `fairground run` yet; use `network: bridge`",
-                profile_path.display()
-            ),
-        ));
     }
     let frameworks = select_frameworks(&profile, &args.frameworks)?;
     let placement = profile.placement(&host).map_err(|e| {

@@ -17,15 +17,14 @@ use chrono::Utc;
 use super::host::HostProbe;
 use super::lab::{Lab, Measurement, Started, Verified};
 use crate::contract::Scenario;
-use crate::docker::container::{ContainerSpec, Limits, NetSysctls, Role};
+use crate::docker::container::{ContainerSpec, Limits, NetSysctls, Role, HOST_NETWORK};
 use crate::docker::engine::{BuiltImages, Engine, Handle, LineSink, ReadyCheck};
-use crate::docker::network::NetworkInfo;
 use crate::docker::RunId;
 use crate::framework::Framework;
 use crate::load::report::{Phase, Progress};
 use crate::load::LoadReport;
 use crate::probe::{Sampler, Series};
-use crate::profile::{LoadMode, Placement, Profile, Warmup};
+use crate::profile::{LoadMode, Network, Placement, Profile, Warmup};
 use crate::results::{
     AppliedLimits, CellKey, Connections, ErrorCounts, Exclusion, RateFigures, StatusCounts,
     VerifyOutcome,
@@ -65,7 +64,8 @@ pub struct DockerLab<'a, E: Engine> {
     profile: &'a Profile,
     frameworks: BTreeMap<String, Framework>,
     images: BuiltImages,
-    network: NetworkInfo,
+    /// The run's network (its name), or the host's stack.
+    network: String,
     placement: Placement,
     host: HostProbe,
     starts: u32,
@@ -90,10 +90,16 @@ impl<'a, E: Engine> DockerLab<'a, E> {
             .ensure_images(frameworks)
             .await
             .context("building the images")?;
-        let network = engine
-            .create_network(&run)
-            .await
-            .context("creating the run's network")?;
+        let network = match profile.network {
+            Network::Bridge => {
+                engine
+                    .create_network(&run)
+                    .await
+                    .context("creating the run's network")?
+                    .name
+            }
+            Network::Host => HOST_NETWORK.to_string(),
+        };
         Ok(DockerLab {
             engine,
             run,
@@ -162,7 +168,7 @@ impl<'a, E: Engine> DockerLab<'a, E> {
             format!("{}-load-{tag}", self.run.name_prefix()),
             self.images.fairground.tag.clone(),
         );
-        spec.network = Some(self.network.name.clone());
+        spec.network = Some(self.network.clone());
         spec.limits = Limits {
             cpuset: Some(self.placement.loader.to_string()),
             cpus: Some(p.loader.cpus),
@@ -457,7 +463,7 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
             format!("{}-{name}-{}", self.run.name_prefix(), self.starts),
             image.tag.clone(),
         );
-        spec.network = Some(self.network.name.clone());
+        spec.network = Some(self.network.clone());
         spec.limits = Limits {
             cpuset: Some(self.placement.server.to_string()),
             cpus: Some(p.server.cpus),

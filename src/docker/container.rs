@@ -38,6 +38,11 @@ impl Role {
     }
 }
 
+/// The network name that puts a container on the host's own network stack
+/// (Docker's `--network host`): no network of the run, no per-container
+/// sysctls, the server reached at 127.0.0.1.
+pub const HOST_NETWORK: &str = "host";
+
 /// Per-container network sysctls (`net.*`, namespaced, so allowed per
 /// container). The defaults are the usual high-concurrency tuning.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -132,7 +137,8 @@ pub struct ContainerSpec {
     pub cmd: Vec<String>,
     /// Entrypoint override, when the image's is not wanted.
     pub entrypoint: Option<Vec<String>>,
-    /// Network to attach to (the run network); `None` means no network at all.
+    /// Network to attach to (the run network, or [`HOST_NETWORK`] for the
+    /// host's own stack); `None` means no network at all.
     pub network: Option<String>,
     /// Resource limits.
     pub limits: Limits,
@@ -224,7 +230,7 @@ impl ContainerSpec {
             env.push(format!("{}={n}", crate::framework::CPUS_ENV));
         }
         let memory = self.limits.memory_bytes.map(|m| m as i64);
-        let host_config = HostConfig {
+        let mut host_config = HostConfig {
             cpuset_cpus: self.limits.cpuset.clone(),
             nano_cpus: self.limits.cpus.map(|c| (c * 1e9).round() as i64),
             memory,
@@ -248,9 +254,21 @@ impl ContainerSpec {
             init: Some(false),
             ..Default::default()
         };
-        let networking_config = self.network.as_ref().map(|net| NetworkingConfig {
-            endpoints_config: Some(HashMap::from([(net.clone(), EndpointSettings::default())])),
-        });
+        let on_host = self.network.as_deref() == Some(HOST_NETWORK);
+        if on_host {
+            // The host's namespace is not the container's to tune.
+            host_config.sysctls = None;
+        }
+        let networking_config =
+            self.network
+                .as_ref()
+                .filter(|_| !on_host)
+                .map(|net| NetworkingConfig {
+                    endpoints_config: Some(HashMap::from([(
+                        net.clone(),
+                        EndpointSettings::default(),
+                    )])),
+                });
         ContainerCreateBody {
             image: Some(self.image.clone()),
             cmd: Some(self.cmd.clone()),
@@ -473,6 +491,18 @@ mod tests {
         assert_eq!((s.as_str(), l.as_str()), ("1", "0"));
         let err = allocate_cpusets(&[0, 1], 2, 1).unwrap_err();
         assert!(err.to_string().contains("has 2 CPU(s)"), "{err}");
+    }
+
+    #[test]
+    fn host_network_mode_joins_the_hosts_stack_without_sysctls() {
+        let run = RunId("fg-test".into());
+        let mut spec = ContainerSpec::new(&run, Role::Server, "fg-test-server", "img");
+        spec.network = Some(HOST_NETWORK.into());
+        let body = spec.to_create_body();
+        let hc = body.host_config.unwrap();
+        assert_eq!(hc.network_mode.as_deref(), Some("host"));
+        assert_eq!(hc.sysctls, None);
+        assert!(body.networking_config.is_none());
     }
 
     #[test]

@@ -507,7 +507,12 @@ impl Engine for DockerEngine {
         let id = self.create_and_start(spec).await?;
         let inspect = self.inspect(&id).await?;
         let state = inspect.state.clone().unwrap_or_default();
+        let on_host = spec.network.as_deref() == Some(super::container::HOST_NETWORK);
         let ip = spec.network.as_ref().and_then(|net| {
+            if on_host {
+                // Its ports are the host's own.
+                return Some("127.0.0.1".to_string());
+            }
             inspect
                 .network_settings
                 .as_ref()?
