@@ -27,6 +27,10 @@ use crate::profile::{self, HostFacts, Profile};
 use crate::report;
 use crate::results::{Results, Status};
 
+/// Longest wait for a lagging load average on an otherwise quiet host before
+/// preflight judges it: about three time constants of the 1-minute average.
+const SETTLE_WAIT: std::time::Duration = std::time::Duration::from_secs(180);
+
 /// Options of `fairground run`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct RunArgs {
@@ -195,9 +199,21 @@ async fn run_async(args: &RunArgs) -> anyhow::Result<ExitCode> {
                 run_id: Some(dir_name.clone()),
                 ..PreflightInput::from_profile(&profile, &host)
             };
-            let rep = tokio::task::spawn_blocking(move || preflight::run(&input, Path::new("/")))
-                .await
-                .context("preflight")?;
+            let cores = host.cores_online.0.len();
+            let rep = tokio::task::spawn_blocking(move || {
+                // `make bench` compiles right before the run: do not refuse
+                // the run for the load average that compile left behind.
+                preflight::load::wait_for_quiet(
+                    Path::new("/"),
+                    cores,
+                    input.load_per_core_limit,
+                    SETTLE_WAIT,
+                    |note| eprintln!("preflight: {note}"),
+                );
+                preflight::run(&input, Path::new("/"))
+            })
+            .await
+            .context("preflight")?;
             eprintln!("preflight: environment {}", rep.verdict);
             for c in rep
                 .checks

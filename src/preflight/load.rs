@@ -24,6 +24,78 @@ pub const OTHER_PROCESS_WARN_PCT: f64 = 20.0;
 /// CPUs explain, that marks a run whose window was disturbed.
 pub const LOAD_ROSE_MARGIN_PER_CORE: f64 = 0.5;
 
+/// Machine busy share (percent of all CPU time, over one second) below which
+/// a high load average is only the echo of work that already ended (a
+/// compile just before the run): the average lags by about a minute.
+pub const QUIET_NOW_BUSY_PCT: f64 = 15.0;
+
+/// How the wait for a lagging load average ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Settled {
+    /// The average was within the limit (at once or after `waited_s`).
+    Quiet {
+        /// Seconds waited.
+        waited_s: f64,
+    },
+    /// Something is busy right now: waiting would not help; preflight
+    /// judges it.
+    BusyNow {
+        /// Machine busy share over one second, percent.
+        busy_pct: f64,
+    },
+    /// Still above the limit after the longest wait; preflight judges it.
+    GaveUp {
+        /// The 1-minute load average at the end.
+        load_1m: f64,
+    },
+}
+
+/// Before preflight judges `load.avg`: when the 1-minute average is above
+/// `limit` per core but the machine is quiet now, wait (up to `max_wait`)
+/// for the average to catch up instead of refusing the run for work that
+/// already finished. `note` is told once when waiting starts.
+pub fn wait_for_quiet(
+    root: &std::path::Path,
+    cores: usize,
+    limit: f64,
+    max_wait: std::time::Duration,
+    mut note: impl FnMut(&str),
+) -> Settled {
+    let started = std::time::Instant::now();
+    let mut told = false;
+    loop {
+        let la = std::fs::read_to_string(root.join("proc/loadavg"))
+            .ok()
+            .and_then(|s| parse_loadavg(&s));
+        let Some(la) = la else {
+            return Settled::Quiet { waited_s: 0.0 };
+        };
+        if la / cores.max(1) as f64 <= limit {
+            return Settled::Quiet {
+                waited_s: started.elapsed().as_secs_f64(),
+            };
+        }
+        let busy = super::probe::sample_cpu(root, std::time::Duration::from_secs(1))
+            .map_or(0.0, |s| s.busy_pct);
+        if busy > QUIET_NOW_BUSY_PCT {
+            return Settled::BusyNow { busy_pct: busy };
+        }
+        if started.elapsed() >= max_wait {
+            return Settled::GaveUp { load_1m: la };
+        }
+        if !told {
+            note(&format!(
+                "host load average {la:.2} on {cores} cores is above {limit:.2} per core, but the \
+                 machine is {busy:.0}% busy now: the average lags by a minute, waiting up to {} for it \
+                 to settle",
+                humantime::format_duration(max_wait)
+            ));
+            told = true;
+        }
+        std::thread::sleep(std::time::Duration::from_secs(4));
+    }
+}
+
 /// The 1-minute load average from a /proc/loadavg text.
 pub fn parse_loadavg(s: &str) -> Option<f64> {
     s.split_whitespace().next()?.parse().ok()
@@ -236,6 +308,24 @@ pub fn checks() -> Vec<Box<dyn Check>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_quiet_host_with_a_lagging_average_waits_then_gives_up_at_the_bound() {
+        let dir = tempfile::tempdir().unwrap();
+        let proc_dir = dir.path().join("proc");
+        std::fs::create_dir_all(&proc_dir).unwrap();
+        // Idle /proc/stat (it does not move) and a high average.
+        std::fs::write(proc_dir.join("stat"), "cpu  1 0 1 1000 0 0 0 0 0 0\n").unwrap();
+        std::fs::write(proc_dir.join("loadavg"), "2.20 1.50 0.90 1/100 42\n").unwrap();
+        let mut notes = Vec::new();
+        let s = wait_for_quiet(dir.path(), 2, 0.5, std::time::Duration::ZERO, |n| {
+            notes.push(n.to_string())
+        });
+        assert_eq!(s, Settled::GaveUp { load_1m: 2.2 });
+        std::fs::write(proc_dir.join("loadavg"), "0.40 1.50 0.90 1/100 42\n").unwrap();
+        let s = wait_for_quiet(dir.path(), 2, 0.5, std::time::Duration::ZERO, |_| {});
+        assert!(matches!(s, Settled::Quiet { .. }), "{s:?}");
+    }
 
     #[test]
     fn loadavg_first_field_is_the_one_minute_average() {
