@@ -195,13 +195,6 @@ pub fn judge(rounds: &[Round], summary: Option<&CellSummary>, ctx: &GateContext<
                     limit: t.max_foreign_cores,
                 });
             }
-            if h.cpus > 0 && h.load_1m_after > f64::from(h.cpus) {
-                reasons.push(Reason::HostOverloaded {
-                    round: r.index,
-                    load_1m: h.load_1m_after,
-                    cpus: h.cpus,
-                });
-            }
         }
     }
 

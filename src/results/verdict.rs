@@ -244,15 +244,6 @@ pub enum Reason {
         /// Limit, cores.
         limit: f64,
     },
-    /// The host's 1-minute load average rose above its CPU count.
-    HostOverloaded {
-        /// Round (0-based).
-        round: u32,
-        /// 1-minute load average at the end of the round.
-        load_1m: f64,
-        /// Number of host CPUs.
-        cpus: u32,
-    },
     /// Preflight failed and the run went ahead with `--accept-env`.
     EnvironmentNotAccepted,
     /// Fewer rounds than planned were measured.
@@ -295,7 +286,6 @@ impl Reason {
             Reason::HighCv { .. } => "noisy",
             Reason::SuspectRound { .. } => "suspect round",
             Reason::HostBusy { .. } => "host busy",
-            Reason::HostOverloaded { .. } => "host overloaded",
             Reason::EnvironmentNotAccepted => "env not accepted",
             Reason::IncompleteRounds { .. } => "incomplete",
         }
@@ -380,11 +370,6 @@ impl fmt::Display for Reason {
             Reason::HostBusy { round, foreign_cores, limit } => write!(
                 f,
                 "round {}: other processes used {foreign_cores:.2} CPU cores on the host (limit {limit:.2})",
-                round + 1
-            ),
-            Reason::HostOverloaded { round, load_1m, cpus } => write!(
-                f,
-                "round {}: host 1-minute load average {load_1m:.2} exceeded its {cpus} CPUs",
                 round + 1
             ),
             Reason::EnvironmentNotAccepted => f.write_str(
