@@ -87,32 +87,19 @@ fn select_frameworks(profile: &Profile, root: &Path) -> anyhow::Result<Vec<Frame
         .collect())
 }
 
-/// Size of the server binary a cargo prebuild put into the image (where the
-/// engine builds it: `<root>/target/frameworks/<target>/release/<bin>`);
-/// `None` for frameworks that are not one binary.
-fn binary_size(root: &Path, fw: &Framework) -> Option<u64> {
-    match &fw.manifest.prebuild {
-        Some(framework::Prebuild::Cargo { bin }) => std::fs::metadata(
-            root.join("target/frameworks")
-                .join(crate::docker::images::STATIC_TARGET)
-                .join("release")
-                .join(bin),
-        )
-        .ok()
-        .map(|m| m.len()),
-        None => None,
-    }
-}
-
 fn record_frameworks(
     results: &mut Results,
-    root: &Path,
     frameworks: &[Framework],
     images: &crate::docker::engine::BuiltImages,
 ) {
     for fw in frameworks {
         let f = results.framework_mut(fw.name());
-        f.binary_size_bytes = binary_size(root, fw);
+        // The binary that runs, read from the image (compiled frameworks
+        // run one `/app`); interpreters and JVMs have none.
+        f.binary_size_bytes = images
+            .frameworks
+            .get(fw.name())
+            .and_then(|i| i.app_binary_bytes);
         f.language = fw.manifest.language.clone();
         f.display_name = fw.manifest.framework.clone();
         f.workers = fw.manifest.workers.clone();
@@ -291,7 +278,7 @@ async fn run_async(args: &RunArgs) -> anyhow::Result<ExitCode> {
             Some(Ok(mut lab)) => {
                 lab.keep_logs_in(store.dir().join(report::LOGS_DIR));
                 let images = lab.images().clone();
-                store.update(|r| record_frameworks(r, &root, &frameworks, &images))?;
+                store.update(|r| record_frameworks(r, &frameworks, &images))?;
                 let (mut observer, live) = progress::for_stderr(plan.total_steps(), plan.step_time);
                 if let Some(live) = live {
                     lab.show_live(live);

@@ -178,6 +178,7 @@ pub async fn ensure(docker: &Docker, name: &str, opts: &ImageOptions) -> anyhow:
         inputs_hash: hash.clone(),
         reused,
         versions: None,
+        app_binary_bytes: None,
     };
     if let Some((id, size)) = images::existing(docker, &tag).await? {
         (opts.progress)(&format!("base {name} {tag}: up to date"));

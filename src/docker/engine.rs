@@ -774,6 +774,7 @@ impl FakeEngine {
             inputs_hash: "0".repeat(64),
             reused: false,
             versions: Some(format!("{name} 0.0.0\n")),
+            app_binary_bytes: (kind == images::ImageKind::Framework).then_some(2 << 20),
         }
     }
 }

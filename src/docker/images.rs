@@ -130,6 +130,10 @@ pub struct ImageInfo {
     pub reused: bool,
     /// Content of `/fairground/versions.txt`, when the image has one.
     pub versions: Option<String>,
+    /// Size of the app's one binary, when the image runs one: its entrypoint
+    /// is exactly [`APP_BINARY`] (how every compiled framework is packaged).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub app_binary_bytes: Option<u64>,
 }
 
 /// First 12 hex digits of a sha256: the tag of a content-addressed image.
@@ -433,6 +437,59 @@ pub async fn read_file_from_image(
     path: &str,
     run: &RunId,
 ) -> Result<Option<String>, DockerError> {
+    let Some(tar_bytes) = download_from_image(docker, image, path, run).await? else {
+        return Ok(None);
+    };
+    let mut archive = tar::Archive::new(tar_bytes.as_slice());
+    let entries = archive.entries().map_err(|e| tar_error(image, path, &e))?;
+    for mut entry in entries.flatten() {
+        if entry.header().entry_type().is_file() {
+            let mut s = String::new();
+            if entry.read_to_string(&mut s).is_ok() {
+                return Ok(Some(s));
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// Size in bytes of the regular file at `path` in an image (read from the
+/// archive header, the file itself is not kept); `Ok(None)` when there is
+/// no such file.
+pub async fn file_size_in_image(
+    docker: &Docker,
+    image: &str,
+    path: &str,
+    run: &RunId,
+) -> Result<Option<u64>, DockerError> {
+    let Some(tar_bytes) = download_from_image(docker, image, path, run).await? else {
+        return Ok(None);
+    };
+    let mut archive = tar::Archive::new(tar_bytes.as_slice());
+    let entries = archive.entries().map_err(|e| tar_error(image, path, &e))?;
+    Ok(entries
+        .flatten()
+        .find(|e| e.header().entry_type().is_file())
+        .and_then(|e| e.header().size().ok()))
+}
+
+fn tar_error(image: &str, path: &str, e: &std::io::Error) -> DockerError {
+    DockerError::Build {
+        image: image.into(),
+        what: format!("reading {path}"),
+        reason: e.to_string(),
+        log: PathBuf::new(),
+        tail: String::new(),
+    }
+}
+
+/// The archive of `path` in `image`, from a container that is never started.
+async fn download_from_image(
+    docker: &Docker,
+    image: &str,
+    path: &str,
+    run: &RunId,
+) -> Result<Option<Vec<u8>>, DockerError> {
     let body = ContainerCreateBody {
         image: Some(image.to_string()),
         // Never started: the command only has to be non-empty.
@@ -489,23 +546,7 @@ pub async fn read_file_from_image(
     if missing {
         return Ok(None);
     }
-    let mut archive = tar::Archive::new(tar_bytes.as_slice());
-    let entries = archive.entries().map_err(|e| DockerError::Build {
-        image: image.into(),
-        what: format!("reading {path}"),
-        reason: e.to_string(),
-        log: PathBuf::new(),
-        tail: String::new(),
-    })?;
-    for mut entry in entries.flatten() {
-        if entry.header().entry_type().is_file() {
-            let mut s = String::new();
-            if entry.read_to_string(&mut s).is_ok() {
-                return Ok(Some(s));
-            }
-        }
-    }
-    Ok(None)
+    Ok(Some(tar_bytes))
 }
 
 async fn finish_info(
@@ -527,6 +568,11 @@ async fn finish_info(
             tail: String::new(),
         })?;
     let versions = read_file_from_image(docker, tag, VERSIONS_FILE, run).await?;
+    let app_binary_bytes = if kind == ImageKind::Framework && runs_app_binary(docker, tag).await {
+        file_size_in_image(docker, tag, APP_BINARY, run).await?
+    } else {
+        None
+    };
     Ok(ImageInfo {
         kind,
         name: name.to_string(),
@@ -536,7 +582,23 @@ async fn finish_info(
         inputs_hash: hash.to_string(),
         reused,
         versions,
+        app_binary_bytes,
     })
+}
+
+/// Where compiled frameworks put their one server binary, and their
+/// entrypoint.
+pub const APP_BINARY: &str = "/app";
+
+/// Whether the image's entrypoint is exactly [`APP_BINARY`], with no
+/// interpreter in front of it.
+async fn runs_app_binary(docker: &Docker, tag: &str) -> bool {
+    docker
+        .inspect_image(tag)
+        .await
+        .ok()
+        .and_then(|i| i.config?.entrypoint)
+        .is_some_and(|e| e == [APP_BINARY])
 }
 
 // ---------------------------------------------------------------------------

@@ -32,9 +32,10 @@ impl Exporter for StatsMarkdown {
         let _ = writeln!(s, "# fairground costs: profile `{}`\n", r.profile_name);
         let _ = writeln!(
             s,
-            "Run `{}`. Figures come from the server container's cgroup, sampled every second \
-             (memory: memory.current, CPU: cpu.stat usage_usec; cgroup v1 equivalents where v2 \
-             is absent), and from the Docker daemon. Rejected cells are left out.\n",
+            "Run `{}`. Figures come from the server container's cgroup, sampled every 250 ms \
+             during each measured window (memory: memory.current, CPU: cpu.stat usage_usec, \
+             peak: memory.peak; cgroup v1 equivalents where v2 is absent), and from the Docker \
+             daemon. Rejected cells are left out.\n",
             r.run_id
         );
         if r.environment.forced {
@@ -45,7 +46,7 @@ impl Exporter for StatsMarkdown {
         s.push_str("## Per framework\n\n");
         s.push_str(
             "- **idle memory**: after start and a settle period, before any load.\n\
-             - **under load**: median over the framework's cells of each cell's median 1 s sample.\n\
+             - **under load**: median over the framework's cells of each cell's median sample.\n\
              - **peak**: the highest of the cgroup's own high-water mark and any sample, over all cells.\n\
              - **cold start**: container start to the first 200 on the readiness path, median of every start; `≤` when the first readiness probe already got its 200, so the server may have been ready sooner.\n\
              - **app LoC**: non-blank, non-comment lines of the framework's own app source.\n\n",

@@ -456,7 +456,7 @@ pub struct LoaderUse {
     pub throttled_fraction: Option<f64>,
 }
 
-/// The server's resource use in a round (cgroup readings, sampled every 1 s).
+/// The server's resource use in a round (cgroup readings, sampled every 250 ms).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ServerUse {
     /// Server CPU time during the window, µs (cgroup cpu.stat usage_usec delta,
@@ -465,16 +465,16 @@ pub struct ServerUse {
     /// cpu_time_us / 2xx responses: CPU cost of one request, µs. Holds even
     /// when the loader is the bottleneck. Absent when there were no 2xx.
     pub cpu_us_per_request: Option<f64>,
-    /// Memory in use just before load started, bytes.
+    /// Memory as the measured window started (after the warm-up), bytes.
     pub memory_idle_bytes: Option<u64>,
-    /// Median of the 1 s memory samples under load, bytes.
+    /// Median of the memory samples under load, bytes.
     pub memory_median_bytes: Option<u64>,
-    /// Largest 1 s memory sample under load, bytes.
+    /// Largest memory sample under load, bytes.
     pub memory_max_bytes: Option<u64>,
     /// The cgroup's own high-water mark (memory.peak / max_usage_in_bytes),
     /// bytes; catches spikes between samples.
     pub memory_peak_bytes: Option<u64>,
-    /// Every 1 s memory sample under load, bytes.
+    /// Every memory sample (250 ms apart) under load, bytes.
     pub memory_samples_bytes: Vec<u64>,
     /// OOM kills during the round (cgroup memory.events oom_kill delta).
     pub oom_kills: u64,
