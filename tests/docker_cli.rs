@@ -218,3 +218,69 @@ fn failed_framework_build_names_the_framework_the_log_and_shows_its_tail() {
         .unwrap()
         .contains("COPY no-such-file"));
 }
+
+#[test]
+fn a_rebuilt_framework_replaces_its_superseded_image() {
+    if !docker_or_skip("a_rebuilt_framework_replaces_its_superseded_image") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let src = root().join("tests/fixtures/frameworks/tinyfw");
+    let dst = tmp.path().join("frameworks/tinyfw");
+    std::fs::create_dir_all(dst.join("src")).unwrap();
+    for f in [
+        "Cargo.toml",
+        "Cargo.lock",
+        "Dockerfile",
+        "framework.yaml",
+        "src/main.rs",
+    ] {
+        std::fs::copy(src.join(f), dst.join(f)).unwrap();
+    }
+    let build = || {
+        let logs = tempfile::tempdir().unwrap();
+        let out = fairground()
+            .args([
+                "images",
+                "build",
+                "--run",
+                &test_run("supersede").0,
+                "--frameworks",
+            ])
+            .arg(tmp.path().join("frameworks"))
+            .arg("--root")
+            .arg(root())
+            .arg("--log-dir")
+            .arg(logs.path())
+            .arg("tinyfw")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{stdout}\n{stderr}");
+        let tag = stdout
+            .split_whitespace()
+            .find(|w| w.starts_with("fairground/fw-tinyfw:"))
+            .unwrap_or_else(|| panic!("{stdout}"))
+            .to_string();
+        (tag, stderr)
+    };
+    let (old, _) = build();
+    // An edit to the app changes its inputs hash, so the next build is new.
+    let main = dst.join("src/main.rs");
+    let mut text = std::fs::read_to_string(&main).unwrap();
+    text.push_str("\n// edited by a_rebuilt_framework_replaces_its_superseded_image\n");
+    std::fs::write(&main, text).unwrap();
+    let (new, stderr) = build();
+    assert_ne!(old, new);
+    assert!(
+        stderr.contains(&format!("removed superseded image {old}")),
+        "{stderr}"
+    );
+    let gone = Command::new("docker")
+        .args(["image", "inspect", &old])
+        .output()
+        .unwrap();
+    assert!(!gone.status.success(), "{old} is still there");
+    remove_if_ours(&new);
+}

@@ -482,6 +482,15 @@ impl Engine for DockerEngine {
         // Multi-stage builds leave their build stages as untagged images:
         // nothing refers to them, so they would only pile up.
         images::prune_build_stages(&self.docker).await?;
+        // Older builds of the same images (inputs since changed) are never
+        // used again: remove them rather than let every edit leave one.
+        let current: Vec<&str> = std::iter::once(fairground.tag.as_str())
+            .chain(base_infos.values().map(|b| b.tag.as_str()))
+            .chain(fw_infos.values().map(|f| f.tag.as_str()))
+            .collect();
+        for tag in images::prune_superseded(&self.docker, &current).await? {
+            (self.opts.progress)(&format!("removed superseded image {tag}"));
+        }
         Ok(BuiltImages {
             fairground,
             bases: base_infos.into_values().collect(),

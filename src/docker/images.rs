@@ -830,6 +830,60 @@ pub async fn prune_build_stages(docker: &Docker) -> anyhow::Result<usize> {
     Ok(resp.images_deleted.map_or(0, |d| d.len()))
 }
 
+/// Remove the images `current` supersedes: other tags of the same
+/// repositories (`fairground/fairground`, `fairground/fw-NAME`,
+/// `fairground/base-NAME`), built from inputs that have since changed.
+/// Nothing is removed while any fairground container exists: another run
+/// may be between two containers of an image this one supersedes. Returns
+/// the tags removed.
+pub async fn prune_superseded(docker: &Docker, current: &[&str]) -> anyhow::Result<Vec<String>> {
+    let others = docker
+        .list_containers(Some(bollard::query_parameters::ListContainersOptions {
+            all: true,
+            filters: Some(HashMap::from([(
+                "label".to_string(),
+                vec![LABEL_RUN.to_string()],
+            )])),
+            ..Default::default()
+        }))
+        .await
+        .doing(|| "listing fairground containers".into())?;
+    if !others.is_empty() {
+        return Ok(Vec::new());
+    }
+    let repo = |t: &str| {
+        t.rsplit_once(':')
+            .map_or(t.to_string(), |(r, _)| r.to_string())
+    };
+    let repos: std::collections::BTreeSet<String> = current.iter().map(|t| repo(t)).collect();
+    let filters = HashMap::from([("label".to_string(), vec![LABEL_KIND.to_string()])]);
+    let images = docker
+        .list_images(Some(bollard::query_parameters::ListImagesOptions {
+            filters: Some(filters),
+            ..Default::default()
+        }))
+        .await
+        .doing(|| "listing fairground's images".into())?;
+    let mut removed = Vec::new();
+    for tag in images.into_iter().flat_map(|i| i.repo_tags) {
+        if current.contains(&tag.as_str()) || !repos.contains(&repo(&tag)) {
+            continue;
+        }
+        if docker
+            .remove_image(
+                &tag,
+                None::<bollard::query_parameters::RemoveImageOptions>,
+                None,
+            )
+            .await
+            .is_ok()
+        {
+            removed.push(tag);
+        }
+    }
+    Ok(removed)
+}
+
 /// Build (or reuse) `fairground/fw-NAME:<inputs hash>` FROM `base_tag`
 /// (`scratch` or a resolved base image tag).
 pub async fn ensure_framework(
