@@ -92,7 +92,7 @@ pub fn body(resp: &Response, expected: &ExpectedBody) -> Result<String, String> 
         ExpectedBody::Json(want) => {
             let got: serde_json::Value = serde_json::from_slice(&resp.body)
                 .map_err(|e| format!("body is not JSON ({e}): {}", quote(&resp.body_text())))?;
-            if &got == want {
+            if json_equal(&got, want) {
                 Ok(format!("{} bytes of equal JSON", resp.body.len()))
             } else {
                 Err(format!(
@@ -102,6 +102,28 @@ pub fn body(resp: &Response, expected: &ExpectedBody) -> Result<String, String> 
                 ))
             }
         }
+    }
+}
+
+/// JSON equality as JSON defines it: one number type, so `825.0` and `825`
+/// are the same value (JavaScript's JSON.stringify writes the first as the
+/// second); integers that both sides write as integers compare exactly.
+pub fn json_equal(a: &serde_json::Value, b: &serde_json::Value) -> bool {
+    use serde_json::Value as V;
+    match (a, b) {
+        (V::Number(x), V::Number(y)) => match (x.as_i128(), y.as_i128()) {
+            (Some(i), Some(j)) => i == j,
+            _ => x.as_f64() == y.as_f64(),
+        },
+        (V::Array(x), V::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| json_equal(p, q))
+        }
+        (V::Object(x), V::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| json_equal(v, w)))
+        }
+        _ => a == b,
     }
 }
 
@@ -181,6 +203,18 @@ pub fn not_hard_coded(answers: &[Vec<u8>], what: &str) -> Result<(), String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn json_numbers_compare_as_json_numbers() {
+        use serde_json::json;
+        let sent = json!([{"f": 825.0, "n": 703883, "a": [1.5, 2]}]);
+        let node = serde_json::from_str(r#"[{"a":[1.5,2],"n":703883,"f":825}]"#).unwrap();
+        assert!(json_equal(&node, &sent));
+        assert!(!json_equal(&json!({"f": 825.5}), &json!({"f": 825})));
+        assert!(!json_equal(&json!([1, 2]), &json!([1, 2, 3])));
+        assert!(!json_equal(&json!({"a": 1}), &json!({"a": 1, "b": 2})));
+        assert!(!json_equal(&json!(u64::MAX), &json!(u64::MAX - 1)));
+    }
+
     use super::*;
 
     fn resp(headers: &[(&str, &str)], body: &str, framing: Framing) -> Response {
