@@ -791,68 +791,55 @@ mod tests {
         .collect()
     }
 
+    /// Measure one round of framework `a` (plaintext, 4 connections) with
+    /// a loader that behaves as `script` says; the error it ends with.
+    fn failed_round(script: FakeScript) -> String {
+        let engine = FakeEngine::new(script);
+        let profile = profile();
+        let placement = profile.placement(&HostFacts::with_cores(4)).unwrap();
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        rt.block_on(async {
+            let fw = framework("a", &[Scenario::Plaintext]);
+            let mut lab =
+                DockerLab::prepare(&engine, RunId("t".into()), &profile, &[fw], placement)
+                    .await
+                    .unwrap();
+            let (server, _) = lab.start("a").await.unwrap();
+            let key = CellKey {
+                framework: "a".into(),
+                scenario: Scenario::Plaintext,
+                concurrency: 4,
+                rate: None,
+            };
+            let err = lab.measure(&server, &key, 0).await.unwrap_err();
+            lab.stop(server).await.unwrap();
+            format!("{err:#}")
+        })
+    }
+
     #[test]
     fn a_loader_that_never_starts_its_window_is_an_error_not_a_figure() {
-        let engine = FakeEngine::new(FakeScript {
+        let text = failed_round(FakeScript {
             loader_stdout: serde_json::to_string(&real_load_report()).unwrap(),
             loader_stderr: "warming up\n".into(),
             ..FakeScript::default()
         });
-        let profile = profile();
-        let placement = profile.placement(&HostFacts::with_cores(4)).unwrap();
-        let rt = tokio::runtime::Runtime::new().unwrap();
-        rt.block_on(async {
-            let fw = framework("a", &[Scenario::Plaintext]);
-            let mut lab =
-                DockerLab::prepare(&engine, RunId("t".into()), &profile, &[fw], placement)
-                    .await
-                    .unwrap();
-            let (server, _) = lab.start("a").await.unwrap();
-            let key = CellKey {
-                framework: "a".into(),
-                scenario: Scenario::Plaintext,
-                concurrency: 4,
-                rate: None,
-            };
-            let err = lab.measure(&server, &key, 0).await.unwrap_err();
-            assert!(
-                format!("{err:#}").contains("never announced the start of its measured window"),
-                "{err:#}"
-            );
-            lab.stop(server).await.unwrap();
-        });
+        assert!(
+            text.contains("never announced the start of its measured window"),
+            "{text}"
+        );
     }
 
     #[test]
     fn a_loader_that_prints_no_report_is_an_error_naming_the_cell() {
-        let engine = FakeEngine::new(FakeScript {
+        let text = failed_round(FakeScript {
             loader_stdout: "panicked at src/load".into(),
             ..FakeScript::default()
         });
-        let profile = profile();
-        let placement = profile.placement(&HostFacts::with_cores(4)).unwrap();
-        let rt = tokio::runtime::Runtime::new().unwrap();
-        rt.block_on(async {
-            let fw = framework("a", &[Scenario::Plaintext]);
-            let mut lab =
-                DockerLab::prepare(&engine, RunId("t".into()), &profile, &[fw], placement)
-                    .await
-                    .unwrap();
-            let (server, _) = lab.start("a").await.unwrap();
-            let key = CellKey {
-                framework: "a".into(),
-                scenario: Scenario::Plaintext,
-                concurrency: 4,
-                rate: None,
-            };
-            let err = lab.measure(&server, &key, 0).await.unwrap_err();
-            let text = format!("{err:#}");
-            assert!(
-                text.contains("a plaintext c=4") && text.contains("panicked"),
-                "{text}"
-            );
-            lab.stop(server).await.unwrap();
-        });
+        assert!(
+            text.contains("a plaintext c=4") && text.contains("panicked"),
+            "{text}"
+        );
     }
 
     #[test]
