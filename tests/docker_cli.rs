@@ -12,6 +12,33 @@ fn fairground() -> Command {
     Command::new(env!("CARGO_BIN_EXE_fairground"))
 }
 
+/// `fairground images build tinyfw` from the frameworks folder `frameworks`,
+/// labelled as a test run named `what`; its stdout and stderr, once it
+/// succeeded.
+fn build_tinyfw(frameworks: &std::path::Path, what: &str) -> (String, String) {
+    let logs = tempfile::tempdir().unwrap();
+    let out = fairground()
+        .args([
+            "images",
+            "build",
+            "--run",
+            &test_run(what).0,
+            "--frameworks",
+        ])
+        .arg(frameworks)
+        .arg("--root")
+        .arg(root())
+        .arg("--log-dir")
+        .arg(logs.path())
+        .arg("tinyfw")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    (stdout, stderr)
+}
+
 #[test]
 fn missing_daemon_exits_4_and_says_how_to_start_or_point_at_one() {
     for args in [
@@ -72,21 +99,7 @@ fn images_build_builds_the_fixture_framework_and_list_shows_it() {
     let fw_hash = fairground::docker::images::framework_inputs_hash(&fw, "scratch").unwrap();
     let fresh = remove_if_ours(&format!("fairground/fairground:{}", &fg_hash[..12]))
         & remove_if_ours(&format!("fairground/fw-tinyfw:{}", &fw_hash[..12]));
-    let run = test_run("cli");
-    let logs = tempfile::tempdir().unwrap();
-    let out = fairground()
-        .args(["images", "build", "--run", &run.0, "--frameworks"])
-        .arg(root().join("tests/fixtures/frameworks"))
-        .arg("--root")
-        .arg(root())
-        .arg("--log-dir")
-        .arg(logs.path())
-        .arg("tinyfw")
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let (stdout, _) = build_tinyfw(&root().join("tests/fixtures/frameworks"), "cli");
     assert!(
         stdout
             .lines()
@@ -238,26 +251,7 @@ fn a_rebuilt_framework_replaces_its_superseded_image() {
         std::fs::copy(src.join(f), dst.join(f)).unwrap();
     }
     let build = || {
-        let logs = tempfile::tempdir().unwrap();
-        let out = fairground()
-            .args([
-                "images",
-                "build",
-                "--run",
-                &test_run("supersede").0,
-                "--frameworks",
-            ])
-            .arg(tmp.path().join("frameworks"))
-            .arg("--root")
-            .arg(root())
-            .arg("--log-dir")
-            .arg(logs.path())
-            .arg("tinyfw")
-            .output()
-            .unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-        assert!(out.status.success(), "{stdout}\n{stderr}");
+        let (stdout, stderr) = build_tinyfw(&tmp.path().join("frameworks"), "supersede");
         let tag = stdout
             .split_whitespace()
             .find(|w| w.starts_with("fairground/fw-tinyfw:"))

@@ -432,9 +432,9 @@ pub fn measurement(
         loader_cpus,
         loader_cpu_us: load.loader.user_cpu_us + load.loader.sys_cpu_us,
         loader_throttled_fraction: load.loader.throttling.map(|t| t.fraction()),
-        // The sampler starts before the loader and stops after it returned,
-        // with the server idle at both ends: the delta is the round's CPU
-        // (opening the connections included).
+        // The sampler starts as the loader's measured window starts and
+        // stops after the loader returned (the server idle by then): the
+        // delta is the window's CPU, warm-up and connection set-up excluded.
         server_cpu_us: series.cpu_usec_delta(),
         memory_idle_bytes: series.samples.first().map(|s| s.mem_bytes),
         memory_samples_bytes: in_window,

@@ -356,7 +356,6 @@ impl DockerEngine {
         })
     }
 
-    /// Run to exit and collect output, whatever the exit code.
     /// Follow a container's stderr and send it on line by line until the
     /// container stops or `sink` is dropped.
     fn follow_stderr(&self, id: &str, sink: LineSink) -> tokio::task::JoinHandle<()> {
@@ -390,6 +389,7 @@ impl DockerEngine {
         })
     }
 
+    /// Run to exit and collect output, whatever the exit code.
     async fn run_collect(
         &self,
         spec: &ContainerSpec,

@@ -437,20 +437,11 @@ pub async fn read_file_from_image(
     path: &str,
     run: &RunId,
 ) -> Result<Option<String>, DockerError> {
-    let Some(tar_bytes) = download_from_image(docker, image, path, run).await? else {
-        return Ok(None);
-    };
-    let mut archive = tar::Archive::new(tar_bytes.as_slice());
-    let entries = archive.entries().map_err(|e| tar_error(image, path, &e))?;
-    for mut entry in entries.flatten() {
-        if entry.header().entry_type().is_file() {
-            let mut s = String::new();
-            if entry.read_to_string(&mut s).is_ok() {
-                return Ok(Some(s));
-            }
-        }
-    }
-    Ok(None)
+    with_file_in_image(docker, image, path, run, |entry| {
+        let mut s = String::new();
+        entry.read_to_string(&mut s).ok().map(|_| s)
+    })
+    .await
 }
 
 /// Size in bytes of the regular file at `path` in an image (read from the
@@ -462,25 +453,34 @@ pub async fn file_size_in_image(
     path: &str,
     run: &RunId,
 ) -> Result<Option<u64>, DockerError> {
+    with_file_in_image(docker, image, path, run, |entry| entry.header().size().ok()).await
+}
+
+/// `read` applied to the regular file at `path` in `image`, taken from the
+/// archive of a container that is never started; `Ok(None)` when there is
+/// no such file.
+async fn with_file_in_image<T>(
+    docker: &Docker,
+    image: &str,
+    path: &str,
+    run: &RunId,
+    read: impl FnOnce(&mut tar::Entry<'_, &[u8]>) -> Option<T>,
+) -> Result<Option<T>, DockerError> {
     let Some(tar_bytes) = download_from_image(docker, image, path, run).await? else {
         return Ok(None);
     };
     let mut archive = tar::Archive::new(tar_bytes.as_slice());
-    let entries = archive.entries().map_err(|e| tar_error(image, path, &e))?;
-    Ok(entries
-        .flatten()
-        .find(|e| e.header().entry_type().is_file())
-        .and_then(|e| e.header().size().ok()))
-}
-
-fn tar_error(image: &str, path: &str, e: &std::io::Error) -> DockerError {
-    DockerError::Build {
+    let entries = archive.entries().map_err(|e| DockerError::Build {
         image: image.into(),
         what: format!("reading {path}"),
         reason: e.to_string(),
         log: PathBuf::new(),
         tail: String::new(),
-    }
+    })?;
+    Ok(entries
+        .flatten()
+        .find(|e| e.header().entry_type().is_file())
+        .and_then(|mut e| read(&mut e)))
 }
 
 /// The archive of `path` in `image`, from a container that is never started.

@@ -5,6 +5,7 @@
 //! exist at all, so a shortfall is announced up front instead of showing up
 //! as a pile of connect errors. Must not: open connections.
 
+use super::report::Throttling;
 use std::net::SocketAddr;
 
 /// File descriptors kept back for the runtime (epoll, eventfds, timerfds,
@@ -113,17 +114,6 @@ pub fn usage() -> Usage {
     }
 }
 
-/// CFS bandwidth counters of the cgroup this process runs in: scheduler
-/// periods elapsed under a CPU quota, and how many of them the quota ran out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CpuThrottling {
-    /// `nr_periods`: enforcement periods (100 ms by default) with runnable tasks.
-    pub periods: u64,
-    /// `nr_throttled`: periods in which the quota was used up and the
-    /// cgroup's threads had to wait.
-    pub throttled: u64,
-}
-
 /// Where a container sees its own cgroup's cpu.stat: cgroup v2 (private
 /// cgroup namespace) first, then the v1 cpu controller as Docker mounts it.
 const CPU_STAT_PATHS: [&str; 3] = [
@@ -132,9 +122,10 @@ const CPU_STAT_PATHS: [&str; 3] = [
     "/sys/fs/cgroup/cpu/cpu.stat",
 ];
 
-/// This process's cgroup throttling counters, when a cpu.stat with
-/// `nr_periods` is readable (it is not in the root cgroup of v2).
-pub fn cpu_throttling() -> Option<CpuThrottling> {
+/// This process's cgroup CFS counters so far (`nr_periods`,
+/// `nr_throttled`), when a cpu.stat with them is readable (it is not in the
+/// root cgroup of v2).
+pub fn cpu_throttling() -> Option<Throttling> {
     CPU_STAT_PATHS.iter().find_map(|p| {
         std::fs::read_to_string(p)
             .ok()
@@ -143,16 +134,16 @@ pub fn cpu_throttling() -> Option<CpuThrottling> {
 }
 
 /// `nr_periods` and `nr_throttled` from cpu.stat text (v1 and v2 alike).
-pub fn parse_cpu_stat(text: &str) -> Option<CpuThrottling> {
+pub fn parse_cpu_stat(text: &str) -> Option<Throttling> {
     let field = |name: &str| {
         text.lines().find_map(|l| {
             let (k, v) = l.split_once(' ')?;
             (k == name).then(|| v.trim().parse::<u64>().ok()).flatten()
         })
     };
-    Some(CpuThrottling {
+    Some(Throttling {
         periods: field("nr_periods")?,
-        throttled: field("nr_throttled")?,
+        throttled_periods: field("nr_throttled")?,
     })
 }
 
@@ -188,16 +179,16 @@ mod tests {
         let v2 = "usage_usec 1\nuser_usec 1\nsystem_usec 0\nnr_periods 40\nnr_throttled 3\nthrottled_usec 9\n";
         assert_eq!(
             parse_cpu_stat(v1),
-            Some(CpuThrottling {
+            Some(Throttling {
                 periods: 120,
-                throttled: 97
+                throttled_periods: 97
             })
         );
         assert_eq!(
             parse_cpu_stat(v2),
-            Some(CpuThrottling {
+            Some(Throttling {
                 periods: 40,
-                throttled: 3
+                throttled_periods: 3
             })
         );
         // The v2 root cgroup has no bandwidth counters.

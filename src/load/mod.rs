@@ -324,14 +324,8 @@ pub fn run(cfg: &LoadConfig) -> anyhow::Result<LoadReport> {
     let mut report = merge(
         cfg, &plan, attempted, threads, &shared, stats, cpu_start, cpu_end,
     );
-    if let (Some(a), Some(b)) = (throttling_at_measure_start, throttling_end) {
-        let periods = b.periods.saturating_sub(a.periods);
-        if periods > 0 {
-            report.loader.throttling = Some(report::Throttling {
-                periods,
-                throttled_periods: b.throttled.saturating_sub(a.throttled),
-            });
-        }
+    if let (Some(start), Some(end)) = (throttling_at_measure_start, throttling_end) {
+        report.loader.throttling = end.since(start);
     }
     if let Some(rate) = &report.rate {
         if rate.ratio < 0.98 {

@@ -205,6 +205,18 @@ pub struct Throttling {
 }
 
 impl Throttling {
+    /// The periods between an earlier reading of the counters and this one;
+    /// `None` when no period passed (no quota, or nothing ran).
+    pub fn since(self, earlier: Throttling) -> Option<Throttling> {
+        let periods = self.periods.saturating_sub(earlier.periods);
+        (periods > 0).then(|| Throttling {
+            periods,
+            throttled_periods: self
+                .throttled_periods
+                .saturating_sub(earlier.throttled_periods),
+        })
+    }
+
     /// Share of periods throttled, 0 when there were none.
     pub fn fraction(&self) -> f64 {
         if self.periods == 0 {
