@@ -188,6 +188,10 @@ pub type LineSink = tokio::sync::mpsc::UnboundedSender<String>;
 /// rest of its lines are given up (they are still in the collected output).
 const FOLLOW_DRAIN: Duration = Duration::from_secs(2);
 
+/// Set (to anything) to keep superseded images: for several checkouts of
+/// fairground sharing one daemon, each with images of its own inputs.
+pub const KEEP_SUPERSEDED_ENV: &str = "FAIRGROUND_KEEP_SUPERSEDED";
+
 /// [`Engine`] on a real Docker daemon.
 pub struct DockerEngine {
     docker: Docker,
@@ -488,8 +492,12 @@ impl Engine for DockerEngine {
             .chain(base_infos.values().map(|b| b.tag.as_str()))
             .chain(fw_infos.values().map(|f| f.tag.as_str()))
             .collect();
-        for tag in images::prune_superseded(&self.docker, &current).await? {
-            (self.opts.progress)(&format!("removed superseded image {tag}"));
+        // Several checkouts of fairground sharing one daemon would remove
+        // each other's images at every build; they can opt out.
+        if std::env::var_os(KEEP_SUPERSEDED_ENV).is_none() {
+            for tag in images::prune_superseded(&self.docker, &current).await? {
+                (self.opts.progress)(&format!("removed superseded image {tag}"));
+            }
         }
         Ok(BuiltImages {
             fairground,
