@@ -93,6 +93,12 @@ pub fn cv(values: &[f64]) -> Option<f64> {
     Some(if m == 0.0 { 0.0 } else { s / m.abs() })
 }
 
+/// Whether the last `n` values (there must be at least `n`) vary by no
+/// more than `max_cv`: the until-stable warm-up's test.
+pub fn stable(values: &[f64], n: usize, max_cv: f64) -> bool {
+    n > 0 && values.len() >= n && cv(&values[values.len() - n..]).is_some_and(|c| c <= max_cv)
+}
+
 /// Relative deviation of each value from the median: (v − median) / median.
 pub fn deviation_from_median(values: &[f64]) -> Option<Vec<f64>> {
     let med = median(values)?;

@@ -7,8 +7,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use fairground::preflight::{
-    self, CheckResult, DockerFacts, EnvReport, NetSysctls, PreflightInput, ProbeFacts,
-    SysctlNamespace, Verdict,
+    self, CheckResult, CheckStatus, DockerFacts, EnvReport, MeasuredFacts, NamespaceSysctls,
+    PreflightInput, SysctlNamespace,
 };
 
 fn fixture_dir(name: &str) -> PathBuf {
@@ -17,7 +17,7 @@ fn fixture_dir(name: &str) -> PathBuf {
         .join(name)
 }
 
-fn facts(name: &str) -> (PathBuf, ProbeFacts, DockerFacts) {
+fn facts(name: &str) -> (PathBuf, MeasuredFacts, DockerFacts) {
     let dir = fixture_dir(name);
     let read = |f: &str| {
         std::fs::read_to_string(dir.join(f)).unwrap_or_else(|e| panic!("{name}/{f}: {e}"))
@@ -43,7 +43,7 @@ fn check<'a>(r: &'a EnvReport, id: &str) -> &'a CheckResult {
 }
 
 #[track_caller]
-fn assert_check(r: &EnvReport, id: &str, verdict: Verdict, reason: &str) {
+fn assert_check(r: &EnvReport, id: &str, verdict: CheckStatus, reason: &str) {
     let c = check(r, id);
     assert_eq!(c.verdict, verdict, "{id}: {c:?}");
     assert!(
@@ -73,18 +73,23 @@ fn pinned(server: &str, loader: &str) -> PreflightInput {
 fn bare_metal_with_server_and_loader_on_separate_physical_cores_passes() {
     // cpu0/cpu2 and cpu1/cpu3 are SMT siblings.
     let r = judge_with("bare-metal", &pinned("0,2", "1,3"));
-    assert_eq!(r.verdict, Verdict::Pass, "{}", r.table());
-    assert_check(&r, "virt.kind", Verdict::Pass, "bare metal");
-    assert_check(&r, "virt.cost", Verdict::Pass, "CPUID 0.04 µs");
+    assert_eq!(r.verdict, CheckStatus::Pass, "{}", r.table());
+    assert_check(&r, "virt.kind", CheckStatus::Pass, "bare metal");
+    assert_check(&r, "virt.cost", CheckStatus::Pass, "CPUID 0.04 µs");
     // e1000e on bare metal is Intel's driver for a real NIC, not an emulation.
-    assert_check(&r, "nic.driver", Verdict::Pass, "eno1: e1000e, eth0: igb");
+    assert_check(
+        &r,
+        "nic.driver",
+        CheckStatus::Pass,
+        "eno1: e1000e, eth0: igb",
+    );
     assert_check(
         &r,
         "cpu.governor",
-        Verdict::Pass,
+        CheckStatus::Pass,
         "performance on every CPU",
     );
-    assert_check(&r, "cpu.boost", Verdict::Pass, "turbo off");
+    assert_check(&r, "cpu.boost", CheckStatus::Pass, "turbo off");
     assert_eq!(r.host.platform, "bare metal");
     assert_eq!(r.host.cores_online, Some(4));
 }
@@ -95,13 +100,13 @@ fn bare_metal_warns_when_server_and_loader_are_sibling_threads_of_one_core() {
     assert_check(
         &r,
         "cpu.smt",
-        Verdict::Warn,
+        CheckStatus::Warn,
         "share the core of threads 0,2",
     );
     assert_check(
         &r,
         "cpu.cores",
-        Verdict::Pass,
+        CheckStatus::Pass,
         "server cpuset 0,1; loader cpuset 2,3",
     );
 }
@@ -109,14 +114,14 @@ fn bare_metal_warns_when_server_and_loader_are_sibling_threads_of_one_core() {
 #[test]
 fn server_and_loader_sharing_cores_fail_unless_allowed() {
     let r = judge_with("bare-metal", &pinned("0-2", "2-3"));
-    assert_check(&r, "cpu.cores", Verdict::Fail, "shared CPUs 2");
+    assert_check(&r, "cpu.cores", CheckStatus::Fail, "shared CPUs 2");
     assert_only_failures(&r, &["cpu.cores"]);
     let allowed = PreflightInput {
         allow_shared_cores: true,
         ..pinned("0-2", "2-3")
     };
     let r = judge_with("bare-metal", &allowed);
-    assert_check(&r, "cpu.cores", Verdict::Warn, "shared CPUs 2");
+    assert_check(&r, "cpu.cores", CheckStatus::Warn, "shared CPUs 2");
 }
 
 #[test]
@@ -130,14 +135,14 @@ fn cpu_counts_beyond_the_cores_online_fail() {
     assert_check(
         &r,
         "cpu.cores",
-        Verdict::Fail,
+        CheckStatus::Fail,
         "server 3 + loader 2 = 5 CPUs",
     );
     let r = judge_with("kvm-virtio", &pinned("0-1", "7"));
     assert_check(
         &r,
         "cpu.cores",
-        Verdict::Fail,
+        CheckStatus::Fail,
         "loader names offline CPUs 7",
     );
 }
@@ -145,16 +150,16 @@ fn cpu_counts_beyond_the_cores_online_fail() {
 #[test]
 fn kvm_with_virtio_passes_and_names_kvm_on_qemu() {
     let r = judge("kvm-virtio");
-    assert_eq!(r.verdict, Verdict::Pass, "{}", r.table());
+    assert_eq!(r.verdict, CheckStatus::Pass, "{}", r.table());
     assert_check(
         &r,
         "virt.kind",
-        Verdict::Pass,
+        CheckStatus::Pass,
         "VM: KVM (QEMU Standard PC (Q35 + ICH9, 2009))",
     );
-    assert_check(&r, "nic.driver", Verdict::Pass, "eth0: virtio_net");
-    assert_check(&r, "cpu.clocksource", Verdict::Pass, "kvm-clock");
-    assert_check(&r, "cpu.governor", Verdict::Pass, "not exposed");
+    assert_check(&r, "nic.driver", CheckStatus::Pass, "eth0: virtio_net");
+    assert_check(&r, "cpu.clocksource", CheckStatus::Pass, "kvm-clock");
+    assert_check(&r, "cpu.governor", CheckStatus::Pass, "not exposed");
 }
 
 #[test]
@@ -167,7 +172,7 @@ fn virtualbox_remote_run_over_an_emulated_e1000_fails() {
     assert_check(
         &r,
         "nic.driver",
-        Verdict::Fail,
+        CheckStatus::Fail,
         "eth0: e1000 (emulated), carries the run's traffic",
     );
     assert!(
@@ -179,10 +184,15 @@ fn virtualbox_remote_run_over_an_emulated_e1000_fails() {
     assert_check(
         &r,
         "virt.kind",
-        Verdict::Warn,
+        CheckStatus::Warn,
         "VM: VirtualBox (VirtualBox)",
     );
-    assert_check(&r, "virt.cost", Verdict::Fail, "CPUID 12.80 µs per exit");
+    assert_check(
+        &r,
+        "virt.cost",
+        CheckStatus::Fail,
+        "CPUID 12.80 µs per exit",
+    );
     assert_only_failures(&r, &["virt.cost", "nic.driver"]);
 }
 
@@ -192,7 +202,7 @@ fn virtualbox_e1000_only_warns_when_the_run_stays_on_the_docker_bridge() {
     assert_check(
         &r,
         "nic.driver",
-        Verdict::Warn,
+        CheckStatus::Warn,
         "eth0: e1000 (emulated); local",
     );
 }
@@ -200,18 +210,18 @@ fn virtualbox_e1000_only_warns_when_the_run_stays_on_the_docker_bridge() {
 #[test]
 fn hyper_v_guest_is_named_and_passes() {
     let r = judge("hyperv");
-    assert_eq!(r.verdict, Verdict::Pass, "{}", r.table());
+    assert_eq!(r.verdict, CheckStatus::Pass, "{}", r.table());
     assert_check(
         &r,
         "virt.kind",
-        Verdict::Pass,
+        CheckStatus::Pass,
         "VM: Microsoft Hyper-V (Hyper-V Virtual Machine)",
     );
-    assert_check(&r, "nic.driver", Verdict::Pass, "eth0: hv_netvsc");
+    assert_check(&r, "nic.driver", CheckStatus::Pass, "eth0: hv_netvsc");
     assert_check(
         &r,
         "cpu.clocksource",
-        Verdict::Pass,
+        CheckStatus::Pass,
         "hyperv_clocksource_tsc_page",
     );
 }
@@ -219,35 +229,40 @@ fn hyper_v_guest_is_named_and_passes() {
 #[test]
 fn qemu_without_acceleration_is_refused() {
     let r = judge("qemu-tcg");
-    assert_check(&r, "virt.kind", Verdict::Fail, "QEMU TCG (no acceleration)");
+    assert_check(
+        &r,
+        "virt.kind",
+        CheckStatus::Fail,
+        "QEMU TCG (no acceleration)",
+    );
     assert_only_failures(&r, &["virt.kind"]);
     // Without the TCG signature, a QEMU machine that shows no accelerator is still TCG.
     let (root, mut probes, docker) = facts("qemu-tcg");
     probes.cpuid.as_mut().unwrap().signature = String::new();
     let r = preflight::judge(&PreflightInput::default(), &root, probes, docker);
-    assert_check(&r, "virt.kind", Verdict::Fail, "QEMU TCG");
+    assert_check(&r, "virt.kind", CheckStatus::Fail, "QEMU TCG");
 }
 
 #[test]
 fn firecracker_is_named_a_microvm_on_virtio_mmio_and_its_stray_dockerenv_is_ignored() {
     let r = judge("firecracker");
-    assert_eq!(r.verdict, Verdict::Pass, "{}", r.table());
+    assert_eq!(r.verdict, CheckStatus::Pass, "{}", r.table());
     assert_check(
         &r,
         "virt.kind",
-        Verdict::Pass,
+        CheckStatus::Pass,
         "VM: Firecracker-style microVM (KVM, no DMI, virtio on virtio_mmio)",
     );
     assert_check(
         &r,
         "virt.kind",
-        Verdict::Pass,
+        CheckStatus::Pass,
         "/.dockerenv present but / is ext4",
     );
     assert_check(
         &r,
         "virt.cost",
-        Verdict::Pass,
+        CheckStatus::Pass,
         "CPUID 1.30 µs per exit, getppid 0.28 µs",
     );
 }
@@ -258,13 +273,13 @@ fn a_container_is_detected_from_dockerenv_on_an_overlay_root() {
     assert_check(
         &r,
         "virt.kind",
-        Verdict::Warn,
+        CheckStatus::Warn,
         "container (docker) on VM: KVM",
     );
     assert_check(
         &r,
         "virt.kind",
-        Verdict::Warn,
+        CheckStatus::Warn,
         "/.dockerenv present and / is overlay",
     );
 }
@@ -274,7 +289,7 @@ fn exit_cost_between_the_thresholds_warns() {
     let (root, mut probes, docker) = facts("kvm-virtio");
     probes.exit_cost.as_mut().unwrap().cpuid_ns = 5_000.0;
     let r = preflight::judge(&PreflightInput::default(), &root, probes, docker);
-    assert_check(&r, "virt.cost", Verdict::Warn, "CPUID 5.00 µs");
+    assert_check(&r, "virt.cost", CheckStatus::Warn, "CPUID 5.00 µs");
 }
 
 // ---- cgroups and Docker -------------------------------------------------------
@@ -285,41 +300,51 @@ fn cgroup_v1_host_without_memory_controller_is_refused_for_unenforced_limits() {
     assert_check(
         &r,
         "cgroup.version",
-        Verdict::Pass,
+        CheckStatus::Pass,
         "v1; v1: blkio,cpu,cpuacct",
     );
-    assert_check(&r, "cgroup.controllers", Verdict::Warn, "missing: memory");
+    assert_check(
+        &r,
+        "cgroup.controllers",
+        CheckStatus::Warn,
+        "missing: memory",
+    );
     assert_check(
         &r,
         "docker.limits",
-        Verdict::Fail,
+        CheckStatus::Fail,
         "MemoryLimit false, SwapLimit false",
     );
     assert_check(
         &r,
         "docker.limits",
-        Verdict::Fail,
+        CheckStatus::Fail,
         "No memory limit support",
     );
     // soft 1024 is short of 1,000 connections + headroom; hard 4096 is not.
-    assert_check(&r, "limits.nofile", Verdict::Warn, "soft 1024, hard 4096");
+    assert_check(
+        &r,
+        "limits.nofile",
+        CheckStatus::Warn,
+        "soft 1024, hard 4096",
+    );
     assert_only_failures(&r, &["docker.limits"]);
 }
 
 #[test]
 fn cgroup_v2_host_passes_with_v2_controllers() {
     let r = judge("cgroup-v2");
-    assert_eq!(r.verdict, Verdict::Pass, "{}", r.table());
+    assert_eq!(r.verdict, CheckStatus::Pass, "{}", r.table());
     assert_check(
         &r,
         "cgroup.version",
-        Verdict::Pass,
+        CheckStatus::Pass,
         "v2; cgroup2 at /sys/fs/cgroup: cpu,",
     );
     assert_check(
         &r,
         "cgroup.controllers",
-        Verdict::Pass,
+        CheckStatus::Pass,
         "memory (v2), cpu (v2)",
     );
     assert_eq!(r.host.cgroup, "v2");
@@ -328,18 +353,18 @@ fn cgroup_v2_host_passes_with_v2_controllers() {
 #[test]
 fn cgroup_hybrid_host_reads_controllers_from_v1() {
     let r = judge("cgroup-hybrid");
-    assert_eq!(r.verdict, Verdict::Pass, "{}", r.table());
-    assert_check(&r, "cgroup.version", Verdict::Pass, "hybrid");
+    assert_eq!(r.verdict, CheckStatus::Pass, "{}", r.table());
+    assert_check(&r, "cgroup.version", CheckStatus::Pass, "hybrid");
     assert_check(
         &r,
         "cgroup.version",
-        Verdict::Pass,
+        CheckStatus::Pass,
         "cgroup2 at /sys/fs/cgroup/unified: hugetlb",
     );
     assert_check(
         &r,
         "cgroup.controllers",
-        Verdict::Pass,
+        CheckStatus::Pass,
         "memory (v1), cpu (v1), cpuacct (v1)",
     );
 }
@@ -353,14 +378,19 @@ fn leftover_containers_of_other_runs_fail_but_the_current_runs_do_not() {
     };
     let r = judge_with("loaded", &input);
     let c = check(&r, "docker.leftovers");
-    assert_eq!(c.verdict, Verdict::Fail);
+    assert_eq!(c.verdict, CheckStatus::Fail);
     assert!(
         c.measured.contains("1 running: fg-old-server"),
         "{}",
         c.measured
     );
     assert!(!c.measured.contains("fg-current-loader"), "{}", c.measured);
-    assert_check(&r, "docker.others", Verdict::Warn, "1 running: postgres");
+    assert_check(
+        &r,
+        "docker.others",
+        CheckStatus::Warn,
+        "1 running: postgres",
+    );
 }
 
 #[test]
@@ -368,11 +398,11 @@ fn an_unreachable_daemon_fails_and_the_container_checks_say_why() {
     let (root, probes, _) = facts("kvm-virtio");
     let docker = DockerFacts::unreachable("connection refused (/var/run/docker.sock)");
     let r = preflight::judge(&PreflightInput::default(), &root, probes, docker);
-    assert_check(&r, "docker.daemon", Verdict::Fail, "connection refused");
+    assert_check(&r, "docker.daemon", CheckStatus::Fail, "connection refused");
     assert_check(
         &r,
         "docker.leftovers",
-        Verdict::Warn,
+        CheckStatus::Warn,
         "daemon not reachable",
     );
     assert_only_failures(&r, &["docker.daemon"]);
@@ -386,11 +416,21 @@ fn loaded_host_is_refused_and_the_busy_processes_are_named() {
     assert_check(
         &r,
         "load.avg",
-        Verdict::Fail,
+        CheckStatus::Fail,
         "9.04 on 4 cores = 2.26 per core",
     );
-    assert_check(&r, "load.steal", Verdict::Fail, "steal 12.5%, iowait 14.0%");
-    assert_check(&r, "load.busy", Verdict::Warn, "cc1plus (pid 31001) 99%");
+    assert_check(
+        &r,
+        "load.steal",
+        CheckStatus::Fail,
+        "steal 12.5%, iowait 14.0%",
+    );
+    assert_check(
+        &r,
+        "load.busy",
+        CheckStatus::Warn,
+        "cc1plus (pid 31001) 99%",
+    );
     // A higher limit per core, as a profile may set, admits the same load.
     let lenient = PreflightInput {
         load_per_core_limit: 3.0,
@@ -399,7 +439,7 @@ fn loaded_host_is_refused_and_the_busy_processes_are_named() {
     assert_check(
         &judge_with("loaded", &lenient),
         "load.avg",
-        Verdict::Pass,
+        CheckStatus::Pass,
         "2.26 per core",
     );
 }
@@ -408,9 +448,9 @@ fn loaded_host_is_refused_and_the_busy_processes_are_named() {
 fn memory_limits_beyond_what_is_available_fail() {
     const GIB: u64 = 1 << 30;
     for (total, verdict) in [
-        (8 * GIB, Verdict::Pass),
-        (26 * GIB, Verdict::Warn),
-        (40 * GIB, Verdict::Fail),
+        (8 * GIB, CheckStatus::Pass),
+        (26 * GIB, CheckStatus::Warn),
+        (40 * GIB, CheckStatus::Fail),
     ] {
         let input = PreflightInput {
             memory_limits_total: Some(total),
@@ -419,11 +459,16 @@ fn memory_limits_beyond_what_is_available_fail() {
         let r = judge_with("kvm-virtio", &input);
         assert_check(&r, "mem.available", verdict, "of MemAvailable 30.0 GiB");
     }
-    assert_check(&judge("kvm-virtio"), "mem.swap", Verdict::Pass, "swap off");
+    assert_check(
+        &judge("kvm-virtio"),
+        "mem.swap",
+        CheckStatus::Pass,
+        "swap off",
+    );
     assert_check(
         &judge("kvm-virtio"),
         "mem.thp",
-        Verdict::Pass,
+        CheckStatus::Pass,
         "enabled=madvise",
     );
 }
@@ -435,15 +480,25 @@ fn network_limits_follow_the_highest_concurrency_and_name_the_host_namespace() {
         ..PreflightInput::default()
     };
     let r = judge_with("kvm-virtio", &input);
-    assert_check(&r, "limits.somaxconn", Verdict::Warn, "4096 (host netns)");
-    assert_check(&r, "limits.syn_backlog", Verdict::Warn, "4096 (host netns)");
+    assert_check(
+        &r,
+        "limits.somaxconn",
+        CheckStatus::Warn,
+        "4096 (host netns)",
+    );
+    assert_check(
+        &r,
+        "limits.syn_backlog",
+        CheckStatus::Warn,
+        "4096 (host netns)",
+    );
     assert_check(
         &r,
         "limits.port_range",
-        Verdict::Pass,
+        CheckStatus::Pass,
         "32768-60999, 28232 ports (host netns)",
     );
-    assert_check(&r, "limits.nofile", Verdict::Pass, "soft 1048576");
+    assert_check(&r, "limits.nofile", CheckStatus::Pass, "soft 1048576");
     let r = judge_with(
         "kvm-virtio",
         &PreflightInput {
@@ -451,19 +506,21 @@ fn network_limits_follow_the_highest_concurrency_and_name_the_host_namespace() {
             ..PreflightInput::default()
         },
     );
-    assert_check(&r, "limits.port_range", Verdict::Fail, "28232 ports");
+    assert_check(&r, "limits.port_range", CheckStatus::Fail, "28232 ports");
 }
 
 #[test]
 fn container_side_sysctls_are_judged_and_named_by_container() {
     let input = PreflightInput {
         max_concurrency: 10_000,
-        container_sysctls: Some(NetSysctls {
+        container_sysctls: Some(NamespaceSysctls {
             namespace: SysctlNamespace::Container("fg-loader".into()),
-            somaxconn: Some(65_535),
-            tcp_max_syn_backlog: Some(65_535),
-            ip_local_port_range: Some((60_000, 60_999)),
-            tcp_tw_reuse: Some(0),
+            values: fairground::host::Sysctls::of(&[
+                ("net.core.somaxconn", "65535"),
+                ("net.ipv4.tcp_max_syn_backlog", "65535"),
+                ("net.ipv4.ip_local_port_range", "60000 60999"),
+                ("net.ipv4.tcp_tw_reuse", "0"),
+            ]),
         }),
         ..PreflightInput::default()
     };
@@ -471,19 +528,19 @@ fn container_side_sysctls_are_judged_and_named_by_container() {
     assert_check(
         &r,
         "limits.port_range",
-        Verdict::Fail,
+        CheckStatus::Fail,
         "1000 ports (netns of container fg-loader)",
     );
     assert_check(
         &r,
         "limits.somaxconn",
-        Verdict::Pass,
+        CheckStatus::Pass,
         "65535 (netns of container fg-loader)",
     );
     assert_check(
         &r,
         "limits.tw_reuse",
-        Verdict::Warn,
+        CheckStatus::Warn,
         "0, off (netns of container fg-loader)",
     );
 }
@@ -491,7 +548,7 @@ fn container_side_sysctls_are_judged_and_named_by_container() {
 #[test]
 fn too_few_file_descriptors_for_the_concurrency_fail() {
     let (root, mut probes, docker) = facts("kvm-virtio");
-    probes.nofile = Some(preflight::probe::NofileLimit {
+    probes.nofile = Some(preflight::measure::NofileLimit {
         soft: 1024,
         hard: 1024,
     });
@@ -500,7 +557,12 @@ fn too_few_file_descriptors_for_the_concurrency_fail() {
         ..PreflightInput::default()
     };
     let r = preflight::judge(&input, &root, probes, docker);
-    assert_check(&r, "limits.nofile", Verdict::Fail, "soft 1024, hard 1024");
+    assert_check(
+        &r,
+        "limits.nofile",
+        CheckStatus::Fail,
+        "soft 1024, hard 1024",
+    );
     assert!(check(&r, "limits.nofile")
         .threshold
         .contains("soft ≥ 10256"));
@@ -516,9 +578,9 @@ fn after_run_warns_only_when_the_load_rose_beyond_the_runs_own_cpus() {
     let r = judge_with("kvm-virtio", &input);
     // Before 0.12; the run's 2 CPUs and 0.5 per core on 4 cores allow 4.12.
     let ok = preflight::load::judge_after_run(&r, Some(3.9));
-    assert_eq!(ok.verdict, Verdict::Pass, "{ok:?}");
+    assert_eq!(ok.verdict, CheckStatus::Pass, "{ok:?}");
     let rose = preflight::load::judge_after_run(&r, Some(6.5));
-    assert_eq!(rose.verdict, Verdict::Warn, "{rose:?}");
+    assert_eq!(rose.verdict, CheckStatus::Warn, "{rose:?}");
     assert!(
         rose.measured.contains("0.12 before, 6.50 after"),
         "{}",
@@ -529,7 +591,7 @@ fn after_run_warns_only_when_the_load_rose_beyond_the_runs_own_cpus() {
     let again = preflight::after_run(&r);
     assert_eq!(
         (again.id.as_str(), again.verdict),
-        ("load.after", Verdict::Pass)
+        ("load.after", CheckStatus::Pass)
     );
 }
 
@@ -589,7 +651,7 @@ fn live_preflight_json_has_a_verdict_measurement_and_remedy_for_every_check() {
         }
     }
     assert_eq!(r.verdict, r.checks.iter().map(|c| c.verdict).max().unwrap());
-    let refused = r.verdict == Verdict::Fail;
+    let refused = r.verdict == CheckStatus::Fail;
     assert_eq!(
         code,
         if refused { 3 } else { 0 },
@@ -601,7 +663,7 @@ fn live_preflight_json_has_a_verdict_measurement_and_remedy_for_every_check() {
     if std::env::var("CI").as_deref() == Ok("true") {
         assert_eq!(
             check(&r, "docker.daemon").verdict,
-            Verdict::Pass,
+            CheckStatus::Pass,
             "CI needs the Docker daemon"
         );
     } else if !r.docker.reachable {
@@ -657,9 +719,9 @@ fn preflight_with_a_missing_root_is_bad_input() {
 fn net_sysctls_prints_this_namespaces_values_as_json() {
     let (code, stdout, stderr, _) = fairground(&["preflight", "--net-sysctls"]);
     assert_eq!(code, 0, "{stderr}");
-    let s = NetSysctls::from_container_output(&stdout, "self").unwrap();
+    let s = NamespaceSysctls::from_container_output(&stdout, "self").unwrap();
     assert!(
-        s.somaxconn.is_some() && s.ip_local_port_range.is_some(),
+        s.values.int("net.core.somaxconn").is_some() && s.values.port_range().is_some(),
         "{s:?}"
     );
 }
@@ -695,19 +757,19 @@ fn a_profile_maps_to_its_concurrency_cores_memory_and_requested_sysctls() {
     assert_check(
         &r,
         "limits.somaxconn",
-        Verdict::Pass,
+        CheckStatus::Pass,
         "65535 (requested for the containers by profile highconc",
     );
     assert_check(
         &r,
         "limits.port_range",
-        Verdict::Pass,
+        CheckStatus::Pass,
         "64512 ports (requested",
     );
     assert_check(
         &r,
         "cpu.cores",
-        Verdict::Pass,
+        CheckStatus::Pass,
         &format!("server cpuset {server}; loader cpuset {loader}"),
     );
 }
@@ -729,7 +791,7 @@ fn a_profile_whose_cores_cannot_be_placed_is_refused_by_cpu_cores() {
     assert_check(
         &r,
         "cpu.cores",
-        Verdict::Fail,
+        CheckStatus::Fail,
         "server 3 + loader 2 = 5 CPUs",
     );
 }
@@ -782,11 +844,16 @@ fn an_absent_docker_socket_fails_the_daemon_check_and_exits_3() {
         .unwrap();
     let r: EnvReport = serde_json::from_slice(&out.stdout).expect("JSON report");
     assert_eq!(out.status.code(), Some(3));
-    assert_check(&r, "docker.daemon", Verdict::Fail, "daemon not reachable");
+    assert_check(
+        &r,
+        "docker.daemon",
+        CheckStatus::Fail,
+        "daemon not reachable",
+    );
     assert_check(
         &r,
         "docker.leftovers",
-        Verdict::Warn,
+        CheckStatus::Warn,
         "daemon not reachable",
     );
 }
@@ -824,7 +891,7 @@ fn a_daemon_that_never_answers_is_given_up_on_within_the_time_budget() {
     assert_check(
         &r,
         "docker.daemon",
-        Verdict::Fail,
+        CheckStatus::Fail,
         "no answer within 2500 ms",
     );
     assert!(took < Duration::from_secs(5), "took {took:?}");
@@ -863,7 +930,7 @@ fn max_load_per_core_sets_the_load_limit_and_rejects_nonsense() {
     ]);
     let r: EnvReport = serde_json::from_str(&stdout).unwrap();
     assert_eq!(r.input.load_per_core_limit, 3.0);
-    assert_check(&r, "load.avg", Verdict::Pass, "2.26 per core");
+    assert_check(&r, "load.avg", CheckStatus::Pass, "2.26 per core");
     let (code, _, stderr, _) = fairground(&["preflight", "--max-load-per-core", "-1"]);
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("--max-load-per-core -1"), "{stderr}");
@@ -879,13 +946,18 @@ fn container_nofile_above_the_daemons_own_limit_fails_before_any_container_start
         ..PreflightInput::default()
     };
     let r = judge_with("kvm-virtio", &want(65_536));
-    assert_check(&r, "limits.daemon_nofile", Verdict::Fail, "hard 20000");
+    assert_check(&r, "limits.daemon_nofile", CheckStatus::Fail, "hard 20000");
     assert!(check(&r, "limits.daemon_nofile")
         .threshold
         .contains("65536"));
     let r = judge_with("kvm-virtio", &want(16_384));
-    assert_check(&r, "limits.daemon_nofile", Verdict::Pass, "hard 20000");
+    assert_check(&r, "limits.daemon_nofile", CheckStatus::Pass, "hard 20000");
     // Without a pid file (a remote daemon) it cannot be read: said, not guessed.
     let r = judge_with("bare-metal", &want(16_384));
-    assert_check(&r, "limits.daemon_nofile", Verdict::Warn, "not readable");
+    assert_check(
+        &r,
+        "limits.daemon_nofile",
+        CheckStatus::Warn,
+        "not readable",
+    );
 }

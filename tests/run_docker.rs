@@ -137,7 +137,7 @@ fn runs_a_profile_end_to_end_and_writes_the_report() {
     }
     let fw = r.framework("plainfw").unwrap();
     assert!(fw.verify.as_ref().unwrap().excluded.is_empty());
-    assert_eq!(fw.limits.as_ref().unwrap().nofile, 16384);
+    assert_eq!(fw.limits.as_ref().unwrap().nofile_soft, Some(16384));
     assert!(fw.idle_memory_bytes.is_some() && !fw.cold_start_ms.is_empty());
     assert!(fw.binary_size_bytes.is_some_and(|b| b > 100_000), "{fw:?}");
     assert!(fw.app_lines_of_code.is_some_and(|n| n > 20), "{fw:?}");
@@ -409,7 +409,7 @@ fn a_loader_starved_of_cpu_is_flagged_client_bound() {
             .as_ref()
             .unwrap()
             .cpus,
-        1.0
+        Some(1.0)
     );
 }
 

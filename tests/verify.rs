@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use broken::Fault;
 use fairground::contract::Scenario;
 use fairground::verify::report::names;
-use fairground::verify::{verify_url, Status, VerifyOptions, VerifyReport};
+use fairground::verify::{verify_url, CheckStatus, VerifyOptions, VerifyReport};
 
 const BIN: &str = env!("CARGO_BIN_EXE_fairground");
 
@@ -40,13 +40,13 @@ fn failed(r: &VerifyReport, scenario: Scenario, name: &str) -> String {
     let c = r
         .scenario_check(scenario, name)
         .unwrap_or_else(|| panic!("no {scenario} {name} check in {r:#?}"));
-    assert_eq!(c.status, Status::Fail, "{c:?}");
+    assert_eq!(c.status, CheckStatus::Fail, "{c:?}");
     assert!(r.excluded(scenario).is_some());
     assert!(!r.passed);
     c.detail.clone()
 }
 
-fn conn_check(r: &VerifyReport, name: &str) -> (Status, String) {
+fn conn_check(r: &VerifyReport, name: &str) -> (CheckStatus, String) {
     let c = r
         .check(name)
         .unwrap_or_else(|| panic!("no {name} check in {r:#?}"));
@@ -104,7 +104,10 @@ fn reference_server_passes_every_scenario_through_the_binary() {
     assert_eq!(report.scenarios.len(), 8);
     for s in &report.scenarios {
         assert!(s.measurable, "{s:?}");
-        assert!(s.checks.iter().all(|c| c.status == Status::Pass), "{s:?}");
+        assert!(
+            s.checks.iter().all(|c| c.status == CheckStatus::Pass),
+            "{s:?}"
+        );
     }
     assert_eq!(report.facts.pipelining, Some(true));
     assert_eq!(report.facts.keep_alive_answered, 100);
@@ -190,7 +193,7 @@ async fn the_same_error_for_every_input_is_an_error_not_hard_coding() {
         "{detail}"
     );
     // Pipelining is tried on the scenario that answers correctly only.
-    assert_eq!(conn_check(&r, names::PIPELINING).0, Status::Pass);
+    assert_eq!(conn_check(&r, names::PIPELINING).0, CheckStatus::Pass);
     assert_eq!(r.excluded(Scenario::Plaintext), None);
 }
 
@@ -253,7 +256,7 @@ async fn catches_a_server_without_keep_alive() {
     )
     .await;
     let (status, detail) = conn_check(&r, names::KEEP_ALIVE);
-    assert_eq!(status, Status::Fail);
+    assert_eq!(status, CheckStatus::Fail);
     assert_eq!(
         detail,
         "answer 1 of 100 ends the connection (Connection: close); keep-alive is required"
@@ -267,7 +270,7 @@ async fn catches_a_server_without_keep_alive() {
         r.scenario_check(Scenario::Param, names::RANDOM_INPUTS)
             .unwrap()
             .status,
-        Status::Pass
+        CheckStatus::Pass
     );
 }
 
@@ -275,7 +278,7 @@ async fn catches_a_server_without_keep_alive() {
 async fn catches_200_for_unknown_paths() {
     let r = verify_broken(Fault::OkForUnknownPaths, &[Scenario::Plaintext], &options()).await;
     let (status, detail) = conn_check(&r, names::NOT_FOUND);
-    assert_eq!(status, Status::Fail);
+    assert_eq!(status, CheckStatus::Fail);
     assert!(
         detail.ends_with("(an unknown path) answered 200 OK, expected 404"),
         "{detail}"
@@ -287,7 +290,7 @@ async fn catches_200_for_unknown_paths() {
 async fn missing_date_is_a_warning_not_a_failure() {
     let r = verify_broken(Fault::NoDate, &[Scenario::Plaintext], &options()).await;
     let (status, detail) = conn_check(&r, names::DATE);
-    assert_eq!(status, Status::Warn);
+    assert_eq!(status, CheckStatus::Warn);
     assert!(detail.starts_with("no Date header"), "{detail}");
     assert_eq!(r.facts.date_header, Some(false));
     assert!(r.passed);
@@ -298,7 +301,7 @@ async fn pipelining_out_of_order_is_recorded_and_fails_only_when_required() {
     let scenarios = [Scenario::Plaintext, Scenario::Param];
     let r = verify_broken(Fault::PipelineOutOfOrder, &scenarios, &options()).await;
     let (status, detail) = conn_check(&r, names::PIPELINING);
-    assert_eq!(status, Status::Warn);
+    assert_eq!(status, CheckStatus::Warn);
     assert_eq!(
         detail,
         "not supported (answer 1 of 8 is the answer to request 8: answered out of order); recorded, required only with --require-pipelining"
@@ -312,7 +315,7 @@ async fn pipelining_out_of_order_is_recorded_and_fails_only_when_required() {
     };
     let r = verify_broken(Fault::PipelineOutOfOrder, &scenarios, &required).await;
     let (status, detail) = conn_check(&r, names::PIPELINING);
-    assert_eq!(status, Status::Fail);
+    assert_eq!(status, CheckStatus::Fail);
     assert_eq!(
         detail,
         "answer 1 of 8 is the answer to request 8: answered out of order"
@@ -328,7 +331,7 @@ async fn pipelining_out_of_order_is_recorded_and_fails_only_when_required() {
 async fn pipelining_ignored_is_recorded_as_unsupported() {
     let r = verify_broken(Fault::PipelineIgnored, &[Scenario::Param], &options()).await;
     let (status, detail) = conn_check(&r, names::PIPELINING);
-    assert_eq!(status, Status::Warn);
+    assert_eq!(status, CheckStatus::Warn);
     assert!(
         detail.starts_with("not supported (timed out after 400ms waiting for the response (no byte arrived) after 1 of 8 pipelined answers)"),
         "{detail}"

@@ -14,7 +14,7 @@ use fairground::contract::Scenario;
 use fairground::docker::engine::Engine;
 use fairground::verify::orchestrate::{verify_all, OrchestrateOptions};
 use fairground::verify::report::names;
-use fairground::verify::Status;
+use fairground::verify::CheckStatus;
 
 #[test]
 fn verifies_tinyfw_in_containers_and_catches_its_catch_all_route() {
@@ -46,16 +46,16 @@ fn verifies_tinyfw_in_containers_and_catches_its_catch_all_route() {
         names::FRAMING,
     ] {
         let c = r.scenario_check(Scenario::Plaintext, check).unwrap();
-        assert_eq!(c.status, Status::Pass, "{check}: {table}");
+        assert_eq!(c.status, CheckStatus::Pass, "{check}: {table}");
     }
     assert_eq!(
         r.check(names::KEEP_ALIVE).unwrap().status,
-        Status::Pass,
+        CheckStatus::Pass,
         "{table}"
     );
     // … but a server that answers 200 everywhere is not measured.
     let nf = r.check(names::NOT_FOUND).unwrap();
-    assert_eq!(nf.status, Status::Fail, "{table}");
+    assert_eq!(nf.status, CheckStatus::Fail, "{table}");
     assert!(
         nf.detail.ends_with("answered 200 OK, expected 404"),
         "{table}"
@@ -67,7 +67,7 @@ fn verifies_tinyfw_in_containers_and_catches_its_catch_all_route() {
     // It sends no Date header: recorded, not fatal.
     assert_eq!(
         r.check(names::DATE).unwrap().status,
-        Status::Warn,
+        CheckStatus::Warn,
         "{table}"
     );
     // The verifier reached the server by its address on the run network.

@@ -13,17 +13,18 @@ use chrono::Utc;
 
 use super::docker_lab::DockerLab;
 use super::environment;
-use super::execute::{execute, Cancel, Outcome, RunRules};
-use super::plan::{self, Plan};
+use super::execute::{execute, Cancel, Job, RunOutcome, RunRules};
+use super::plan::Plan;
 use super::progress;
+use super::spec::RunSpec;
 use super::store::Store;
 use crate::docker::engine::{DockerEngine, Engine};
 use crate::docker::images::ImageOptions;
 use crate::docker::RunId;
 use crate::exit::{coded, ExitCode};
 use crate::framework::{self, Framework};
-use crate::preflight::{self, PreflightInput};
-use crate::profile::{self, HostFacts, Profile};
+use crate::preflight::{self, EnvReport, PreflightInput};
+use crate::profile::{self, HostFacts, Placement, Profile};
 use crate::report;
 use crate::results::{Results, Status};
 
@@ -87,6 +88,9 @@ fn select_frameworks(profile: &Profile, root: &Path) -> anyhow::Result<Vec<Frame
         .collect())
 }
 
+/// Facts about each framework that do not need a running server: what it
+/// is (manifest), its image (id, size, versions read from it, the size of
+/// its one binary) and its app's lines of code.
 fn record_frameworks(
     results: &mut Results,
     frameworks: &[Framework],
@@ -94,16 +98,18 @@ fn record_frameworks(
 ) {
     for fw in frameworks {
         let f = results.framework_mut(fw.name());
-        // The binary that runs, read from the image (compiled frameworks
-        // run one `/app`); interpreters and JVMs have none.
-        f.binary_size_bytes = images
-            .frameworks
-            .get(fw.name())
-            .and_then(|i| i.app_binary_bytes);
         f.language = fw.manifest.language.clone();
         f.display_name = fw.manifest.framework.clone();
         f.workers = fw.manifest.workers.clone();
+        if f.app_lines_of_code.is_none() {
+            f.app_lines_of_code = crate::verify::footprint::count_dir(&fw.dir)
+                .ok()
+                .map(|l| l.total);
+        }
         if let Some(img) = images.frameworks.get(fw.name()) {
+            // The binary that runs, read from the image (compiled frameworks
+            // run one `/app`); interpreters and JVMs have none.
+            f.binary_size_bytes = img.app_binary_bytes;
             f.image_id = Some(img.id.clone());
             f.image_size_bytes = Some(img.size_bytes);
             if let Some(text) = &img.versions {
@@ -117,8 +123,22 @@ fn record_frameworks(
     }
 }
 
-async fn run_async(args: &RunArgs) -> anyhow::Result<ExitCode> {
-    // 1. What to run.
+/// What a run is about, resolved before anything starts: the profile (and
+/// where it came from), the frameworks, their cores and the plan.
+struct Setup {
+    profile: Profile,
+    profile_path: PathBuf,
+    host: HostFacts,
+    frameworks: Vec<Framework>,
+    placement: Placement,
+    plan: Plan,
+    /// The interrupted run being resumed, if any.
+    resumed: Option<Store>,
+}
+
+/// Step 1: the profile, the frameworks it selects, their placement and the
+/// plan (a resumed run must be resumed with its own profile).
+fn setup(args: &RunArgs) -> anyhow::Result<Setup> {
     let resumed = match &args.resume {
         Some(dir) => Some(Store::resume(dir)?),
         None => None,
@@ -161,142 +181,139 @@ async fn run_async(args: &RunArgs) -> anyhow::Result<ExitCode> {
         )
     })?;
     let plan = Plan::new(&profile, &frameworks);
-    eprintln!(
-        "fairground run: profile `{}` ({})",
-        profile.name,
-        profile_path.display()
-    );
-    eprint!("{}", plan.describe());
+    Ok(Setup {
+        profile,
+        profile_path,
+        host,
+        frameworks,
+        placement,
+        plan,
+        resumed,
+    })
+}
 
-    // 2. The environment (a resumed run keeps the verdict it started with).
+/// Step 2: the results store. A new run judges the environment first
+/// (preflight) and records it; a resumed run keeps the verdict it started
+/// with. Returns the store and, for a new run, the preflight report.
+async fn open_store(
+    args: &RunArgs,
+    setup: &mut Setup,
+) -> anyhow::Result<(Store, Option<EnvReport>)> {
+    if let Some(s) = setup.resumed.take() {
+        eprintln!(
+            "resuming {}: {} cell(s) left",
+            s.dir().display(),
+            s.results().remaining().len()
+        );
+        return Ok((s, None));
+    }
+    let profile = &setup.profile;
     let started = Utc::now();
     let dir_name = report::run_dir_name(started, &profile.name);
-    let mut env_report = None;
-    let mut store = match resumed {
-        Some(s) => {
-            eprintln!(
-                "resuming {}: {} cell(s) left",
-                s.dir().display(),
-                s.results().remaining().len()
-            );
-            s
-        }
-        None => {
-            let input = PreflightInput {
-                run_id: Some(dir_name.clone()),
-                ..PreflightInput::from_profile(&profile, &host)
-            };
-            let cores = host.cores_online.0.len();
-            let rep = tokio::task::spawn_blocking(move || {
-                // `make bench` compiles right before the run: do not refuse
-                // the run for the load average that compile left behind.
-                preflight::load::wait_for_quiet(
-                    Path::new("/"),
-                    cores,
-                    input.load_per_core_limit,
-                    SETTLE_WAIT,
-                    |note| eprintln!("preflight: {note}"),
-                );
-                preflight::run(&input, Path::new("/"))
-            })
-            .await
-            .context("preflight")?;
-            eprintln!("preflight: environment {}", rep.verdict);
-            for c in rep
-                .checks
-                .iter()
-                .filter(|c| c.verdict != preflight::Verdict::Pass)
-            {
-                eprintln!(
-                    "  {} {}: {} (threshold {})",
-                    c.verdict, c.id, c.measured, c.threshold
-                );
-            }
-            let environment =
-                environment::admit(&rep, args.accept_env, profile.thresholds.preflight)?;
-            env_report = Some(rep);
-            let results = super::new_results(
-                &dir_name,
-                started,
-                &profile,
-                &plan,
-                environment,
-                plan::thresholds(&profile),
-            );
-            let store = Store::create(&args.output.join(&dir_name), results)?;
-            report::link_latest(&args.output, &dir_name)?;
-            store
-        }
+    let input = PreflightInput {
+        run_id: Some(dir_name.clone()),
+        ..PreflightInput::from_profile(profile, &setup.host)
     };
-    let rules = RunRules {
-        thresholds: store.results().thresholds.clone(),
-        environment_forced: store.results().environment.forced,
-    };
-    eprintln!("results: {}", store.dir().display());
-
-    // 3. Ctrl-C: the first stops the run cleanly, a second quits at once.
-    let cancel = Cancel::new();
-    let run = RunId::new();
+    let cores = setup.host.cores_online.len();
+    let rep = tokio::task::spawn_blocking(move || {
+        // `make bench` compiles right before the run: do not refuse the run
+        // for the load average that compile left behind.
+        preflight::load::wait_for_quiet(
+            Path::new("/"),
+            cores,
+            input.load_per_core_limit,
+            SETTLE_WAIT,
+            |note| eprintln!("preflight: {note}"),
+        );
+        preflight::run(&input, Path::new("/"))
+    })
+    .await
+    .context("preflight")?;
+    eprintln!("preflight: environment {}", rep.verdict);
+    for c in rep
+        .checks
+        .iter()
+        .filter(|c| c.verdict != preflight::CheckStatus::Pass)
     {
-        let cancel = cancel.clone();
-        let run = run.clone();
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                eprintln!("\ninterrupted: stopping, removing this run's containers and writing the report (Ctrl-C again to quit at once)");
-                cancel.cancel();
-                if tokio::signal::ctrl_c().await.is_ok() {
-                    eprintln!(
-                        "quit; remove what is left with `fairground clean --run {}`",
-                        run.as_str()
-                    );
-                    std::process::exit(i32::from(ExitCode::Interrupted.code()));
-                }
-            }
-        });
+        eprintln!(
+            "  {} {}: {} (threshold {})",
+            c.verdict, c.id, c.measured, c.threshold
+        );
     }
-
-    eprintln!(
-        "docker objects of this run carry the label fairground.run={}",
-        run.as_str()
+    let environment = environment::admit(&rep, args.accept_env, profile.thresholds.preflight)?;
+    let results = super::new_results(
+        &dir_name,
+        started,
+        profile,
+        &setup.plan,
+        environment,
+        profile.thresholds,
     );
+    let store = Store::create(&args.output.join(&dir_name), results)?;
+    report::link_latest(&args.output, &dir_name)?;
+    Ok((store, Some(rep)))
+}
 
-    // 4. Images, network, and the run itself.
+/// Step 3: Ctrl-C. The first stops the run cleanly (the returned token is
+/// cancelled), a second quits at once.
+fn on_interrupt(run: &RunId) -> Cancel {
+    let cancel = Cancel::new();
+    let (token, run) = (cancel.clone(), run.clone());
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            eprintln!("\ninterrupted: stopping, removing this run's containers and writing the report (Ctrl-C again to quit at once)");
+            token.cancel();
+            if tokio::signal::ctrl_c().await.is_ok() {
+                eprintln!(
+                    "quit; remove what is left with `fairground clean --run {}`",
+                    run.as_str()
+                );
+                std::process::exit(i32::from(ExitCode::Interrupted.code()));
+            }
+        }
+    });
+    cancel
+}
+
+/// Step 4: every cell through the real lab: images, the run spec, the run's
+/// network, the execution, and the removal of what the run created (also
+/// after an error or Ctrl-C).
+async fn measure(
+    store: &mut Store,
+    setup: &Setup,
+    run: &RunId,
+    cancel: &Cancel,
+) -> anyhow::Result<RunOutcome> {
     // Absolute: framework prebuilds run cargo inside each framework folder,
     // where a relative target directory would land somewhere else.
     let root = std::env::current_dir().context("reading the current directory")?;
-    let mut opts = ImageOptions::new(root.clone(), run.clone());
+    let mut opts = ImageOptions::new(root, run.clone());
     opts.progress = std::sync::Arc::new(|line: &str| eprintln!("  {line}"));
     let engine = DockerEngine::connect(opts).await?;
-    let outcome = {
-        let prepared = tokio::select! {
-            lab = DockerLab::prepare(&engine, run.clone(), &profile, &frameworks, placement) => Some(lab),
-            () = cancel.cancelled() => None,
-        };
-        match prepared {
-            None => Ok(Outcome::Interrupted),
-            Some(Err(e)) => Err(e),
-            Some(Ok(mut lab)) => {
-                lab.keep_logs_in(store.dir().join(report::LOGS_DIR));
-                let images = lab.images().clone();
-                store.update(|r| record_frameworks(r, &frameworks, &images))?;
-                let (mut observer, live) = progress::for_stderr(plan.total_steps(), plan.step_time);
-                if let Some(live) = live {
-                    lab.show_live(live);
-                }
-                execute(
-                    &mut lab,
-                    &mut store,
-                    &plan,
-                    &rules,
-                    observer.as_mut(),
-                    &cancel,
-                )
-                .await
-            }
-        }
+    let images = tokio::select! {
+        images = engine.ensure_images(&setup.frameworks) => images.context("building the images")?,
+        () = cancel.cancelled() => return Ok(RunOutcome::Interrupted),
     };
+    store.update(|r| record_frameworks(r, &setup.frameworks, &images))?;
+    let spec = RunSpec::resolve(&setup.profile, &setup.placement, &setup.frameworks, &images)?;
+    let rules = RunRules {
+        thresholds: store.results().thresholds,
+        environment_forced: store.results().environment.forced,
+    };
+    let mut lab = DockerLab::open(&engine, run.clone(), setup.profile.network).await?;
+    lab.keep_logs_in(store.dir().join(report::LOGS_DIR));
+    let (mut observer, live) = progress::for_stderr(setup.plan.total_steps(), setup.plan.step_time);
+    if let Some(live) = live {
+        lab.show_live(live);
+    }
+    let job = Job {
+        plan: &setup.plan,
+        spec: &spec,
+        rules: &rules,
+    };
+    let outcome = execute(&mut lab, store, job, observer.as_mut(), cancel).await;
     // Whatever happened, remove this run's containers and network.
-    match engine.cleanup(&run).await {
+    match lab.close().await {
         Ok(r) if !r.is_empty() => eprintln!("cleanup: {}", r.summary()),
         Ok(_) => {}
         Err(e) => eprintln!(
@@ -305,9 +322,17 @@ async fn run_async(args: &RunArgs) -> anyhow::Result<ExitCode> {
             run.as_str()
         ),
     }
+    outcome
+}
 
-    // 5. Close the record and write the report, even after an error.
-    let interrupted = matches!(outcome, Ok(Outcome::Interrupted));
+/// Step 5: close the record, write the report (even after an error) and
+/// say how the run ended.
+fn finish(
+    store: &mut Store,
+    outcome: anyhow::Result<RunOutcome>,
+    env_report: Option<&EnvReport>,
+) -> anyhow::Result<ExitCode> {
+    let interrupted = matches!(outcome, Ok(RunOutcome::Interrupted));
     store.update(|r| {
         // Cells can also be missing because a framework failed; the report
         // lists those from the plan, `interrupted` only means Ctrl-C.
@@ -315,7 +340,7 @@ async fn run_async(args: &RunArgs) -> anyhow::Result<ExitCode> {
         if !interrupted {
             r.finished_at = Some(Utc::now());
         }
-        if let Some(rep) = &env_report {
+        if let Some(rep) = env_report {
             environment::add_after_run(&mut r.environment, &preflight::after_run(rep));
         }
     })?;
@@ -333,14 +358,14 @@ async fn run_async(args: &RunArgs) -> anyhow::Result<ExitCode> {
     );
     match outcome {
         Err(e) => Err(e),
-        Ok(Outcome::Interrupted) => {
+        Ok(RunOutcome::Interrupted) => {
             eprintln!(
                 "resume with: fairground run --resume {}",
                 store.dir().display()
             );
             Ok(ExitCode::Interrupted)
         }
-        Ok(Outcome::Finished) => {
+        Ok(RunOutcome::Finished) => {
             let missing = r.remaining();
             if missing.is_empty() {
                 return Ok(ExitCode::Ok);
@@ -359,4 +384,25 @@ async fn run_async(args: &RunArgs) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::Failure)
         }
     }
+}
+
+/// `fairground run`, step by step.
+async fn run_async(args: &RunArgs) -> anyhow::Result<ExitCode> {
+    let mut setup = setup(args)?;
+    eprintln!(
+        "fairground run: profile `{}` ({})",
+        setup.profile.name,
+        setup.profile_path.display()
+    );
+    eprint!("{}", setup.plan.describe());
+    let (mut store, env_report) = open_store(args, &mut setup).await?;
+    eprintln!("results: {}", store.dir().display());
+    let run = RunId::new();
+    let cancel = on_interrupt(&run);
+    eprintln!(
+        "docker objects of this run carry the label fairground.run={}",
+        run.as_str()
+    );
+    let outcome = measure(&mut store, &setup, &run, &cancel).await;
+    finish(&mut store, outcome, env_report.as_ref())
 }

@@ -7,25 +7,17 @@
 //! and `--accept-env` run with every cell flagged).
 
 use crate::exit::{coded, ExitCode};
-use crate::preflight::{CheckResult, EnvReport, Verdict};
+use crate::preflight::{CheckResult, EnvReport};
 use crate::profile::Preflight;
 use crate::results::{CheckStatus, EnvCheck, Environment};
-
-fn status(v: Verdict) -> CheckStatus {
-    match v {
-        Verdict::Pass => CheckStatus::Pass,
-        Verdict::Warn => CheckStatus::Warn,
-        Verdict::Fail => CheckStatus::Fail,
-    }
-}
 
 fn line(c: &CheckResult) -> EnvCheck {
     EnvCheck {
         name: c.id.clone(),
-        status: status(c.verdict),
+        status: c.verdict,
         measured: c.measured.clone(),
         threshold: c.threshold.clone(),
-        remedy: (c.verdict != Verdict::Pass && !c.remedy.is_empty()).then(|| c.remedy.clone()),
+        remedy: (c.verdict != CheckStatus::Pass && !c.remedy.is_empty()).then(|| c.remedy.clone()),
     }
 }
 
@@ -38,7 +30,7 @@ pub fn admit(
     accept_env: bool,
     policy: Preflight,
 ) -> anyhow::Result<Environment> {
-    let failed = report.verdict == Verdict::Fail;
+    let failed = report.verdict == CheckStatus::Fail;
     if failed && !accept_env && policy == Preflight::Strict {
         let lines: Vec<String> = report
             .failures()
@@ -59,7 +51,7 @@ pub fn admit(
         ));
     }
     Ok(Environment {
-        status: status(report.verdict),
+        status: report.verdict,
         forced: failed,
         checks: report.checks.iter().map(line).collect(),
         report: serde_json::to_value(report).unwrap_or(serde_json::Value::Null),
@@ -79,7 +71,7 @@ mod tests {
     use std::path::Path;
 
     use super::*;
-    use crate::preflight::{judge, DockerFacts, PreflightInput, ProbeFacts};
+    use crate::preflight::{judge, DockerFacts, MeasuredFacts, PreflightInput};
 
     fn report(fixture: &str) -> EnvReport {
         let root = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -89,7 +81,7 @@ mod tests {
         judge(
             &PreflightInput::default(),
             &root,
-            ProbeFacts::default(),
+            MeasuredFacts::default(),
             DockerFacts::unreachable("not asked in this test"),
         )
     }
@@ -97,7 +89,7 @@ mod tests {
     #[test]
     fn refuses_a_failed_environment_with_exit_code_3_unless_accepted() {
         let r = report("virtualbox-e1000");
-        assert_eq!(r.verdict, Verdict::Fail);
+        assert_eq!(r.verdict, CheckStatus::Fail);
         let err = admit(&r, false, Preflight::Strict).unwrap_err();
         assert_eq!(crate::exit::classify(&err), ExitCode::EnvRefused);
         assert!(format!("{err:#}").contains("--accept-env"), "{err:#}");
@@ -113,7 +105,7 @@ mod tests {
         let r = report("virtualbox-e1000");
         let mut env = admit(&r, true, Preflight::Strict).unwrap();
         let mut c = r.checks[0].clone();
-        c.verdict = Verdict::Pass;
+        c.verdict = CheckStatus::Pass;
         add_after_run(&mut env, &c);
         assert_eq!(env.status, CheckStatus::Fail);
         assert_eq!(env.checks.last().unwrap().remedy, None);

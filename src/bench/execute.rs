@@ -16,10 +16,12 @@ use chrono::Utc;
 use tokio::sync::Notify;
 
 use super::gates::{finish_cell, GateContext};
-use super::lab::Lab;
+use super::lab::{Lab, Measurement};
 use super::plan::{FrameworkPlan, Plan, Step};
+use super::spec::{RoundTiming, RunSpec};
 use super::store::Store;
-use crate::results::{Cell, CellKey, Incident, Round, Skipped, Thresholds};
+use crate::profile::Warmup;
+use crate::results::{Cell, CellKey, Incident, Round, Skipped, Thresholds, VerifyOutcome};
 
 /// A cancellation flag that can also be awaited (set by the Ctrl-C handler).
 #[derive(Debug, Clone, Default)]
@@ -115,7 +117,7 @@ impl Observer for Silent {
 
 /// How a run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
+pub enum RunOutcome {
     /// Every planned step ran (or was recorded as impossible).
     Finished,
     /// Cancelled before the end; what was measured is stored.
@@ -131,43 +133,58 @@ pub struct RunRules {
     pub environment_forced: bool,
 }
 
-/// Run every step of `plan` not already in `store`.
+/// What a run executes: the plan's steps, the specs of their containers
+/// and the rules their cells are judged by.
+#[derive(Debug, Clone, Copy)]
+pub struct Job<'a> {
+    /// The steps, in order.
+    pub plan: &'a Plan,
+    /// What each container gets.
+    pub spec: &'a RunSpec,
+    /// Gate thresholds and the environment verdict.
+    pub rules: &'a RunRules,
+}
+
+/// Run every step of the job's plan not already in `store`.
 pub async fn execute<L: Lab>(
     lab: &mut L,
     store: &mut Store,
-    plan: &Plan,
-    rules: &RunRules,
+    job: Job<'_>,
     observer: &mut dyn Observer,
     cancel: &Cancel,
-) -> anyhow::Result<Outcome> {
+) -> anyhow::Result<RunOutcome> {
+    let plan = job.plan;
     let total = plan.frameworks.len();
-    let mut done = count_done(store, plan);
+    let mut runner = Runner {
+        done: count_done(store, plan),
+        lab,
+        store,
+        observer,
+        job,
+        cancel,
+    };
     for (i, fw) in plan.frameworks.iter().enumerate() {
         if cancel.is_cancelled() {
-            return Ok(Outcome::Interrupted);
+            return Ok(RunOutcome::Interrupted);
         }
         let steps: Vec<Step> = plan
             .steps_of(fw)
             .into_iter()
-            .filter(|s| !step_done(store, s))
+            .filter(|s| !step_done(runner.store, s))
             .collect();
         if steps.is_empty() {
             continue;
         }
-        observer.on(&Event::Framework {
+        runner.observer.on(&Event::Framework {
             name: &fw.name,
             index: i + 1,
             total,
         });
-        let outcome = run_framework(
-            lab, store, plan, fw, steps, rules, observer, cancel, &mut done,
-        )
-        .await?;
-        if outcome == Outcome::Interrupted {
-            return Ok(Outcome::Interrupted);
+        if runner.framework(fw, steps).await? == RunOutcome::Interrupted {
+            return Ok(RunOutcome::Interrupted);
         }
     }
-    Ok(Outcome::Finished)
+    Ok(RunOutcome::Finished)
 }
 
 fn step_done(store: &Store, step: &Step) -> bool {
@@ -185,248 +202,253 @@ fn count_done(store: &Store, plan: &Plan) -> usize {
         .count()
 }
 
-fn incident(
-    store: &mut Store,
-    observer: &mut dyn Observer,
-    framework: &str,
-    key: Option<&CellKey>,
-    round: Option<u32>,
-    what: String,
-) -> anyhow::Result<()> {
-    let inc = Incident {
-        at: Utc::now(),
-        framework: framework.to_string(),
-        cell: key.cloned(),
-        round,
-        what,
-    };
-    observer.on(&Event::Incident(&inc));
-    store.update(|r| r.incidents.push(inc))
+/// A running server and the URL it answers on.
+struct Running<S> {
+    server: S,
+    url: String,
 }
 
-/// Start (or restart) the server, recording the cold start and limits.
-async fn start<L: Lab>(
-    lab: &mut L,
-    store: &mut Store,
-    name: &str,
-    observer: &mut dyn Observer,
-) -> anyhow::Result<L::Server> {
-    let (server, started) = lab.start(name).await?;
-    observer.on(&Event::Started {
-        name,
-        cold_start_ms: started.cold_start_ms,
-    });
-    store.update(|r| {
-        let f = r.framework_mut(name);
-        f.cold_start_ms.extend(started.cold_start_ms);
-        if started.cold_start_ms.is_some() && started.cold_start_is_upper_bound {
-            f.cold_start_upper_bounds += 1;
-        }
-        if started.limits.is_some() {
-            f.limits = started.limits.clone();
-        }
-    })?;
-    Ok(server)
-}
-
-/// Everything `run_framework` and its steps share.
-struct Job<'a> {
-    plan: &'a Plan,
-    fw: &'a FrameworkPlan,
-    rules: &'a RunRules,
+/// The executor's state while it works through the plan.
+struct Runner<'a, L: Lab> {
+    lab: &'a mut L,
+    store: &'a mut Store,
+    observer: &'a mut dyn Observer,
+    job: Job<'a>,
     cancel: &'a Cancel,
+    /// Steps finished in the whole run (for progress).
+    done: usize,
 }
 
-#[allow(clippy::too_many_arguments)] // one call site; a struct would only rename them
-async fn run_framework<L: Lab>(
-    lab: &mut L,
-    store: &mut Store,
-    plan: &Plan,
-    fw: &FrameworkPlan,
-    steps: Vec<Step>,
-    rules: &RunRules,
-    observer: &mut dyn Observer,
-    cancel: &Cancel,
-    done: &mut usize,
-) -> anyhow::Result<Outcome> {
-    let name = fw.name.as_str();
-    let server = match start(lab, store, name, observer).await {
-        Ok(s) => s,
-        Err(e) => {
-            let why = format!("could not start: {e:#}");
-            store.update(|r| {
-                r.framework_mut(name).failure = Some(why.clone());
-                r.skipped.push(Skipped {
-                    framework: name.to_string(),
-                    scenario: None,
-                    reason: why.clone(),
-                });
-            })?;
-            incident(store, observer, name, None, None, why)?;
-            return Ok(Outcome::Finished);
-        }
-    };
-    let job = Job {
-        plan,
-        fw,
-        rules,
-        cancel,
-    };
-    // The running server, if any: restarts replace it, a failed restart
-    // leaves None so the final stop below has nothing to do.
-    let mut slot = Some(server);
-    let result = framework_steps(lab, store, &job, steps, observer, done, &mut slot).await;
-    let stopped = match slot.take() {
-        Some(server) => lab.stop(server).await,
-        None => Ok(()),
-    };
-    match result {
-        Ok(Outcome::Interrupted) => Ok(Outcome::Interrupted),
-        Ok(Outcome::Finished) => {
-            stopped.with_context(|| format!("stopping {name}"))?;
-            Ok(Outcome::Finished)
-        }
-        Err(e) => {
-            // A failure inside one framework's work is recorded; the run
-            // moves on to the next framework.
-            let why = format!("{e:#}");
-            store.update(|r| {
-                r.framework_mut(name).failure = Some(why.clone());
-            })?;
-            incident(store, observer, name, None, None, why)?;
-            Ok(Outcome::Finished)
-        }
-    }
-}
-
-/// Stop the server in `slot` and start a fresh one.
-async fn restart<L: Lab>(
-    lab: &mut L,
-    store: &mut Store,
-    name: &str,
-    observer: &mut dyn Observer,
-    slot: &mut Option<L::Server>,
-) -> anyhow::Result<()> {
-    if let Some(old) = slot.take() {
-        lab.stop(old)
-            .await
-            .with_context(|| format!("stopping {name}"))?;
-    }
-    *slot = Some(start(lab, store, name, observer).await?);
-    Ok(())
-}
-
-fn running<S>(slot: &Option<S>) -> anyhow::Result<&S> {
-    slot.as_ref()
-        .ok_or_else(|| anyhow::anyhow!("no server is running"))
-}
-
-async fn framework_steps<L: Lab>(
-    lab: &mut L,
-    store: &mut Store,
-    job: &Job<'_>,
-    steps: Vec<Step>,
-    observer: &mut dyn Observer,
-    done: &mut usize,
-    slot: &mut Option<L::Server>,
-) -> anyhow::Result<Outcome> {
-    let (plan, fw, rules) = (job.plan, job.fw, job.rules);
-    let name = fw.name.as_str();
-    // Idle memory and verification once per framework (a resumed run that
-    // already has them keeps the first ones).
-    let known = store
-        .results()
-        .framework(name)
-        .and_then(|f| f.verify.clone());
-    let outcome = match known {
-        Some(v) => v,
-        None => {
-            let idle = lab.idle_memory(running(slot)?).await?;
-            let verified = lab.verify(running(slot)?, &fw.scenarios).await?;
-            store.update(|r| {
-                let f = r.framework_mut(name);
-                f.idle_memory_bytes = idle;
-                f.verify = Some(verified.outcome.clone());
-                f.binary_size_bytes = f.binary_size_bytes.or(verified.binary_size_bytes);
-                f.app_lines_of_code = f.app_lines_of_code.or(verified.app_lines_of_code);
-            })?;
-            verified.outcome
-        }
-    };
-    observer.on(&Event::Verified {
-        name,
-        excluded: outcome.excluded.len(),
-    });
-    // Excluded scenarios become rejected cells with no rounds.
-    for ex in &outcome.excluded {
-        for key in plan
-            .cells_of(fw)
-            .into_iter()
-            .filter(|k| k.scenario == ex.scenario)
-        {
-            if store.is_done(&key) {
-                continue;
-            }
-            let ctx = GateContext {
-                thresholds: &rules.thresholds,
-                environment_forced: rules.environment_forced,
-                verify_failure: Some(&ex.reason),
-                rounds_planned: plan.rounds,
-            };
-            store.append_cell(finish_cell(key, Vec::new(), &ctx)?)?;
-            *done += plan.rounds as usize;
-        }
+impl<L: Lab> Runner<'_, L> {
+    fn incident(&mut self, framework: &str, at: Option<&Step>, what: String) -> anyhow::Result<()> {
+        let inc = Incident {
+            at: Utc::now(),
+            framework: framework.to_string(),
+            cell: at.map(|s| s.key.clone()),
+            round: at.map(|s| s.round),
+            what,
+        };
+        self.observer.on(&Event::Incident(&inc));
+        self.store.update(|r| r.incidents.push(inc))
     }
 
-    let mut last_round = steps.first().map(|s| s.round);
-    for step in steps {
-        if job.cancel.is_cancelled() {
-            return Ok(Outcome::Interrupted);
-        }
-        if outcome
-            .excluded
-            .iter()
-            .any(|e| e.scenario == step.key.scenario)
-        {
-            continue;
-        }
-        if plan.restart_between_rounds && last_round != Some(step.round) {
-            restart(lab, store, name, observer, slot).await?;
-        }
-        last_round = Some(step.round);
-        observer.on(&Event::Step {
-            key: &step.key,
-            round: step.round,
-            done: *done,
+    /// Start (or restart) the server, recording the cold start and limits.
+    async fn start(&mut self, name: &str) -> anyhow::Result<Running<L::Server>> {
+        let (server, started) = self.lab.start(self.job.spec.server(name)?).await?;
+        self.observer.on(&Event::Started {
+            name,
+            cold_start_ms: started.cold_start_ms,
         });
-        let measured = tokio::select! {
-            m = lab.measure(running(slot)?, &step.key, step.round) => m,
-            () = job.cancel.cancelled() => return Ok(Outcome::Interrupted),
-        };
-        let m = match measured {
-            Ok(m) => m,
+        self.store.update(|r| {
+            let f = r.framework_mut(name);
+            f.cold_start_ms.extend(started.cold_start_ms);
+            if started.cold_start_ms.is_some() && started.cold_start_is_upper_bound {
+                f.cold_start_upper_bounds += 1;
+            }
+            if started.limits.is_some() {
+                f.limits = started.limits.clone();
+            }
+        })?;
+        Ok(Running {
+            server,
+            url: started.url,
+        })
+    }
+
+    /// Stop the server in `slot` and start a fresh one.
+    async fn restart(
+        &mut self,
+        name: &str,
+        slot: &mut Option<Running<L::Server>>,
+    ) -> anyhow::Result<()> {
+        if let Some(old) = slot.take() {
+            self.lab
+                .stop(old.server)
+                .await
+                .with_context(|| format!("stopping {name}"))?;
+        }
+        *slot = Some(self.start(name).await?);
+        Ok(())
+    }
+
+    /// Start `fw`'s server, run `steps` on it and stop it. A failure inside
+    /// one framework's work is recorded and the run moves on.
+    async fn framework(
+        &mut self,
+        fw: &FrameworkPlan,
+        steps: Vec<Step>,
+    ) -> anyhow::Result<RunOutcome> {
+        let name = fw.name.as_str();
+        let server = match self.start(name).await {
+            Ok(s) => s,
             Err(e) => {
-                incident(
-                    store,
-                    observer,
-                    name,
-                    Some(&step.key),
-                    Some(step.round),
-                    format!("round {} not measured: {e:#}", step.round + 1),
-                )?;
-                if !lab.alive(running(slot)?).await? {
-                    restart(lab, store, name, observer, slot).await?;
-                }
-                *done += 1;
-                continue;
+                let why = format!("could not start: {e:#}");
+                self.store.update(|r| {
+                    r.framework_mut(name).failure = Some(why.clone());
+                    r.skipped.push(Skipped {
+                        framework: name.to_string(),
+                        scenario: None,
+                        reason: why.clone(),
+                    });
+                })?;
+                self.incident(name, None, why)?;
+                return Ok(RunOutcome::Finished);
             }
         };
+        // The running server, if any: restarts replace it, a failed restart
+        // leaves None so the final stop below has nothing to do.
+        let mut slot = Some(server);
+        let result = self.steps(fw, steps, &mut slot).await;
+        let stopped = match slot.take() {
+            Some(r) => self.lab.stop(r.server).await,
+            None => Ok(()),
+        };
+        match result {
+            Ok(RunOutcome::Interrupted) => Ok(RunOutcome::Interrupted),
+            Ok(RunOutcome::Finished) => {
+                stopped.with_context(|| format!("stopping {name}"))?;
+                Ok(RunOutcome::Finished)
+            }
+            Err(e) => {
+                let why = format!("{e:#}");
+                self.store.update(|r| {
+                    r.framework_mut(name).failure = Some(why.clone());
+                })?;
+                self.incident(name, None, why)?;
+                Ok(RunOutcome::Finished)
+            }
+        }
+    }
+
+    /// What the gates need besides the rounds (no verify failure).
+    fn gates(&self) -> GateContext<'_> {
+        GateContext {
+            thresholds: &self.job.rules.thresholds,
+            environment_forced: self.job.rules.environment_forced,
+            verify_failure: None,
+            rounds_planned: self.job.plan.rounds,
+        }
+    }
+
+    /// Idle memory and verification once per framework (a resumed run that
+    /// already has them keeps the first ones); scenarios verification
+    /// excludes become rejected cells with no rounds.
+    async fn verify(
+        &mut self,
+        fw: &FrameworkPlan,
+        running: &Running<L::Server>,
+    ) -> anyhow::Result<VerifyOutcome> {
+        let name = fw.name.as_str();
+        let known = self
+            .store
+            .results()
+            .framework(name)
+            .and_then(|f| f.verify.clone());
+        let outcome = match known {
+            Some(v) => v,
+            None => {
+                let idle = self
+                    .lab
+                    .idle_memory(&running.server, self.job.spec.idle_settle)
+                    .await?;
+                let verified = self.lab.verify(&running.server, &fw.scenarios).await?;
+                self.store.update(|r| {
+                    let f = r.framework_mut(name);
+                    f.idle_memory_bytes = idle;
+                    f.verify = Some(verified.clone());
+                })?;
+                verified
+            }
+        };
+        self.observer.on(&Event::Verified {
+            name,
+            excluded: outcome.excluded.len(),
+        });
+        let plan = self.job.plan;
+        for ex in &outcome.excluded {
+            for key in plan
+                .cells_of(fw)
+                .into_iter()
+                .filter(|k| k.scenario == ex.scenario)
+            {
+                if self.store.is_done(&key) {
+                    continue;
+                }
+                let mut ctx = self.gates();
+                ctx.verify_failure = Some(&ex.reason);
+                let cell = finish_cell(key, Vec::new(), &ctx)?;
+                self.store.append_cell(cell)?;
+                self.done += plan.rounds as usize;
+            }
+        }
+        Ok(outcome)
+    }
+
+    async fn steps(
+        &mut self,
+        fw: &FrameworkPlan,
+        steps: Vec<Step>,
+        slot: &mut Option<Running<L::Server>>,
+    ) -> anyhow::Result<RunOutcome> {
+        let name = fw.name.as_str();
+        let outcome = self.verify(fw, running(slot)?).await?;
+        let mut last_round = steps.first().map(|s| s.round);
+        for step in steps {
+            if self.cancel.is_cancelled() {
+                return Ok(RunOutcome::Interrupted);
+            }
+            if outcome
+                .excluded
+                .iter()
+                .any(|e| e.scenario == step.key.scenario)
+            {
+                continue;
+            }
+            if self.job.plan.restart_between_rounds && last_round != Some(step.round) {
+                self.restart(name, slot).await?;
+            }
+            last_round = Some(step.round);
+            self.observer.on(&Event::Step {
+                key: &step.key,
+                round: step.round,
+                done: self.done,
+            });
+            let cancel = self.cancel;
+            let measured = tokio::select! {
+                m = measure_round(self.lab, self.job.spec, &step, running(slot)?) => m,
+                () = cancel.cancelled() => return Ok(RunOutcome::Interrupted),
+            };
+            self.done += 1;
+            match measured {
+                Ok(m) => self.store_round(name, &step, m, slot).await?,
+                Err(e) => {
+                    let what = format!("round {} not measured: {e:#}", step.round + 1);
+                    self.incident(name, Some(&step), what)?;
+                    if !self.lab.alive(&running(slot)?.server).await? {
+                        self.restart(name, slot).await?;
+                    }
+                }
+            }
+        }
+        Ok(RunOutcome::Finished)
+    }
+
+    /// Judge the cell with its new round and store it; restart a server
+    /// that did not survive the round.
+    async fn store_round(
+        &mut self,
+        name: &str,
+        step: &Step,
+        m: Measurement,
+        slot: &mut Option<Running<L::Server>>,
+    ) -> anyhow::Result<()> {
         let mut round = m.into_round(step.round)?;
-        let alive = lab.alive(running(slot)?).await?;
+        let alive = self.lab.alive(&running(slot)?.server).await?;
         if !alive && round.server.restarts == 0 {
             round.server.restarts = 1;
         }
-        let mut rounds = store
+        let mut rounds = self
+            .store
             .results()
             .cell(&step.key)
             .map(|c| c.rounds.clone())
@@ -434,33 +456,69 @@ async fn framework_steps<L: Lab>(
         rounds.retain(|r| r.index != step.round);
         rounds.push(round.clone());
         rounds.sort_by_key(|r| r.index);
-        let ctx = GateContext {
-            thresholds: &rules.thresholds,
-            environment_forced: rules.environment_forced,
-            verify_failure: None,
-            rounds_planned: plan.rounds,
-        };
-        let cell = finish_cell(step.key.clone(), rounds, &ctx)?;
-        store.append_cell(cell.clone())?;
-        *done += 1;
-        observer.on(&Event::Stored {
+        let cell = finish_cell(step.key.clone(), rounds, &self.gates())?;
+        self.store.append_cell(cell.clone())?;
+        self.observer.on(&Event::Stored {
             cell: &cell,
             round: &round,
         });
         if !alive {
-            incident(
-                store,
-                observer,
-                name,
-                Some(&step.key),
-                Some(step.round),
-                format!(
-                    "the server was not running after round {}; restarted",
-                    step.round + 1
-                ),
-            )?;
-            restart(lab, store, name, observer, slot).await?;
+            let what = format!(
+                "the server was not running after round {}; restarted",
+                step.round + 1
+            );
+            self.incident(name, Some(step), what)?;
+            self.restart(name, slot).await?;
         }
+        Ok(())
     }
-    Ok(Outcome::Finished)
+}
+
+fn running<S>(slot: &Option<Running<S>>) -> anyhow::Result<&Running<S>> {
+    slot.as_ref()
+        .ok_or_else(|| anyhow::anyhow!("no server is running"))
+}
+
+/// Measure one round of a step: warm up first when the profile asks for a
+/// warm-up until throughput is stable (separate loader runs of one window
+/// each, until the last [`crate::profile::STABLE_WINDOWS`] vary by no more
+/// than its CV or its time is up), then the round's own loader run.
+async fn measure_round<L: Lab>(
+    lab: &mut L,
+    spec: &RunSpec,
+    step: &Step,
+    running: &Running<L::Server>,
+) -> anyhow::Result<Measurement> {
+    let (key, round) = (&step.key, step.round);
+    let warmed = match spec.warmup {
+        Warmup::Fixed { .. } => None,
+        Warmup::UntilStable {
+            window,
+            max_cv,
+            max_duration,
+        } => {
+            let started = std::time::Instant::now();
+            let one = RoundTiming {
+                warmup: std::time::Duration::ZERO,
+                duration: window,
+            };
+            let mut tputs = Vec::new();
+            while started.elapsed() < max_duration {
+                let i = tputs.len() as u32;
+                let loader = spec.loader(key, round, Some(i), &running.url, one);
+                let m = lab.measure(&running.server, &loader).await?;
+                tputs.push(m.throughput_rps());
+                if crate::stats::stable(&tputs, crate::profile::STABLE_WINDOWS as usize, max_cv) {
+                    break;
+                }
+            }
+            Some(started.elapsed().as_secs_f64())
+        }
+    };
+    let loader = spec.loader(key, round, None, &running.url, spec.round_timing());
+    let mut m = lab.measure(&running.server, &loader).await?;
+    if let Some(w) = warmed {
+        m.warmup_s = w;
+    }
+    Ok(m)
 }

@@ -10,12 +10,12 @@ use chrono::{TimeZone, Utc};
 use hdrhistogram::Histogram;
 
 use super::execute::Cancel;
-use super::lab::{Lab, Measurement, Started, Verified};
+use super::lab::{Lab, Measurement, Started};
 use crate::contract::Scenario;
+use crate::docker::container::{LoaderSpec, ServerSpec};
 use crate::results::histogram;
 use crate::results::{
-    AppliedLimits, CellKey, Connections, ErrorCounts, Exclusion, HostUse, StatusCounts,
-    VerifyOutcome,
+    AppliedLimits, Connections, ErrorCounts, Exclusion, HostUse, StatusCounts, VerifyOutcome,
 };
 
 /// Clean figures for one 10 s round at `concurrency` doing `rps` req/s.
@@ -101,6 +101,18 @@ pub(crate) struct FakeServer {
     framework: String,
 }
 
+/// The round of a loader run, from its label (`a-json-c10-r1`), and
+/// whether it is an until-stable warm-up window (`…-r1-warm0`).
+fn round_of(l: &LoaderSpec) -> (u32, bool) {
+    let warm = l.label.contains("-warm");
+    let base = l.label.split("-warm").next().unwrap_or_default();
+    let round = base
+        .rsplit_once("-r")
+        .and_then(|(_, r)| r.parse().ok())
+        .expect("loader labels end in -rN");
+    (round, warm)
+}
+
 /// The scripted lab.
 #[derive(Debug, Default)]
 pub(crate) struct FakeLab {
@@ -143,7 +155,8 @@ impl FakeLab {
 impl Lab for FakeLab {
     type Server = FakeServer;
 
-    async fn start(&mut self, framework: &str) -> anyhow::Result<(FakeServer, Started)> {
+    async fn start(&mut self, spec: &ServerSpec) -> anyhow::Result<(FakeServer, Started)> {
+        let framework = spec.framework.as_str();
         if let Some(e) = self.script(framework).start_error {
             self.log.push(format!("start {framework} failed"));
             anyhow::bail!("{e}");
@@ -157,24 +170,37 @@ impl Lab for FakeLab {
                 framework: framework.to_string(),
             },
             Started {
+                url: format!("http://10.0.0.{}:8080", self.next_id),
                 cold_start_ms: Some(40.0 + f64::from(self.next_id)),
                 cold_start_is_upper_bound: false,
                 limits: Some(AppliedLimits {
-                    cpus: 1.0,
+                    cpus: Some(1.0),
                     cpuset: Some("0".into()),
-                    memory_bytes: 1 << 30,
+                    memory_bytes: Some(1 << 30),
                     memory_swap_bytes: Some(1 << 30),
-                    nofile: 65_536,
+                    nofile_soft: Some(65_536),
+                    nofile_hard: Some(65_536),
+                    read_only_rootfs: true,
+                    cap_drop: vec!["ALL".into()],
+                    ..AppliedLimits::default()
                 }),
             },
         ))
     }
 
-    async fn idle_memory(&mut self, _: &FakeServer) -> anyhow::Result<Option<u64>> {
+    async fn idle_memory(
+        &mut self,
+        _: &FakeServer,
+        _: std::time::Duration,
+    ) -> anyhow::Result<Option<u64>> {
         Ok(Some(1 << 20))
     }
 
-    async fn verify(&mut self, s: &FakeServer, scenarios: &[Scenario]) -> anyhow::Result<Verified> {
+    async fn verify(
+        &mut self,
+        s: &FakeServer,
+        scenarios: &[Scenario],
+    ) -> anyhow::Result<VerifyOutcome> {
         let script = self.script(&s.framework);
         self.log.push(format!("verify {}", s.framework));
         let excluded: Vec<Exclusion> = script
@@ -186,32 +212,32 @@ impl Lab for FakeLab {
                 reason: reason.clone(),
             })
             .collect();
-        Ok(Verified {
-            outcome: VerifyOutcome {
-                checks: 10 * scenarios.len() as u64,
-                failed: excluded.len() as u64,
-                passed: scenarios
-                    .iter()
-                    .filter(|s| !excluded.iter().any(|e| e.scenario == **s))
-                    .copied()
-                    .collect(),
-                excluded,
-            },
-            binary_size_bytes: Some(4 << 20),
-            app_lines_of_code: Some(30),
+        Ok(VerifyOutcome {
+            checks: 10 * scenarios.len() as u64,
+            failed: excluded.len() as u64,
+            passed: scenarios
+                .iter()
+                .filter(|s| !excluded.iter().any(|e| e.scenario == **s))
+                .copied()
+                .collect(),
+            excluded,
         })
     }
 
-    async fn measure(
-        &mut self,
-        s: &FakeServer,
-        key: &CellKey,
-        round: u32,
-    ) -> anyhow::Result<Measurement> {
+    async fn measure(&mut self, s: &FakeServer, l: &LoaderSpec) -> anyhow::Result<Measurement> {
+        let framework = s.framework.clone();
+        let scenario = l.args.scenario.unwrap_or(Scenario::Plaintext);
+        let concurrency = l.args.connections as u32;
+        let (round, warm) = round_of(l);
+        if warm {
+            self.log.push(format!(
+                "warm {framework} {scenario} c={concurrency} r{round}"
+            ));
+            return Ok(measurement(concurrency, self.script(&framework).rps));
+        }
         self.measures += 1;
         self.log.push(format!(
-            "measure {} {} c={} r{round}",
-            key.framework, key.scenario, key.concurrency
+            "measure {framework} {scenario} c={concurrency} r{round}"
         ));
         if let Some((n, cancel)) = &self.interrupt {
             if *n == self.measures {
@@ -220,14 +246,14 @@ impl Lab for FakeLab {
             }
         }
         let script = self.script(&s.framework);
-        let at = Some((key.scenario, key.concurrency, round));
+        let at = Some((scenario, concurrency, round));
         if script.loader_error_at == at {
             anyhow::bail!("loader container exited with code 1: connection refused");
         }
-        let mut m = measurement(key.concurrency, script.rps);
+        let mut m = measurement(concurrency, script.rps);
         m.loader_cpu_us = (script.loader_fraction * 10.0 * 1e6) as u64;
         m.connections.established =
-            (f64::from(key.concurrency) * script.established_fraction).round() as u32;
+            (f64::from(concurrency) * script.established_fraction).round() as u32;
         if script.oom_at == at {
             m.oom_kills = 1;
             self.dead.insert(s.id);

@@ -176,11 +176,11 @@ pub fn judge(rounds: &[Round], summary: Option<&CellSummary>, ctx: &GateContext<
             });
         }
         for (r, dev) in rounds.iter().zip(&a.deviation_from_median) {
-            if dev.abs() > t.max_round_deviation {
+            if dev.abs() > t.suspect_round {
                 reasons.push(Reason::SuspectRound {
                     round: r.index,
                     deviation: *dev,
-                    limit: t.max_round_deviation,
+                    limit: t.suspect_round,
                 });
             }
         }

@@ -8,19 +8,24 @@
 //! module owns the conversion from raw figures to a [`Round`]; it judges
 //! nothing.
 
+use std::time::Duration;
+
 use chrono::{DateTime, Utc};
 
 use crate::contract::Scenario;
+use crate::docker::container::{LoaderSpec, ServerSpec};
 use crate::results::histogram::{self, HistogramError, Latency};
 use crate::results::{
-    AppliedLimits, CellKey, Connections, ErrorCounts, HostUse, LoaderUse, RateFigures, Round,
-    ServerUse, StatusCounts, VerifyOutcome,
+    AppliedLimits, Connections, ErrorCounts, HostUse, LoaderUse, RateFigures, Round, ServerUse,
+    StatusCounts, VerifyOutcome,
 };
 use crate::stats;
 
 /// What starting a framework's server yielded.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Started {
+    /// Where the loader reaches it: `http://IP:PORT`.
+    pub url: String,
     /// Container start to first 200 on the readiness path, ms.
     pub cold_start_ms: Option<f64>,
     /// The very first probe got the 200, so the server may have been ready
@@ -28,17 +33,6 @@ pub struct Started {
     pub cold_start_is_upper_bound: bool,
     /// Limits the daemon really applied.
     pub limits: Option<AppliedLimits>,
-}
-
-/// What verifying a framework yielded.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Verified {
-    /// Per-scenario outcome (passed, excluded with reasons).
-    pub outcome: VerifyOutcome,
-    /// Server binary size, bytes, when known.
-    pub binary_size_bytes: Option<u64>,
-    /// Non-blank, non-comment lines of the app, when known.
-    pub app_lines_of_code: Option<u64>,
 }
 
 /// Raw figures of one measured round, before aggregation.
@@ -87,15 +81,20 @@ pub struct Measurement {
 }
 
 impl Measurement {
+    /// 2xx responses per second of the window.
+    pub fn throughput_rps(&self) -> f64 {
+        if self.duration_s > 0.0 {
+            self.responses.s2xx as f64 / self.duration_s
+        } else {
+            0.0
+        }
+    }
+
     /// The round these figures make: throughput from 2xx only, latency from
     /// the histogram, CPU per request from the server's cgroup.
     pub fn into_round(self, index: u32) -> Result<Round, HistogramError> {
         let h = histogram::decode(&self.histogram)?;
-        let throughput_rps = if self.duration_s > 0.0 {
-            self.responses.s2xx as f64 / self.duration_s
-        } else {
-            0.0
-        };
+        let throughput_rps = self.throughput_rps();
         let allot_us = self.loader_cpus * self.duration_s * 1e6;
         let samples: Vec<f64> = self
             .memory_samples_bytes
@@ -142,10 +141,11 @@ impl Measurement {
     }
 }
 
-/// Where frameworks run and get measured.
+/// Where frameworks run and get measured: the lab runs the specs it is
+/// given ([`crate::bench::spec`]) and knows nothing of the profile.
 ///
 /// Calls come in this order per framework: `start`, `idle_memory`, `verify`,
-/// then `measure` for each step (with `alive` after each, and `stop` +
+/// then `measure` for each loader run (with `alive` after each, and `stop` +
 /// `start` again when the server must restart), and `stop` last. Every
 /// method is bounded in time by the implementation.
 #[allow(async_fn_in_trait)] // used in one task; no Send bound needed
@@ -153,26 +153,29 @@ pub trait Lab {
     /// A running server.
     type Server;
 
-    /// Start `framework`'s server with the profile's limits and wait until it
-    /// answers its readiness path.
-    async fn start(&mut self, framework: &str) -> anyhow::Result<(Self::Server, Started)>;
+    /// Start the server of `spec` and wait until it answers its readiness
+    /// path.
+    async fn start(&mut self, spec: &ServerSpec) -> anyhow::Result<(Self::Server, Started)>;
 
-    /// Memory the idle server uses after the settle period, bytes.
-    async fn idle_memory(&mut self, server: &Self::Server) -> anyhow::Result<Option<u64>>;
+    /// Memory the idle server uses after waiting `settle`, bytes.
+    async fn idle_memory(
+        &mut self,
+        server: &Self::Server,
+        settle: Duration,
+    ) -> anyhow::Result<Option<u64>>;
 
     /// Check the server against the contract for `scenarios`.
     async fn verify(
         &mut self,
         server: &Self::Server,
         scenarios: &[Scenario],
-    ) -> anyhow::Result<Verified>;
+    ) -> anyhow::Result<VerifyOutcome>;
 
-    /// Warm up and measure one round of `key` while sampling the server.
+    /// Run the loader of `loader` against the server while sampling it.
     async fn measure(
         &mut self,
         server: &Self::Server,
-        key: &CellKey,
-        round: u32,
+        loader: &LoaderSpec,
     ) -> anyhow::Result<Measurement>;
 
     /// Whether the server is still running.

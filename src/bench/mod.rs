@@ -14,6 +14,7 @@ pub mod host;
 pub mod lab;
 pub mod plan;
 pub mod progress;
+pub mod spec;
 pub mod store;
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ use std::time::Duration;
 use crate::contract::Scenario;
 use crate::framework::Framework;
 use crate::profile::{LoadMode, Profile};
-use crate::results::{CellKey, Skipped, Thresholds};
+use crate::results::{CellKey, Skipped};
 
 /// One framework's share of the plan.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -218,20 +218,6 @@ impl Plan {
     }
 }
 
-/// The gate thresholds of `profile`; those the profile does not set keep
-/// their documented defaults.
-pub fn thresholds(profile: &Profile) -> Thresholds {
-    let t = &profile.thresholds;
-    Thresholds {
-        max_error_rate: t.max_error_rate,
-        max_cv: t.max_cv,
-        max_round_deviation: t.suspect_round,
-        loader_saturation: t.loader_saturation,
-        min_rate_ratio: t.min_rate_ratio,
-        ..Thresholds::default()
-    }
-}
-
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -303,15 +289,5 @@ pub(crate) mod tests {
             "{}",
             p.describe()
         );
-    }
-
-    #[test]
-    fn thresholds_follow_the_profile() {
-        let mut pr = profile();
-        pr.thresholds.max_cv = 0.02;
-        pr.thresholds.suspect_round = 0.2;
-        let t = thresholds(&pr);
-        assert_eq!((t.max_cv, t.max_round_deviation), (0.02, 0.2));
-        assert_eq!(t.max_foreign_cores, Thresholds::default().max_foreign_cores);
     }
 }

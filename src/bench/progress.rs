@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use super::docker_lab::{Live, LiveSink};
+use super::docker_lab::{LiveSecond, LiveSink};
 use super::execute::{Event, Observer};
 use crate::report::fmt::{micros, thousands};
 use crate::results::{Cell, Round, Status};
@@ -122,7 +122,7 @@ impl Bars {
     /// A sink that shows each second of the current round on its bar.
     fn live(&self) -> LiveSink {
         let (round, now) = (self.round.clone(), Arc::clone(&self.now));
-        Arc::new(move |l: &Live<'_>| {
+        Arc::new(move |l: &LiveSecond| {
             let base = now.lock().map(|s| s.clone()).unwrap_or_default();
             round.set_message(format!("{base}: {}", live_text(l)));
         })
@@ -130,7 +130,7 @@ impl Bars {
 }
 
 /// One second of a round, for the bar: `measuring 52,310 req/s, 0 errors/s`.
-pub fn live_text(l: &Live<'_>) -> String {
+pub fn live_text(l: &LiveSecond) -> String {
     format!(
         "{} {} resp/s, {} errors/s",
         if l.measuring {
@@ -204,15 +204,7 @@ mod tests {
 
     #[test]
     fn live_text_says_which_phase_and_how_fast() {
-        let key = crate::results::CellKey {
-            framework: "hyper".into(),
-            scenario: crate::contract::Scenario::Json,
-            concurrency: 100,
-            rate: None,
-        };
-        let l = Live {
-            key: &key,
-            round: 0,
+        let l = LiveSecond {
             measuring: true,
             responses_per_s: 52_310,
             errors_per_s: 0,

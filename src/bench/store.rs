@@ -5,7 +5,6 @@
 //! This module owns the file and its atomic replacement. It never judges or
 //! renders; `report` writes the other output files.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
@@ -98,28 +97,8 @@ impl Store {
     fn save(&self) -> anyhow::Result<()> {
         let mut bytes = serde_json::to_vec_pretty(&self.results).context("serialising results")?;
         bytes.push(b'\n');
-        write_atomic(&self.dir.join(RESULTS_FILE), &bytes)
+        crate::report::write_atomic(&self.dir.join(RESULTS_FILE), &bytes)
     }
-}
-
-/// Replace `path` with `bytes` so that a reader (or a crash) sees either the
-/// old file or the new one, never a mix: write a temporary file in the same
-/// directory, flush it to disk, then rename it over `path`.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".fairground-")
-        .tempfile_in(dir)
-        .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
-    tmp.write_all(bytes)
-        .and_then(|()| tmp.as_file().sync_all())
-        .with_context(|| format!("cannot write {}", tmp.path().display()))?;
-    tmp.persist(path)
-        .with_context(|| format!("cannot replace {}", path.display()))?;
-    Ok(())
 }
 
 #[cfg(test)]

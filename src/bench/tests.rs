@@ -4,11 +4,12 @@
 
 use chrono::{TimeZone, Utc};
 
-use super::execute::{execute, Cancel, Outcome, RunRules, Silent};
+use super::execute::{execute, Cancel, Job, RunOutcome, RunRules, Silent};
 use super::fake::{FakeLab, Script};
 use super::new_results;
 use super::plan::tests::{framework, profile};
-use super::plan::{thresholds, Plan};
+use super::plan::Plan;
+use super::spec::RunSpec;
 use super::store::Store;
 use crate::contract::Scenario;
 use crate::profile::Profile;
@@ -17,6 +18,7 @@ use crate::results::{self, CellKey, Environment, Reason, Results, Status, RESULT
 struct Run {
     dir: tempfile::TempDir,
     plan: Plan,
+    spec: RunSpec,
     profile: Profile,
 }
 
@@ -26,9 +28,20 @@ fn setup(profile: Profile) -> Run {
         framework("b", &[Scenario::Plaintext, Scenario::Json]),
     ];
     let plan = Plan::new(&profile, &fws);
+    let placement = profile
+        .placement(&crate::profile::HostFacts::with_cores(4))
+        .unwrap();
+    let spec = RunSpec::resolve(
+        &profile,
+        &placement,
+        &fws,
+        &super::spec::tests::images(&fws),
+    )
+    .unwrap();
     Run {
         dir: tempfile::tempdir().unwrap(),
         plan,
+        spec,
         profile,
     }
 }
@@ -41,22 +54,26 @@ impl Run {
             &self.profile,
             &self.plan,
             Environment::default(),
-            thresholds(&self.profile),
+            self.profile.thresholds,
         );
         Store::create(self.dir.path(), r).unwrap()
     }
 
     fn rules(&self) -> RunRules {
         RunRules {
-            thresholds: thresholds(&self.profile),
+            thresholds: self.profile.thresholds,
             environment_forced: false,
         }
     }
 
-    async fn go(&self, lab: &mut FakeLab, store: &mut Store, cancel: &Cancel) -> Outcome {
-        execute(lab, store, &self.plan, &self.rules(), &mut Silent, cancel)
-            .await
-            .unwrap()
+    async fn go(&self, lab: &mut FakeLab, store: &mut Store, cancel: &Cancel) -> RunOutcome {
+        let rules = self.rules();
+        let job = Job {
+            plan: &self.plan,
+            spec: &self.spec,
+            rules: &rules,
+        };
+        execute(lab, store, job, &mut Silent, cancel).await.unwrap()
     }
 
     /// results.json as a separate reader sees it.
@@ -86,7 +103,7 @@ async fn clean_run_accepts_every_cell_and_stops_every_server() {
     let mut store = run.store();
     assert_eq!(
         run.go(&mut lab, &mut store, &Cancel::new()).await,
-        Outcome::Finished
+        RunOutcome::Finished
     );
     let r = run.on_disk();
     assert_eq!(r.cells.len(), 8);
@@ -181,7 +198,7 @@ async fn oom_mid_run_rejects_that_cell_restarts_and_keeps_the_rest() {
     let mut store = run.store();
     assert_eq!(
         run.go(&mut lab, &mut store, &Cancel::new()).await,
-        Outcome::Finished
+        RunOutcome::Finished
     );
     let r = run.on_disk();
     let hit = key("a", Scenario::Json, 10);
@@ -212,7 +229,7 @@ async fn interrupted_run_leaves_valid_partial_results_and_resume_completes_it() 
     let mut store = run.store();
     assert_eq!(
         run.go(&mut lab, &mut store, &cancel).await,
-        Outcome::Interrupted
+        RunOutcome::Interrupted
     );
     assert_eq!(
         lab.leaked(),
@@ -231,7 +248,7 @@ async fn interrupted_run_leaves_valid_partial_results_and_resume_completes_it() 
     let mut lab = FakeLab::default();
     assert_eq!(
         run.go(&mut lab, &mut store, &Cancel::new()).await,
-        Outcome::Finished
+        RunOutcome::Finished
     );
     assert_eq!(lab.measures(), 16 - 5);
     let done = run.on_disk();
@@ -339,4 +356,32 @@ async fn restart_between_rounds_starts_the_server_once_per_round() {
     assert_eq!(lab.starts("a"), 3);
     assert_eq!(run.on_disk().framework("a").unwrap().cold_start_ms.len(), 3);
     assert_eq!(lab.leaked(), 0);
+}
+
+#[tokio::test]
+async fn until_stable_warm_up_runs_windows_until_three_agree_then_the_round() {
+    let run = setup(Profile {
+        warmup: crate::profile::Warmup::UntilStable {
+            window: std::time::Duration::from_millis(500),
+            max_cv: 0.05,
+            max_duration: std::time::Duration::from_secs(30),
+        },
+        rounds: 1,
+        ..profile()
+    });
+    let mut lab = FakeLab::default();
+    let mut store = run.store();
+    run.go(&mut lab, &mut store, &Cancel::new()).await;
+    // The fake's windows are identical: stable after exactly three.
+    let warm = lab
+        .log
+        .iter()
+        .filter(|l| *l == "warm a plaintext c=10 r0")
+        .count();
+    assert_eq!(warm, 3, "{:?}", lab.log);
+    let at = |p: &str| lab.log.iter().position(|l| l.starts_with(p)).unwrap();
+    assert!(at("warm a plaintext c=10") < at("measure a plaintext c=10 r0"));
+    let r = run.on_disk();
+    let c = r.cell(&key("a", Scenario::Plaintext, 10)).unwrap();
+    assert_eq!(c.verdict.status, Status::Accepted, "{:?}", c.verdict);
 }

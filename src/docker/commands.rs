@@ -9,7 +9,7 @@ use std::sync::Arc;
 use anyhow::Context;
 
 use super::engine::{DockerEngine, Engine};
-use super::images::{ImageOptions, Progress};
+use super::images::{ImageOptions, ProgressFn};
 use super::RunId;
 use crate::exit::{coded, ExitCode};
 
@@ -65,7 +65,7 @@ pub struct CleanArgs {
 }
 
 /// Progress: a spinner on a terminal, plain lines on stderr otherwise.
-fn progress() -> (Progress, Option<indicatif::ProgressBar>) {
+fn progress() -> (ProgressFn, Option<indicatif::ProgressBar>) {
     if std::io::stderr().is_terminal() {
         let bar = indicatif::ProgressBar::new_spinner();
         bar.enable_steady_tick(std::time::Duration::from_millis(120));
@@ -80,22 +80,6 @@ fn progress() -> (Progress, Option<indicatif::ProgressBar>) {
         )
     } else {
         (Arc::new(|msg: &str| eprintln!("{msg}")), None)
-    }
-}
-
-/// Human size: `12.3 MiB`.
-pub fn human_bytes(b: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = b as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u + 1 < UNITS.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{b} B")
-    } else {
-        format!("{v:.1} {}", UNITS[u])
     }
 }
 
@@ -120,7 +104,7 @@ pub fn run_images(args: &ImagesArgs) -> anyhow::Result<ExitCode> {
                         r.kind,
                         r.name,
                         r.tag,
-                        human_bytes(r.size_bytes),
+                        crate::units::bytes(r.size_bytes as f64),
                         super::images::short(&r.inputs_hash)
                     );
                 }
@@ -179,7 +163,7 @@ async fn build(b: &BuildArgs) -> anyhow::Result<ExitCode> {
             i.kind.as_str(),
             i.name,
             i.tag,
-            human_bytes(i.size_bytes),
+            crate::units::bytes(i.size_bytes as f64),
             if i.reused { "reused" } else { "built" }
         );
         for line in i.versions.as_deref().unwrap_or("").lines() {
@@ -214,15 +198,4 @@ pub fn run_clean(args: &CleanArgs) -> anyhow::Result<ExitCode> {
             ExitCode::Failure
         })
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sizes_are_human() {
-        assert_eq!(human_bytes(512), "512 B");
-        assert_eq!(human_bytes(3 * 1024 * 1024 + 512 * 1024), "3.5 MiB");
-    }
 }

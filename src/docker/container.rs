@@ -12,8 +12,8 @@ use bollard::models::{
     ResourcesUlimits,
 };
 
-use super::error::DockerError;
 use super::{RunId, LABEL_ROLE, LABEL_RUN};
+use crate::host::{CoreList, Sysctls};
 
 /// What a container is for; also its `fairground.role` label.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -43,58 +43,10 @@ impl Role {
 /// sysctls, the server reached at 127.0.0.1.
 pub const HOST_NETWORK: &str = "host";
 
-/// Per-container network sysctls (`net.*`, namespaced, so allowed per
-/// container). The defaults are the usual high-concurrency tuning.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct NetSysctls {
-    /// `net.core.somaxconn`: listen backlog cap.
-    pub somaxconn: u32,
-    /// `net.ipv4.tcp_max_syn_backlog`: half-open connection queue.
-    pub tcp_max_syn_backlog: u32,
-    /// `net.ipv4.ip_local_port_range`: ephemeral ports for the loader.
-    pub ip_local_port_range: (u16, u16),
-    /// `net.ipv4.tcp_tw_reuse`: reuse TIME_WAIT sockets for new connections.
-    pub tcp_tw_reuse: bool,
-}
-
-impl Default for NetSysctls {
-    fn default() -> Self {
-        Self {
-            somaxconn: 65535,
-            tcp_max_syn_backlog: 65535,
-            ip_local_port_range: (1024, 65535),
-            tcp_tw_reuse: true,
-        }
-    }
-}
-
-impl NetSysctls {
-    /// As Docker's `Sysctls` map.
-    pub fn to_map(&self) -> HashMap<String, String> {
-        HashMap::from([
-            ("net.core.somaxconn".into(), self.somaxconn.to_string()),
-            (
-                "net.ipv4.tcp_max_syn_backlog".into(),
-                self.tcp_max_syn_backlog.to_string(),
-            ),
-            (
-                "net.ipv4.ip_local_port_range".into(),
-                format!(
-                    "{} {}",
-                    self.ip_local_port_range.0, self.ip_local_port_range.1
-                ),
-            ),
-            (
-                "net.ipv4.tcp_tw_reuse".into(),
-                if self.tcp_tw_reuse { "1" } else { "0" }.into(),
-            ),
-        ])
-    }
-}
-
-/// Resource limits asked for one container.
+/// The resources asked for one container: cores, CPU quota, memory, open
+/// files.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Limits {
+pub struct Resources {
     /// CPUs the container may run on (Docker cpuset syntax, e.g. `0`, `1-3`).
     pub cpuset: Option<String>,
     /// CPU quota in CPUs (becomes `NanoCpus`), e.g. `1.5`.
@@ -105,15 +57,15 @@ pub struct Limits {
     pub nofile: Option<u64>,
 }
 
-impl Limits {
+impl Resources {
     /// CPUs allotted: the quota rounded up, capped by the cpuset size; the
     /// value of `FAIRGROUND_CPUS` so servers size their worker pools by it.
     pub fn cpus_allotted(&self) -> Option<usize> {
         let from_set = self
             .cpuset
             .as_deref()
-            .and_then(|s| parse_cpuset(s).ok())
-            .map(|v| v.len());
+            .and_then(|s| s.parse::<CoreList>().ok())
+            .map(|c| c.len());
         let from_quota = self.cpus.map(|c| c.ceil().max(1.0) as usize);
         match (from_set, from_quota) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -140,14 +92,82 @@ pub struct ContainerSpec {
     /// Network to attach to (the run network, or [`HOST_NETWORK`] for the
     /// host's own stack); `None` means no network at all.
     pub network: Option<String>,
-    /// Resource limits.
-    pub limits: Limits,
-    /// Network sysctls set inside the container's namespace.
-    pub sysctls: NetSysctls,
+    /// Resources it is given.
+    pub limits: Resources,
+    /// Network sysctls set inside the container's namespace (exactly
+    /// these: nothing is added behind the profile's back).
+    pub sysctls: Sysctls,
     /// Mount the root filesystem read-only (with a small tmpfs on /tmp).
     pub read_only_rootfs: bool,
     /// Extra environment.
     pub env: BTreeMap<String, String>,
+}
+
+/// A framework's server, as a run resolved it from the profile and the
+/// framework's manifest: everything needed to start it and know it is up.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ServerSpec {
+    /// Framework name.
+    pub framework: String,
+    /// Image tag.
+    pub image: String,
+    /// Cores, CPU quota, memory, open files.
+    pub resources: Resources,
+    /// Network sysctls of its namespace.
+    pub sysctls: Sysctls,
+    /// Environment from the manifest.
+    pub env: BTreeMap<String, String>,
+    /// Root filesystem mounted read-only.
+    pub read_only_rootfs: bool,
+    /// Port it listens on inside its container.
+    pub port: u16,
+    /// Path that answers 200 once it is ready.
+    pub readiness_path: String,
+    /// Longest wait for that 200.
+    pub readiness_timeout: std::time::Duration,
+}
+
+impl ServerSpec {
+    /// The server of framework `fw` from `image`: port, readiness path,
+    /// environment and read-only root from its manifest.
+    pub fn of_framework(
+        fw: &crate::framework::Framework,
+        image: &str,
+        resources: Resources,
+        sysctls: Sysctls,
+        readiness_timeout: std::time::Duration,
+    ) -> ServerSpec {
+        ServerSpec {
+            framework: fw.name().to_string(),
+            image: image.to_string(),
+            resources,
+            sysctls,
+            env: fw.manifest.env.clone(),
+            read_only_rootfs: fw.manifest.read_only_rootfs,
+            port: fw.manifest.port,
+            readiness_path: fw.manifest.readiness.clone(),
+            readiness_timeout,
+        }
+    }
+}
+
+/// One loader run: fairground's image running `fairground load` with
+/// `args` (the target URL is filled in when the server's address is known).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoaderSpec {
+    /// What this run is, for its container's name and for messages
+    /// (`axum-json-c100-r2`, `axum-json-c100-r2-warm3`).
+    pub label: String,
+    /// fairground's own image.
+    pub image: String,
+    /// Cores, CPU quota, memory, open files.
+    pub resources: Resources,
+    /// Network sysctls of its namespace.
+    pub sysctls: Sysctls,
+    /// The loader's arguments.
+    pub args: crate::load::args::LoadArgs,
+    /// Longest the container may run before it is killed.
+    pub time_limit: std::time::Duration,
 }
 
 /// Size of the tmpfs mounted on /tmp when the root filesystem is read-only.
@@ -164,54 +184,43 @@ impl ContainerSpec {
             cmd: Vec::new(),
             entrypoint: None,
             network: None,
-            limits: Limits::default(),
-            sysctls: NetSysctls::default(),
+            limits: Resources::default(),
+            sysctls: Sysctls::default(),
             read_only_rootfs: false,
             env: BTreeMap::new(),
         }
     }
 
-    /// The server container of framework `fw`: its image's own command, the
-    /// manifest's env and read-only-root choice, on the run network.
-    pub fn server(
-        run: &RunId,
-        fw: &crate::framework::Framework,
-        image: &str,
-        network: &str,
-        limits: Limits,
-    ) -> Self {
-        let mut s = Self::new(
-            run,
-            Role::Server,
-            format!("{}-server-{}", run.name_prefix(), fw.name()),
-            image,
-        );
+    /// The server container of `spec` on `network`: its image's own
+    /// command, the manifest's env and read-only-root choice.
+    pub fn server(run: &RunId, name: impl Into<String>, spec: &ServerSpec, network: &str) -> Self {
+        let mut s = Self::new(run, Role::Server, name, spec.image.clone());
         s.network = Some(network.to_string());
-        s.limits = limits;
-        s.read_only_rootfs = fw.manifest.read_only_rootfs;
-        s.env = fw.manifest.env.clone();
+        s.limits = spec.resources.clone();
+        s.sysctls = spec.sysctls.clone();
+        s.read_only_rootfs = spec.read_only_rootfs;
+        s.env = spec.env.clone();
         s
     }
 
-    /// A loader container: the fairground image running `args` (e.g.
-    /// `["load", "--url", …, "--json"]`) on the run network.
+    /// A loader container of `spec` on `network`, aimed at `url`.
     pub fn loader(
         run: &RunId,
-        fairground_image: &str,
+        name: impl Into<String>,
+        spec: &LoaderSpec,
         network: &str,
-        limits: Limits,
-        args: Vec<String>,
+        url: &str,
     ) -> Self {
-        let mut s = Self::new(
-            run,
-            Role::Loader,
-            format!("{}-loader-{:04x}", run.name_prefix(), rand::random::<u16>()),
-            fairground_image,
-        );
+        let mut s = Self::new(run, Role::Loader, name, spec.image.clone());
         s.network = Some(network.to_string());
-        s.limits = limits;
+        s.limits = spec.resources.clone();
+        s.sysctls = spec.sysctls.clone();
         s.read_only_rootfs = true;
-        s.cmd = args;
+        let mut args = spec.args.clone();
+        args.url = url.to_string();
+        s.cmd = std::iter::once("load".to_string())
+            .chain(args.to_args())
+            .collect();
         s
     }
 
@@ -243,7 +252,8 @@ impl ContainerSpec {
                     hard: Some(n as i64),
                 }]
             }),
-            sysctls: Some(self.sysctls.to_map()),
+            sysctls: (!self.sysctls.is_empty())
+                .then(|| self.sysctls.0.clone().into_iter().collect()),
             cap_drop: Some(vec!["ALL".into()]),
             security_opt: Some(vec!["no-new-privileges:true".into()]),
             readonly_rootfs: Some(self.read_only_rootfs),
@@ -286,7 +296,9 @@ impl ContainerSpec {
 
 /// The limits Docker really applied, read back from inspect: the report
 /// shows these, not what was asked.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 pub struct AppliedLimits {
     /// `HostConfig.CpusetCpus`.
     pub cpuset: Option<String>,
@@ -402,96 +414,9 @@ impl ExitState {
     }
 }
 
-/// Parse a cpuset list (`0-2,5`) into CPU numbers.
-pub fn parse_cpuset(s: &str) -> Result<Vec<usize>, String> {
-    let mut cpus = Vec::new();
-    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let bad = || format!("`{s}` is not a cpuset list like `0-3,6`");
-        match part.split_once('-') {
-            Some((a, b)) => {
-                let a: usize = a.parse().map_err(|_| bad())?;
-                let b: usize = b.parse().map_err(|_| bad())?;
-                if a > b {
-                    return Err(bad());
-                }
-                cpus.extend(a..=b);
-            }
-            None => cpus.push(part.parse().map_err(|_| bad())?),
-        }
-    }
-    cpus.sort_unstable();
-    cpus.dedup();
-    Ok(cpus)
-}
-
-/// Format CPU numbers as a cpuset list (`0-2,5`).
-pub fn format_cpuset(cpus: &[usize]) -> String {
-    let mut out: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < cpus.len() {
-        let start = cpus[i];
-        let mut end = start;
-        while i + 1 < cpus.len() && cpus[i + 1] == end + 1 {
-            i += 1;
-            end = cpus[i];
-        }
-        out.push(if start == end {
-            start.to_string()
-        } else {
-            format!("{start}-{end}")
-        });
-        i += 1;
-    }
-    out.join(",")
-}
-
-/// `cpuset: auto`: disjoint cores for server and loader. The server takes
-/// the highest-numbered cores and the loader the ones below, leaving CPU 0
-/// (where the host's interrupts and daemons tend to run) for last.
-pub fn allocate_cpusets(
-    host_cpus: &[usize],
-    server: usize,
-    loader: usize,
-) -> Result<(String, String), DockerError> {
-    if server == 0 || loader == 0 || server + loader > host_cpus.len() {
-        return Err(DockerError::TooFewCores {
-            available: host_cpus.len(),
-            server,
-            loader,
-        });
-    }
-    let mut cpus = host_cpus.to_vec();
-    cpus.sort_unstable();
-    let n = cpus.len();
-    let mut server_set = cpus[n - server..].to_vec();
-    let mut loader_set = cpus[n - server - loader..n - server].to_vec();
-    server_set.sort_unstable();
-    loader_set.sort_unstable();
-    Ok((format_cpuset(&server_set), format_cpuset(&loader_set)))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn cpuset_lists_round_trip() {
-        assert_eq!(parse_cpuset("0-2,5").unwrap(), vec![0, 1, 2, 5]);
-        assert_eq!(format_cpuset(&[0, 1, 2, 5, 7, 8]), "0-2,5,7-8");
-        assert!(parse_cpuset("3-1").is_err());
-        assert!(parse_cpuset("a").is_err());
-    }
-
-    #[test]
-    fn auto_cpusets_are_disjoint_and_refuse_small_hosts() {
-        let (s, l) = allocate_cpusets(&[0, 1, 2, 3, 4, 5, 6, 7], 4, 3).unwrap();
-        assert_eq!(s, "4-7");
-        assert_eq!(l, "1-3");
-        let (s, l) = allocate_cpusets(&[0, 1], 1, 1).unwrap();
-        assert_eq!((s.as_str(), l.as_str()), ("1", "0"));
-        let err = allocate_cpusets(&[0, 1], 2, 1).unwrap_err();
-        assert!(err.to_string().contains("has 2 CPU(s)"), "{err}");
-    }
 
     #[test]
     fn host_network_mode_joins_the_hosts_stack_without_sysctls() {
@@ -511,7 +436,7 @@ mod tests {
         let mut spec = ContainerSpec::new(&run, Role::Server, "fg-test-server", "img");
         spec.network = Some("fg-test-net".into());
         spec.read_only_rootfs = true;
-        spec.limits = Limits {
+        spec.limits = Resources {
             cpuset: Some("2-3".into()),
             cpus: Some(1.5),
             memory_bytes: Some(256 << 20),
@@ -525,7 +450,7 @@ mod tests {
         assert_eq!(hc.cap_drop.unwrap(), vec!["ALL"]);
         assert_eq!(hc.readonly_rootfs, Some(true));
         assert!(hc.tmpfs.unwrap().contains_key("/tmp"));
-        assert_eq!(hc.sysctls.unwrap()["net.core.somaxconn"], "65535");
+        assert_eq!(hc.sysctls, None, "no sysctl the spec does not name");
         assert_eq!(body.labels.unwrap()[LABEL_RUN], "fg-test");
         // 1.5 CPUs rounds up to 2, within the 2-CPU cpuset.
         assert!(body.env.unwrap().contains(&"FAIRGROUND_CPUS=2".to_string()));
@@ -539,20 +464,36 @@ mod tests {
         )
         .unwrap();
         let run = RunId("fg-x".into());
-        let s = ContainerSpec::server(&run, &fw, "img", "fg-x-net", Limits::default());
-        assert_eq!(s.name, "fg-x-server-tinyfw");
+        let spec = ServerSpec::of_framework(
+            &fw,
+            "img",
+            Resources::default(),
+            Sysctls::default(),
+            std::time::Duration::from_secs(5),
+        );
+        assert_eq!((spec.port, spec.readiness_path.as_str()), (8080, "/"));
+        let s = ContainerSpec::server(&run, "fg-x-tinyfw-1", &spec, "fg-x-net");
         assert_eq!(s.role, Role::Server);
         assert!(s.read_only_rootfs, "the manifest default");
         assert!(s.cmd.is_empty(), "the image's own CMD");
+        let loader = LoaderSpec {
+            label: "t".into(),
+            image: "fg".into(),
+            resources: Resources::default(),
+            sysctls: Sysctls::default(),
+            args: crate::load::args::LoadArgs::new(""),
+            time_limit: std::time::Duration::from_secs(60),
+        };
         let l = ContainerSpec::loader(
             &run,
-            "fg",
+            "fg-x-load",
+            &loader,
             "fg-x-net",
-            Limits::default(),
-            vec!["load".into()],
+            "http://10.1.2.3:8080",
         );
-        assert!(l.name.starts_with("fg-x-loader-") && l.read_only_rootfs);
+        assert!(l.read_only_rootfs);
         assert_eq!(l.network.as_deref(), Some("fg-x-net"));
+        assert_eq!(&l.cmd[..3], ["load", "--url", "http://10.1.2.3:8080"]);
     }
 
     #[test]

@@ -52,18 +52,6 @@ pub enum DockerError {
         reason: String,
     },
     /// `cpuset: auto` could not give server and loader disjoint cores.
-    #[error(
-        "cpuset auto: the daemon's host has {available} CPU(s) but the server needs {server} \
-         and the loader {loader} on disjoint cores; lower `cpus` in the profile or use a bigger host"
-    )]
-    TooFewCores {
-        /// CPUs the daemon reports.
-        available: usize,
-        /// CPUs asked for the server.
-        server: usize,
-        /// CPUs asked for the loader.
-        loader: usize,
-    },
     /// No free subnet for a run network.
     #[error("no free /24 subnet left in {range} for run network {network}; remove old networks with `fairground clean`")]
     NoSubnet {

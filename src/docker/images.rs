@@ -39,10 +39,10 @@ pub const STATIC_BIN_ENV: &str = "FAIRGROUND_STATIC_BIN";
 const TAIL_LINES: usize = 30;
 
 /// Reports what the image builder is doing, one line at a time.
-pub type Progress = Arc<dyn Fn(&str) + Send + Sync>;
+pub type ProgressFn = Arc<dyn Fn(&str) + Send + Sync>;
 
 /// A progress sink that drops everything.
-pub fn no_progress() -> Progress {
+pub fn no_progress() -> ProgressFn {
     Arc::new(|_| {})
 }
 
@@ -60,7 +60,7 @@ pub struct ImageOptions {
     /// The run (or `images build` invocation) building; labels its objects.
     pub run: RunId,
     /// Progress lines.
-    pub progress: Progress,
+    pub progress: ProgressFn,
 }
 
 impl std::fmt::Debug for ImageOptions {

@@ -5,7 +5,7 @@
 //! container specs and the limits really applied (`container`), readiness and
 //! cold start (`ready`), and removing what a run created (`cleanup`). The run
 //! pipeline talks to it only through the [`engine::Engine`] trait, so it can be
-//! tested with [`engine::FakeEngine`]. It must not decide what to measure or
+//! tested with the in-memory fake (`fake`, test builds only). It must not decide what to measure or
 //! judge results: it runs containers and reports facts.
 //!
 //! Every object created carries the label [`LABEL_RUN`]`=<run id>`.
@@ -14,8 +14,11 @@ pub mod bases;
 pub mod cleanup;
 pub mod commands;
 pub mod container;
+pub mod daemon;
 pub mod engine;
 pub mod error;
+#[cfg(test)]
+pub mod fake;
 pub mod images;
 pub mod network;
 pub mod ready;

@@ -3,14 +3,15 @@
 //!
 //! Runs in the fairground image as a short-lived probe container, so
 //! readiness is judged from where the loader will stand, not from the host.
-//! Deliberately tiny: raw HTTP/1.1 GETs on a std `TcpStream`, 10 ms apart;
-//! the `verify` module does real HTTP checking.
+//! Deliberately tiny: raw HTTP/1.1 GETs on a std `TcpStream`, 10 ms apart,
+//! framed by the loader's parser; the `verify` module does real HTTP checking.
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::net::TcpStream;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use anyhow::Context;
+use crate::load::parse::{Parsed, ResponseParser};
+use crate::load::Target;
 
 /// Pause between attempts.
 pub const RETRY_EVERY: Duration = Duration::from_millis(10);
@@ -46,28 +47,6 @@ pub struct ReadyReport {
     pub last_error: Option<String>,
 }
 
-/// Split `http://host:port/path` into a socket address, host header and path.
-pub fn parse_url(url: &str) -> anyhow::Result<(SocketAddr, String, String)> {
-    let rest = url
-        .strip_prefix("http://")
-        .with_context(|| format!("`{url}`: only http:// URLs are supported"))?;
-    let (authority, path) = match rest.find('/') {
-        Some(i) => (&rest[..i], &rest[i..]),
-        None => (rest, "/"),
-    };
-    let with_port = if authority.contains(':') {
-        authority.to_string()
-    } else {
-        format!("{authority}:80")
-    };
-    let addr = with_port
-        .to_socket_addrs()
-        .with_context(|| format!("`{url}`: bad host:port `{authority}`"))?
-        .next()
-        .with_context(|| format!("`{url}`: `{authority}` resolves to nothing"))?;
-    Ok((addr, authority.to_string(), path.to_string()))
-}
-
 fn unix_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -75,44 +54,50 @@ fn unix_ms() -> u64 {
         .unwrap_or(0)
 }
 
-/// One GET; `Ok(status)` when a status line came back.
-fn attempt(addr: SocketAddr, host: &str, path: &str, budget: Duration) -> std::io::Result<u16> {
+/// One GET; `Ok(status)` when a whole response came back (framed by the
+/// loader's own parser, so "ready" means what the loader will see).
+fn attempt(target: &Target, budget: Duration) -> std::io::Result<u16> {
     let budget = budget.max(Duration::from_millis(50));
-    let mut s = TcpStream::connect_timeout(&addr, budget)?;
+    let mut s = TcpStream::connect_timeout(&target.addr, budget)?;
     s.set_read_timeout(Some(budget))?;
     s.set_write_timeout(Some(budget))?;
     write!(
         s,
-        "GET {path} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: fairground-ready\r\nConnection: close\r\n\r\n"
+        "GET {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: fairground-ready\r\nConnection: close\r\n\r\n",
+        target.path, target.authority
     )?;
-    let mut buf = [0u8; 512];
-    let mut got = 0;
-    // Read only up to the end of the status line.
-    while got < buf.len() {
-        let n = s.read(&mut buf[got..])?;
+    let invalid = |why: String| std::io::Error::new(std::io::ErrorKind::InvalidData, why);
+    let mut parser = ResponseParser::new();
+    let mut buf = Vec::with_capacity(1024);
+    let mut chunk = [0u8; 1024];
+    loop {
+        let n = s.read(&mut chunk)?;
         if n == 0 {
-            break;
+            return parser
+                .finish_on_close()
+                .map(|(status, _)| status)
+                .ok_or_else(|| invalid("closed before a whole response".into()));
         }
-        got += n;
-        if buf[..got].contains(&b'\n') {
-            break;
+        buf.extend_from_slice(&chunk[..n]);
+        match parser.feed(&buf, false) {
+            Ok(Parsed::Complete { status, .. }) => return Ok(status),
+            Ok(Parsed::NeedMore { used }) => {
+                buf.drain(..used);
+            }
+            Err(e) => {
+                let head: String = String::from_utf8_lossy(&buf).chars().take(80).collect();
+                return Err(invalid(format!("{e} in `{}`", head.trim())));
+            }
+        }
+        if buf.len() > crate::load::conn::MAX_HEAD {
+            return Err(invalid("response head too large".into()));
         }
     }
-    let line = String::from_utf8_lossy(&buf[..got]);
-    line.split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .ok_or_else(|| {
-            std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                format!("no HTTP status line in `{}`", line.trim()),
-            )
-        })
 }
 
 /// Poll until 200 or timeout. Bounded in time and therefore in count.
 pub fn wait(url: &str, timeout: Duration) -> anyhow::Result<ReadyReport> {
-    let (addr, host, path) = parse_url(url)?;
+    let target = Target::parse(url)?;
     let started_unix_ms = unix_ms();
     let start = Instant::now();
     let mut attempts = 0u64;
@@ -122,7 +107,7 @@ pub fn wait(url: &str, timeout: Duration) -> anyhow::Result<ReadyReport> {
         let left = timeout
             .saturating_sub(start.elapsed())
             .min(Duration::from_secs(2));
-        match attempt(addr, &host, &path, left) {
+        match attempt(&target, left) {
             Ok(200) => {
                 return Ok(ReadyReport {
                     url: url.to_string(),
@@ -169,16 +154,6 @@ pub fn run(args: &ReadyArgs) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn parses_ip_urls() {
-        let (addr, host, path) = parse_url("http://10.1.2.3:8080/health").unwrap();
-        assert_eq!(addr.to_string(), "10.1.2.3:8080");
-        assert_eq!(host, "10.1.2.3:8080");
-        assert_eq!(path, "/health");
-        assert_eq!(parse_url("http://127.0.0.1").unwrap().2, "/");
-        assert!(parse_url("https://127.0.0.1/").is_err());
-    }
 
     #[test]
     fn reports_first_200_from_the_reference_server() {

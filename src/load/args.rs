@@ -14,7 +14,7 @@ use crate::contract::Scenario;
 use crate::exit::{coded, ExitCode};
 
 /// Options of `fairground load`.
-#[derive(Debug, Clone, Args)]
+#[derive(Debug, Clone, PartialEq, Args)]
 pub struct LoadArgs {
     /// Target: `http://IP:PORT[/path]` (an IP address: names are not
     /// resolved). With --scenario, the base the scenario's paths go under.
@@ -75,6 +75,68 @@ pub struct LoadArgs {
 }
 
 impl LoadArgs {
+    /// The flags' defaults, aimed at `url`: what `fairground load --url URL`
+    /// would run.
+    pub fn new(url: impl Into<String>) -> LoadArgs {
+        let url = url.into();
+        let mut args = <Cmd as clap::Parser>::parse_from(["load", "--url", url.as_str()]).args;
+        args.url = url;
+        args
+    }
+
+    /// The command line that parses back into these arguments (after the
+    /// `load` subcommand): how the orchestrator starts the loader in its
+    /// container. The only place loader flags are spelled outside the clap
+    /// definition above.
+    pub fn to_args(&self) -> Vec<String> {
+        let dur = |d: Duration| format!("{}ms", d.as_millis());
+        let mut a: Vec<String> = vec!["--url".into(), self.url.clone()];
+        if let Some(s) = self.scenario {
+            a.extend(["--scenario".into(), s.to_string()]);
+        }
+        a.extend(["--connections".into(), self.connections.to_string()]);
+        if let Some(t) = self.threads {
+            a.extend(["--threads".into(), t.to_string()]);
+        }
+        a.extend([
+            "--duration".into(),
+            dur(self.duration),
+            "--warmup".into(),
+            dur(self.warmup),
+        ]);
+        if let Some(r) = self.rate {
+            a.extend(["--rate".into(), r.to_string()]);
+        }
+        a.extend([
+            "--pipeline".into(),
+            self.pipeline.to_string(),
+            "--timeout".into(),
+            dur(self.timeout),
+            "--connect-timeout".into(),
+            dur(self.connect_timeout),
+        ]);
+        if let Some(n) = self.requests {
+            a.extend(["--requests".into(), n.to_string()]);
+        }
+        if self.scenario.is_none() {
+            a.extend(["--method".into(), self.method.clone()]);
+            for h in &self.headers {
+                a.extend(["--header".into(), h.clone()]);
+            }
+            if let Some(b) = &self.body {
+                a.extend(["--body".into(), b.clone()]);
+            }
+        }
+        if self.json {
+            a.push("--json".into());
+        }
+        if self.progress {
+            a.push("--progress".into());
+        }
+        a.extend(["--seed".into(), self.seed.to_string()]);
+        a
+    }
+
     /// Validate the flags into a config.
     pub fn to_config(&self) -> anyhow::Result<LoadConfig> {
         let mut cfg = LoadConfig::new(&self.url)?;
@@ -116,6 +178,13 @@ impl LoadArgs {
     }
 }
 
+/// `load` on its own, to parse a loader command line.
+#[derive(clap::Parser)]
+struct Cmd {
+    #[command(flatten)]
+    args: LoadArgs,
+}
+
 /// Entry point of `fairground load`.
 pub fn run(args: &LoadArgs) -> anyhow::Result<ExitCode> {
     let cfg = args.to_config().map_err(|e| coded(ExitCode::BadInput, e))?;
@@ -132,4 +201,44 @@ pub fn run(args: &LoadArgs) -> anyhow::Result<ExitCode> {
             .context("cannot write the report to stdout")?;
     }
     Ok(ExitCode::Ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn parse_back(args: &LoadArgs) -> LoadArgs {
+        let argv = std::iter::once("load".to_string()).chain(args.to_args());
+        Cmd::try_parse_from(argv).expect("to_args parses").args
+    }
+
+    #[test]
+    fn arguments_parse_back_into_the_same_struct() {
+        let mut a = LoadArgs::new("http://10.0.0.2:8080");
+        assert_eq!(a.connections, 100);
+        assert_eq!(parse_back(&a), a);
+        a.scenario = Some(Scenario::Param);
+        a.threads = Some(3);
+        a.duration = Duration::from_millis(2500);
+        a.warmup = Duration::from_secs(1);
+        a.rate = Some(20_000.0);
+        a.pipeline = 4;
+        a.timeout = Duration::from_secs(7);
+        a.requests = Some(10);
+        a.json = true;
+        a.progress = true;
+        a.seed = 42;
+        assert_eq!(parse_back(&a), a);
+    }
+
+    #[test]
+    fn ad_hoc_requests_round_trip_too() {
+        let mut a = LoadArgs::new("http://127.0.0.1:9/x?y=1");
+        a.method = "POST".into();
+        a.headers = vec!["x-a: b".into(), "x-c: d e".into()];
+        a.body = Some("{\"k\": 1}".into());
+        a.rate = Some(12.5);
+        assert_eq!(parse_back(&a), a);
+    }
 }

@@ -18,6 +18,9 @@
 //! sweep period after it expires.
 //!
 //! Must not: print, aggregate across threads, or decide the run's phases.
+//!
+//! One file on purpose: the hot path is read and measured as a whole
+//! (docs/loader.md); splitting it would scatter what must stay together.
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
@@ -37,7 +40,7 @@ use tokio::net::TcpStream;
 use super::histogram::new_histogram;
 use super::limits::now_ns;
 use super::open::{intended_ns, Pacer};
-use super::parse::{ResponseParser, Step};
+use super::parse::{Parsed, ResponseParser};
 use super::report::{ErrorCounts, ErrorKind};
 use super::request::{RequestGen, RequestSet};
 
@@ -55,7 +58,7 @@ pub const MAX_BACKOFF: Duration = Duration::from_millis(500);
 
 /// The run's parameters, shared read-only by every thread.
 #[derive(Debug)]
-pub struct Plan {
+pub struct LoadPlan {
     /// Server address.
     pub addr: SocketAddr,
     /// Requests to send.
@@ -94,14 +97,14 @@ pub struct Shared {
 /// Live counters for `--progress`, written by one worker thread only.
 #[derive(Debug, Default)]
 #[repr(align(128))]
-pub struct Live {
+pub struct LiveCounters {
     /// 2xx responses so far (whole run).
     pub ok: AtomicU64,
     /// Errors so far (whole run).
     pub errors: AtomicU64,
 }
 
-impl Live {
+impl LiveCounters {
     #[inline]
     fn bump(counter: &AtomicU64, n: u64) {
         // Single writer: a load and a store, no locked instruction.
@@ -167,13 +170,13 @@ impl ThreadStats {
 /// One worker thread: its share of the plan, counters and pacer.
 pub struct Worker {
     /// The run's parameters.
-    pub plan: Arc<Plan>,
+    pub plan: Arc<LoadPlan>,
     /// This thread's counters.
     pub stats: RefCell<ThreadStats>,
     /// Measured requests this thread may still send (`--requests`).
     pub permits: Cell<u64>,
     /// Progress counters.
-    pub live: Arc<Live>,
+    pub live: Arc<LiveCounters>,
     /// Cross-thread connection counters.
     pub shared: Arc<Shared>,
     /// Bounds connects in flight.
@@ -192,10 +195,10 @@ pub struct Worker {
 impl Worker {
     /// A worker for `local_connections` connections; call inside a runtime.
     pub fn new(
-        plan: Arc<Plan>,
+        plan: Arc<LoadPlan>,
         local_connections: usize,
         permits: u64,
-        live: Arc<Live>,
+        live: Arc<LiveCounters>,
         shared: Arc<Shared>,
     ) -> std::io::Result<Self> {
         let pacer = match plan.rate {
@@ -331,14 +334,14 @@ impl Worker {
                 *w += n;
             }
         }
-        Live::bump(&self.live.errors, n);
+        LiveCounters::bump(&self.live.errors, n);
     }
 
     #[inline]
     fn response(&self, sched: u64, sent: u64, done: u64, status: u16, wire_bytes: u64) {
         let ok = (200..300).contains(&status);
         if ok {
-            Live::bump(&self.live.ok, 1);
+            LiveCounters::bump(&self.live.ok, 1);
         }
         if !self.measuring(sched) || done >= self.plan.measure_end_ns {
             return;
@@ -426,7 +429,7 @@ impl Future for TimeoutWatch<'_> {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Outcome {
+enum ConnEnd {
     /// No more requests to send: the connection's work is done.
     Finished,
     /// The connection broke or was closed: open a new one.
@@ -443,7 +446,7 @@ struct InFlight {
 /// One connection slot for the whole run: connect, drive, reconnect.
 pub async fn connection(w: Rc<Worker>, global: usize, local: usize) {
     let plan = Arc::clone(&w.plan);
-    let mut conn = Conn {
+    let mut conn = ConnState {
         gen: RequestGen::new(
             plan.set.clone(),
             plan.seed ^ (global as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
@@ -490,13 +493,13 @@ pub async fn connection(w: Rc<Worker>, global: usize, local: usize) {
         let outcome = conn.drive(&w, stream).await;
         w.disarm_timeout(local);
         w.closed();
-        if outcome == Outcome::Finished {
+        if outcome == ConnEnd::Finished {
             return;
         }
     }
 }
 
-struct Conn {
+struct ConnState {
     gen: RequestGen,
     rbuf: Vec<u8>,
     inflight: VecDeque<InFlight>,
@@ -508,14 +511,14 @@ struct Conn {
     local: usize,
 }
 
-impl Conn {
+impl ConnState {
     /// Lose every request in flight to an error of `kind` at `t`.
     fn lose_inflight(&mut self, w: &Worker, kind: ErrorKind, t: u64) {
         w.error(kind, self.inflight.len() as u64, t);
         self.inflight.clear();
     }
 
-    async fn drive(&mut self, w: &Worker, mut stream: TcpStream) -> Outcome {
+    async fn drive(&mut self, w: &Worker, mut stream: TcpStream) -> ConnEnd {
         let plan = &*w.plan;
         let head = plan.set.is_head();
         let mut parser = ResponseParser::new();
@@ -535,17 +538,17 @@ impl Conn {
                         read_at = 0;
                         if now >= plan.measure_end_ns {
                             // The run is over: nothing sent now could count.
-                            return Outcome::Finished;
+                            return ConnEnd::Finished;
                         }
                         let n = w.take_permits(plan.pipeline, now);
                         if n == 0 {
-                            return Outcome::Finished;
+                            return ConnEnd::Finished;
                         }
                         let bytes = self.gen.next(n);
                         let len = bytes.len() as u64;
                         if stream.write_all(bytes).await.is_err() {
                             w.error(ErrorKind::Write, n as u64, now_ns());
-                            return Outcome::Reconnect;
+                            return ConnEnd::Reconnect;
                         }
                         if w.measuring(now) {
                             w.stats.borrow_mut().bytes_written += len;
@@ -564,7 +567,7 @@ impl Conn {
                             intended_ns(plan.start_ns, self.global, plan.connections, rate, self.k);
                         if intended >= plan.measure_end_ns {
                             if self.inflight.is_empty() {
-                                return Outcome::Finished;
+                                return ConnEnd::Finished;
                             }
                             break;
                         }
@@ -580,7 +583,7 @@ impl Conn {
                         }
                         if w.take_permits(1, intended) == 0 {
                             if self.inflight.is_empty() {
-                                return Outcome::Finished;
+                                return ConnEnd::Finished;
                             }
                             break;
                         }
@@ -591,7 +594,7 @@ impl Conn {
                             let t = now_ns();
                             w.error(ErrorKind::Write, 1, t);
                             self.lose_inflight(w, ErrorKind::Write, t);
-                            return Outcome::Reconnect;
+                            return ConnEnd::Reconnect;
                         }
                         if w.measuring(intended) {
                             let mut s = w.stats.borrow_mut();
@@ -618,7 +621,7 @@ impl Conn {
                     self.rbuf.resize(grown, 0);
                 } else {
                     self.lose_inflight(w, ErrorKind::Parse, now_ns());
-                    return Outcome::Reconnect;
+                    return ConnEnd::Reconnect;
                 }
             }
             let deadline = self
@@ -642,7 +645,7 @@ impl Conn {
                     if now >= deadline {
                         self.lose_inflight(w, ErrorKind::Timeout, now);
                         w.disarm_timeout(self.local);
-                        return Outcome::Reconnect;
+                        return ConnEnd::Reconnect;
                     }
                     continue;
                 }
@@ -658,7 +661,7 @@ impl Conn {
                     // Closing an idle connection is allowed; closing on
                     // outstanding requests loses them.
                     self.lose_inflight(w, ErrorKind::Read, now);
-                    return Outcome::Reconnect;
+                    return ConnEnd::Reconnect;
                 }
                 Ok(n) => {
                     end += n;
@@ -671,14 +674,14 @@ impl Conn {
                         w.error(ErrorKind::Read, 1, now);
                     }
                     self.lose_inflight(w, ErrorKind::Read, now);
-                    return Outcome::Reconnect;
+                    return ConnEnd::Reconnect;
                 }
             }
 
             // 3. Frame every complete response in the buffer.
             loop {
                 match parser.feed(&self.rbuf[start..end], head) {
-                    Ok(Step::Complete {
+                    Ok(Parsed::Complete {
                         used,
                         status,
                         wire_bytes,
@@ -688,15 +691,15 @@ impl Conn {
                         if self.inflight.is_empty() {
                             // An answer nobody asked for.
                             w.error(ErrorKind::Parse, 1, now);
-                            return Outcome::Reconnect;
+                            return ConnEnd::Reconnect;
                         }
                         self.complete(w, status, wire_bytes, now);
                         if close {
                             self.lose_inflight(w, ErrorKind::Read, now);
-                            return Outcome::Reconnect;
+                            return ConnEnd::Reconnect;
                         }
                     }
-                    Ok(Step::NeedMore { used }) => {
+                    Ok(Parsed::NeedMore { used }) => {
                         start += used;
                         break;
                     }
@@ -705,7 +708,7 @@ impl Conn {
                             w.error(ErrorKind::Parse, 1, now);
                         }
                         self.lose_inflight(w, ErrorKind::Parse, now);
-                        return Outcome::Reconnect;
+                        return ConnEnd::Reconnect;
                     }
                 }
             }

@@ -38,7 +38,7 @@ pub use report::{ErrorCounts, LoadReport, Mode, SCHEMA_VERSION};
 pub use request::{CustomRequest, RequestSpec, Target};
 
 use crate::contract::Scenario;
-use conn::{Live, Plan, Shared, ThreadStats, Worker};
+use conn::{LiveCounters, LoadPlan, Shared, ThreadStats, Worker};
 use limits::now_ns;
 
 /// Everything a load run needs. Build with [`LoadConfig::new`] and the
@@ -231,7 +231,7 @@ pub fn run(cfg: &LoadConfig) -> anyhow::Result<LoadReport> {
     let start_ns = now_ns() + 2_000_000;
     let measure_start_ns = start_ns + cfg.warmup.as_nanos() as u64;
     let measure_end_ns = measure_start_ns + cfg.duration.as_nanos() as u64;
-    let plan = Arc::new(Plan {
+    let plan = Arc::new(LoadPlan {
         addr: cfg.target.addr,
         set,
         connections: attempted,
@@ -245,7 +245,9 @@ pub fn run(cfg: &LoadConfig) -> anyhow::Result<LoadReport> {
         seed: cfg.seed,
     });
     let shared = Arc::new(Shared::default());
-    let lives: Vec<Arc<Live>> = (0..threads).map(|_| Arc::new(Live::default())).collect();
+    let lives: Vec<Arc<LiveCounters>> = (0..threads)
+        .map(|_| Arc::new(LiveCounters::default()))
+        .collect();
 
     let mut handles = Vec::with_capacity(threads);
     for (t, live) in lives.iter().enumerate() {
@@ -350,10 +352,10 @@ pub fn run(cfg: &LoadConfig) -> anyhow::Result<LoadReport> {
 }
 
 fn worker_thread(
-    plan: Arc<Plan>,
+    plan: Arc<LoadPlan>,
     globals: Vec<usize>,
     permits: u64,
-    live: Arc<Live>,
+    live: Arc<LiveCounters>,
     shared: Arc<Shared>,
 ) -> anyhow::Result<ThreadStats> {
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -400,7 +402,7 @@ fn worker_thread(
 #[allow(clippy::too_many_arguments)]
 fn merge(
     cfg: &LoadConfig,
-    plan: &Plan,
+    plan: &LoadPlan,
     attempted: usize,
     threads: usize,
     shared: &Shared,
@@ -520,7 +522,7 @@ fn merge(
             peak_open: shared.peak_open.load(Ordering::Relaxed),
             reconnects,
         },
-        bytes: report::Bytes {
+        bytes: report::WireBytes {
             read,
             written,
             mean_response_bytes: if total > 0 {

@@ -31,7 +31,7 @@ pub enum ParseError {
 
 /// One step of framing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Step {
+pub enum Parsed {
     /// `used` bytes were consumed and a response ended with them.
     Complete {
         /// Bytes consumed from the slice given to [`ResponseParser::feed`].
@@ -117,14 +117,14 @@ impl ResponseParser {
 
     /// Consume as much of `buf` as possible. `head_request` says the request
     /// was HEAD (its answer has no body whatever the headers say).
-    pub fn feed(&mut self, buf: &[u8], head_request: bool) -> Result<Step, ParseError> {
+    pub fn feed(&mut self, buf: &[u8], head_request: bool) -> Result<Parsed, ParseError> {
         let mut used = 0usize;
         loop {
             let rest = &buf[used..];
             match self.state {
                 State::Head => {
                     if rest.is_empty() {
-                        return Ok(Step::NeedMore { used });
+                        return Ok(Parsed::NeedMore { used });
                     }
                     let mut headers: [MaybeUninit<httparse::Header<'_>>; MAX_HEADERS] =
                         [const { MaybeUninit::uninit() }; MAX_HEADERS];
@@ -133,7 +133,7 @@ impl ResponseParser {
                         .parse_response_with_uninit_headers(&mut resp, rest, &mut headers)
                     {
                         Ok(httparse::Status::Complete(n)) => n,
-                        Ok(httparse::Status::Partial) => return Ok(Step::NeedMore { used }),
+                        Ok(httparse::Status::Partial) => return Ok(Parsed::NeedMore { used }),
                         Err(e) => return Err(ParseError::Head(e)),
                     };
                     let status = resp.code.ok_or(ParseError::NoStatus)?;
@@ -185,7 +185,7 @@ impl ResponseParser {
                         return Ok(self.complete(used));
                     }
                     self.state = State::Body(remaining - take);
-                    return Ok(Step::NeedMore { used });
+                    return Ok(Parsed::NeedMore { used });
                 }
                 State::ChunkSize => match httparse::parse_chunk_size(rest) {
                     Ok(httparse::Status::Complete((n, size))) => {
@@ -197,7 +197,7 @@ impl ResponseParser {
                             State::ChunkData(size.checked_add(2).ok_or(ParseError::ChunkSize)?)
                         };
                     }
-                    Ok(httparse::Status::Partial) => return Ok(Step::NeedMore { used }),
+                    Ok(httparse::Status::Partial) => return Ok(Parsed::NeedMore { used }),
                     Err(_) => return Err(ParseError::ChunkSize),
                 },
                 State::ChunkData(remaining) => {
@@ -213,7 +213,7 @@ impl ResponseParser {
                         self.wire_bytes += have as u64;
                         if have < need {
                             self.state = State::ChunkData((need - have) as u64);
-                            return Ok(Step::NeedMore { used });
+                            return Ok(Parsed::NeedMore { used });
                         }
                         self.state = State::ChunkSize;
                         continue;
@@ -223,7 +223,7 @@ impl ResponseParser {
                     self.wire_bytes += take;
                     self.state = State::ChunkData(remaining - take);
                     if take as usize == rest.len() {
-                        return Ok(Step::NeedMore { used });
+                        return Ok(Parsed::NeedMore { used });
                     }
                 }
                 State::Trailers => match memchr_crlf(rest) {
@@ -234,19 +234,19 @@ impl ResponseParser {
                             return Ok(self.complete(used));
                         }
                     }
-                    None => return Ok(Step::NeedMore { used }),
+                    None => return Ok(Parsed::NeedMore { used }),
                 },
                 State::UntilClose => {
                     used += rest.len();
                     self.wire_bytes += rest.len() as u64;
-                    return Ok(Step::NeedMore { used });
+                    return Ok(Parsed::NeedMore { used });
                 }
             }
         }
     }
 
-    fn complete(&mut self, used: usize) -> Step {
-        let step = Step::Complete {
+    fn complete(&mut self, used: usize) -> Parsed {
+        let step = Parsed::Complete {
             used,
             status: self.status,
             wire_bytes: self.wire_bytes,
@@ -289,7 +289,7 @@ mod tests {
             let mut start = 0;
             loop {
                 match p.feed(&pending[start..], false)? {
-                    Step::Complete {
+                    Parsed::Complete {
                         used,
                         status,
                         wire_bytes,
@@ -298,7 +298,7 @@ mod tests {
                         start += used;
                         out.push((status, wire_bytes));
                     }
-                    Step::NeedMore { used } => {
+                    Parsed::NeedMore { used } => {
                         start += used;
                         break;
                     }
@@ -353,7 +353,7 @@ mod tests {
         let mut p = ResponseParser::new();
         let input = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok";
         match p.feed(input, false).unwrap() {
-            Step::Complete {
+            Parsed::Complete {
                 used,
                 status,
                 close,
@@ -372,13 +372,13 @@ mod tests {
         let input = b"HTTP/1.1 200 OK\r\n\r\nsome body";
         assert_eq!(
             p.feed(input, false).unwrap(),
-            Step::NeedMore { used: input.len() }
+            Parsed::NeedMore { used: input.len() }
         );
         assert_eq!(p.finish_on_close(), Some((200, input.len() as u64)));
         let head = b"HTTP/1.1 200 OK\r\nContent-Length: 99\r\n\r\n";
         assert!(matches!(
             ResponseParser::new().feed(head, true).unwrap(),
-            Step::Complete { status: 200, .. }
+            Parsed::Complete { status: 200, .. }
         ));
     }
 }

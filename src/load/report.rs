@@ -153,7 +153,7 @@ pub struct Connections {
 
 /// Bytes on the wire during the measured period.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct Bytes {
+pub struct WireBytes {
     /// Bytes read from the server.
     pub read: u64,
     /// Bytes written to the server.
@@ -259,7 +259,7 @@ pub struct LoadReport {
     /// Connection accounting.
     pub connections: Connections,
     /// Bytes on the wire (measured period).
-    pub bytes: Bytes,
+    pub bytes: WireBytes,
     /// Latency of measured responses, µs. Fixed rate: from the intended send
     /// time (corrected for coordinated omission); closed loop: from the send
     /// time of the request's batch.
@@ -308,9 +308,9 @@ impl LoadReport {
         writeln!(
             w,
             "             {:>9} {:>9} {:>9}",
-            fmt_us(l.mean_us),
-            fmt_us(l.stdev_us),
-            fmt_us(l.max_us as f64)
+            crate::units::micros(l.mean_us),
+            crate::units::micros(l.stdev_us),
+            crate::units::micros(l.max_us as f64)
         )?;
         writeln!(w, "  Latency distribution")?;
         for (p, v) in [
@@ -333,10 +333,10 @@ impl LoadReport {
                         "99.9%" => u.p99_9_us,
                         _ => u.p99_99_us,
                     };
-                    format!("   (uncorrected {})", fmt_us(v as f64))
+                    format!("   (uncorrected {})", crate::units::micros(v as f64))
                 })
                 .unwrap_or_default();
-            writeln!(w, "    {p:>7} {:>9}{unc}", fmt_us(v as f64))?;
+            writeln!(w, "    {p:>7} {:>9}{unc}", crate::units::micros(v as f64))?;
         }
         let r = &self.responses;
         writeln!(
@@ -344,8 +344,8 @@ impl LoadReport {
             "  {} responses in {:.2}s, {} read, {} written ({:.0} B/response)",
             r.total,
             self.measured_s,
-            fmt_bytes(self.bytes.read),
-            fmt_bytes(self.bytes.written),
+            crate::units::bytes(self.bytes.read as f64),
+            crate::units::bytes(self.bytes.written as f64),
             self.bytes.mean_response_bytes
         )?;
         writeln!(
@@ -367,7 +367,7 @@ impl LoadReport {
                 rate.target_rps,
                 rate.achieved_rps,
                 rate.ratio * 100.0,
-                fmt_us(rate.max_schedule_lag_us as f64)
+                crate::units::micros(rate.max_schedule_lag_us as f64)
             )?;
         }
         let u = &self.loader;
@@ -392,29 +392,6 @@ impl LoadReport {
             writeln!(w, "warning: {warning}")?;
         }
         Ok(())
-    }
-}
-
-fn fmt_us(us: f64) -> String {
-    if us >= 1_000_000.0 {
-        format!("{:.2}s", us / 1e6)
-    } else if us >= 1000.0 {
-        format!("{:.2}ms", us / 1e3)
-    } else {
-        format!("{us:.0}us")
-    }
-}
-
-fn fmt_bytes(b: u64) -> String {
-    let b = b as f64;
-    if b >= 1024.0 * 1024.0 * 1024.0 {
-        format!("{:.2}GiB", b / (1024.0 * 1024.0 * 1024.0))
-    } else if b >= 1024.0 * 1024.0 {
-        format!("{:.2}MiB", b / (1024.0 * 1024.0))
-    } else if b >= 1024.0 {
-        format!("{:.2}KiB", b / 1024.0)
-    } else {
-        format!("{b}B")
     }
 }
 

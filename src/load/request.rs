@@ -192,30 +192,12 @@ impl RequestSet {
                 }
             }
             RequestSpec::Scenario(s) if !needs_pool(*s) => {
-                let r = contract::sample_request(*s, &mut rng);
-                let one = serialize(
-                    target,
-                    r.method,
-                    &target.join(&r.path),
-                    &r.headers,
-                    r.body.as_deref(),
-                    true,
-                );
+                let one = sample(target, *s, &mut rng);
                 Self::fixed(one, pipeline, false)
             }
             RequestSpec::Scenario(s) => {
                 let pool = (0..POOL_SIZE)
-                    .map(|_| {
-                        let r = contract::sample_request(*s, &mut rng);
-                        serialize(
-                            target,
-                            r.method,
-                            &target.join(&r.path),
-                            &r.headers,
-                            r.body.as_deref(),
-                            true,
-                        )
-                    })
+                    .map(|_| sample(target, *s, &mut rng))
                     .collect();
                 Self::Pool(Arc::new(pool))
             }
@@ -319,6 +301,19 @@ fn push_decimal(out: &mut Vec<u8>, mut v: u64) {
         }
     }
     out.extend_from_slice(&digits[i..]);
+}
+
+/// One request of scenario `s` with fresh random inputs, serialized.
+fn sample(target: &Target, s: Scenario, rng: &mut impl rand::Rng) -> Vec<u8> {
+    let r = contract::sample_request(s, rng);
+    serialize(
+        target,
+        r.method,
+        &target.join(&r.path),
+        &r.headers,
+        r.body.as_deref(),
+        true,
+    )
 }
 
 #[cfg(test)]

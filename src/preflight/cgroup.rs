@@ -8,7 +8,7 @@
 use std::collections::BTreeSet;
 use std::fmt;
 
-use super::{Check, Env, Family, Outcome, Verdict};
+use super::{Check, CheckStatus, Env, Family, Judgement};
 
 /// cgroup layout of the host.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -145,16 +145,16 @@ impl CgroupFacts {
 }
 
 /// `cgroup.version`: the layout (recorded; fails only when none is mounted).
-pub struct CgroupVersion;
+pub struct CgroupLayout;
 
-impl Check for CgroupVersion {
+impl Check for CgroupLayout {
     fn id(&self) -> &'static str {
         "cgroup.version"
     }
     fn family(&self) -> Family {
         Family::Cgroup
     }
-    fn evaluate(&self, env: &Env<'_>) -> Outcome {
+    fn evaluate(&self, env: &Env<'_>) -> Judgement {
         let f = detect(env);
         let why =
             "container limits are cgroups; the probe reads memory and CPU from v1 or v2 files";
@@ -187,11 +187,11 @@ impl Check for CgroupVersion {
             ));
         }
         let verdict = if f.layout == Layout::None {
-            Verdict::Fail
+            CheckStatus::Fail
         } else {
-            Verdict::Pass
+            CheckStatus::Pass
         };
-        Outcome::new(verdict, measured, threshold, why, remedy)
+        Judgement::new(verdict, measured, threshold, why, remedy)
     }
 }
 
@@ -205,7 +205,7 @@ impl Check for CgroupControllers {
     fn family(&self) -> Family {
         Family::Cgroup
     }
-    fn evaluate(&self, env: &Env<'_>) -> Outcome {
+    fn evaluate(&self, env: &Env<'_>) -> Judgement {
         let f = detect(env);
         let why = "without the memory and CPU controllers the probe cannot sample a container's \
                    memory every second nor its CPU time per request, and falls back to docker stats";
@@ -230,12 +230,8 @@ impl Check for CgroupControllers {
         if !missing.is_empty() {
             measured = format!("{measured}; missing: {}", missing.join(", "));
         }
-        let verdict = if missing.is_empty() {
-            Verdict::Pass
-        } else {
-            Verdict::Warn
-        };
-        Outcome::new(
+        let verdict = CheckStatus::pass_or(missing.is_empty(), CheckStatus::Warn);
+        Judgement::new(
             verdict,
             measured.trim_start_matches("; ").to_string(),
             threshold,
@@ -247,13 +243,13 @@ impl Check for CgroupControllers {
 
 /// The checks of this family.
 pub fn checks() -> Vec<Box<dyn Check>> {
-    vec![Box::new(CgroupVersion), Box::new(CgroupControllers)]
+    vec![Box::new(CgroupLayout), Box::new(CgroupControllers)]
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::preflight::{DockerFacts, PreflightInput, ProbeFacts};
+    use crate::preflight::{DockerFacts, MeasuredFacts, PreflightInput};
 
     fn detect_in(files: &[(&str, &str)]) -> CgroupFacts {
         let dir = tempfile::tempdir().unwrap();
@@ -264,7 +260,7 @@ mod tests {
         }
         let (input, probes, docker) = (
             PreflightInput::default(),
-            ProbeFacts::default(),
+            MeasuredFacts::default(),
             DockerFacts::default(),
         );
         let env = Env {

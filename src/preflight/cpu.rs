@@ -5,42 +5,16 @@
 //! a powersave governor or turbo makes the clock depend on load and heat; a
 //! slow clock source (hpet, acpi_pm) makes every timestamp a costly read.
 
-use std::collections::BTreeSet;
+use super::{Check, CheckStatus, Env, Family, Judgement};
+use crate::host::CoreList;
 
-use super::{Check, Env, Family, Outcome, Verdict};
-
-/// Parse a kernel CPU list (`0-3,8,10-11`) into sorted CPU numbers.
-pub fn parse_cpu_list(s: &str) -> Result<Vec<u32>, String> {
-    let mut out = BTreeSet::new();
-    for part in s.trim().split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        match part.split_once('-') {
-            Some((a, b)) => {
-                let a: u32 = a
-                    .trim()
-                    .parse()
-                    .map_err(|_| format!("bad CPU number in {part:?}"))?;
-                let b: u32 = b
-                    .trim()
-                    .parse()
-                    .map_err(|_| format!("bad CPU number in {part:?}"))?;
-                if a > b {
-                    return Err(format!("descending range {part:?}"));
-                }
-                out.extend(a..=b);
-            }
-            None => {
-                out.insert(
-                    part.parse()
-                        .map_err(|_| format!("bad CPU number {part:?}"))?,
-                );
-            }
-        }
-    }
-    Ok(out.into_iter().collect())
+/// A kernel CPU list (`0-3,8`) as sorted CPU numbers.
+fn cpu_list(s: &str) -> Result<Vec<usize>, String> {
+    s.parse::<CoreList>().map(|c| c.to_vec())
 }
 
-fn fmt_list(v: &[u32]) -> String {
-    v.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
+fn fmt_list(v: &[usize]) -> String {
+    v.iter().map(usize::to_string).collect::<Vec<_>>().join(",")
 }
 
 /// `cpu.cores`: cores online against the cores the run gives server and loader.
@@ -53,15 +27,15 @@ impl Check for CpuCores {
     fn family(&self) -> Family {
         Family::Cpu
     }
-    fn evaluate(&self, env: &Env<'_>) -> Outcome {
+    fn evaluate(&self, env: &Env<'_>) -> Judgement {
         let why = "a loader that shares cores with the server takes CPU from it: the figures \
                    then measure the contention, not the server";
         let remedy = "pin server and loader to disjoint cpusets that fit the cores online (or \
                       set allow_shared_cores on a machine too small to separate them)";
         let threshold = "server and loader on disjoint online cores (server + loader ≤ online)";
         let Some(online) = env.online_cpus() else {
-            return Outcome::new(
-                Verdict::Warn,
+            return Judgement::new(
+                CheckStatus::Warn,
                 "cores online not exposed (/sys/devices/system/cpu/online)",
                 threshold,
                 why,
@@ -69,14 +43,14 @@ impl Check for CpuCores {
             );
         };
         let input = env.input;
-        let parse = |s: &Option<String>| -> Result<Option<Vec<u32>>, String> {
-            s.as_deref().map(parse_cpu_list).transpose()
+        let parse = |s: &Option<String>| -> Result<Option<Vec<usize>>, String> {
+            s.as_deref().map(cpu_list).transpose()
         };
         let (server, loader) = match (parse(&input.server_cpuset), parse(&input.loader_cpuset)) {
             (Ok(s), Ok(l)) => (s, l),
             (Err(e), _) | (_, Err(e)) => {
-                return Outcome::new(
-                    Verdict::Fail,
+                return Judgement::new(
+                    CheckStatus::Fail,
                     format!("cpuset unreadable: {e}"),
                     threshold,
                     why,
@@ -85,22 +59,22 @@ impl Check for CpuCores {
             }
         };
         let shared_verdict = if input.allow_shared_cores {
-            Verdict::Warn
+            CheckStatus::Warn
         } else {
-            Verdict::Fail
+            CheckStatus::Fail
         };
         let mut measured = format!("{} online ({})", online.len(), fmt_list(&online));
         for (role, set) in [("server", &server), ("loader", &loader)] {
             if let Some(set) = set {
                 measured.push_str(&format!("; {role} cpuset {}", fmt_list(set)));
-                let offline: Vec<u32> = set
+                let offline: Vec<usize> = set
                     .iter()
                     .copied()
                     .filter(|c| !online.contains(c))
                     .collect();
                 if !offline.is_empty() {
-                    return Outcome::new(
-                        Verdict::Fail,
+                    return Judgement::new(
+                        CheckStatus::Fail,
                         format!(
                             "{measured}; {role} names offline CPUs {}",
                             fmt_list(&offline)
@@ -113,9 +87,9 @@ impl Check for CpuCores {
             }
         }
         if let (Some(s), Some(l)) = (&server, &loader) {
-            let shared: Vec<u32> = s.iter().copied().filter(|c| l.contains(c)).collect();
+            let shared: Vec<usize> = s.iter().copied().filter(|c| l.contains(c)).collect();
             if !shared.is_empty() {
-                return Outcome::new(
+                return Judgement::new(
                     shared_verdict,
                     format!("{measured}; shared CPUs {}", fmt_list(&shared)),
                     threshold,
@@ -123,16 +97,16 @@ impl Check for CpuCores {
                     remedy,
                 );
             }
-            return Outcome::new(Verdict::Pass, measured, threshold, why, remedy);
+            return Judgement::new(CheckStatus::Pass, measured, threshold, why, remedy);
         }
-        let count = |set: &Option<Vec<u32>>, cpus: Option<f64>| {
+        let count = |set: &Option<Vec<usize>>, cpus: Option<f64>| {
             set.as_ref().map(|s| s.len() as f64).or(cpus)
         };
         let s = count(&server, input.server_cpus);
         let l = count(&loader, input.loader_cpus);
         if s.is_none() && l.is_none() {
-            return Outcome::new(
-                Verdict::Pass,
+            return Judgement::new(
+                CheckStatus::Pass,
                 format!("{measured}; the run gives no CPU counts"),
                 threshold,
                 why,
@@ -148,20 +122,20 @@ impl Check for CpuCores {
         let verdict = if s.is_none() || l.is_none() || need > online.len() as f64 {
             shared_verdict
         } else {
-            Verdict::Pass
+            CheckStatus::Pass
         };
-        Outcome::new(verdict, measured, threshold, why, remedy)
+        Judgement::new(verdict, measured, threshold, why, remedy)
     }
 }
 
 /// SMT sibling groups of the online CPUs (`thread_siblings_list`), deduplicated.
-pub fn sibling_groups(env: &Env<'_>, online: &[u32]) -> Option<Vec<Vec<u32>>> {
-    let mut groups: Vec<Vec<u32>> = Vec::new();
+pub fn sibling_groups(env: &Env<'_>, online: &[usize]) -> Option<Vec<Vec<usize>>> {
+    let mut groups: Vec<Vec<usize>> = Vec::new();
     for c in online {
         let s = env.read(&format!(
             "/sys/devices/system/cpu/cpu{c}/topology/thread_siblings_list"
         ))?;
-        let g = parse_cpu_list(&s).ok()?;
+        let g = cpu_list(&s).ok()?;
         if !groups.contains(&g) {
             groups.push(g);
         }
@@ -179,7 +153,7 @@ impl Check for CpuSmt {
     fn family(&self) -> Family {
         Family::Cpu
     }
-    fn evaluate(&self, env: &Env<'_>) -> Outcome {
+    fn evaluate(&self, env: &Env<'_>) -> Judgement {
         let why = "two SMT threads of one core share its execution units: a server and a \
                    loader on sibling threads slow each other down like shared cores";
         let threshold = "server and loader not on sibling threads of one core";
@@ -188,8 +162,8 @@ impl Check for CpuSmt {
                       or turn SMT off";
         let online = env.online_cpus().unwrap_or_default();
         let Some(groups) = sibling_groups(env, &online).filter(|g| !g.is_empty()) else {
-            return Outcome::new(
-                Verdict::Pass,
+            return Judgement::new(
+                CheckStatus::Pass,
                 "topology not exposed",
                 threshold,
                 why,
@@ -213,11 +187,11 @@ impl Check for CpuSmt {
             env.input
                 .server_cpuset
                 .as_deref()
-                .and_then(|s| parse_cpu_list(s).ok()),
+                .and_then(|s| cpu_list(s).ok()),
             env.input
                 .loader_cpuset
                 .as_deref()
-                .and_then(|s| parse_cpu_list(s).ok()),
+                .and_then(|s| cpu_list(s).ok()),
         );
         if let (Some(server), Some(loader)) = sets {
             let shared_core = groups.iter().find(|g| {
@@ -225,8 +199,8 @@ impl Check for CpuSmt {
                     && g.iter().any(|c| loader.contains(c) && !server.contains(c))
             });
             if let Some(g) = shared_core {
-                return Outcome::new(
-                    Verdict::Warn,
+                return Judgement::new(
+                    CheckStatus::Warn,
                     format!(
                         "{measured}; server and loader share the core of threads {}",
                         fmt_list(g)
@@ -237,7 +211,7 @@ impl Check for CpuSmt {
                 );
             }
         }
-        Outcome::new(Verdict::Pass, measured, threshold, why, remedy)
+        Judgement::new(CheckStatus::Pass, measured, threshold, why, remedy)
     }
 }
 
@@ -251,13 +225,13 @@ impl Check for CpuGovernor {
     fn family(&self) -> Family {
         Family::Cpu
     }
-    fn evaluate(&self, env: &Env<'_>) -> Outcome {
+    fn evaluate(&self, env: &Env<'_>) -> Judgement {
         let why = "any governor but performance changes the clock with load, so the first \
                    seconds of a cell run slower than the rest";
         let threshold = "performance on every CPU (not exposed in most VMs: the host decides)";
         let remedy = "cpupower frequency-set -g performance (on the host, for a VM)";
         let online = env.online_cpus().unwrap_or_default();
-        let govs: Vec<(u32, String)> = online
+        let govs: Vec<(usize, String)> = online
             .iter()
             .filter_map(|c| {
                 env.read(&format!(
@@ -267,7 +241,7 @@ impl Check for CpuGovernor {
             })
             .collect();
         if govs.is_empty() {
-            return Outcome::new(Verdict::Pass, "not exposed", threshold, why, remedy);
+            return Judgement::new(CheckStatus::Pass, "not exposed", threshold, why, remedy);
         }
         let others: Vec<String> = govs
             .iter()
@@ -275,15 +249,15 @@ impl Check for CpuGovernor {
             .map(|(c, g)| format!("cpu{c} {g}"))
             .collect();
         if others.is_empty() {
-            Outcome::new(
-                Verdict::Pass,
+            Judgement::new(
+                CheckStatus::Pass,
                 "performance on every CPU",
                 threshold,
                 why,
                 remedy,
             )
         } else {
-            Outcome::new(Verdict::Warn, others.join(", "), threshold, why, remedy)
+            Judgement::new(CheckStatus::Warn, others.join(", "), threshold, why, remedy)
         }
     }
 }
@@ -298,7 +272,7 @@ impl Check for CpuBoost {
     fn family(&self) -> Family {
         Family::Cpu
     }
-    fn evaluate(&self, env: &Env<'_>) -> Outcome {
+    fn evaluate(&self, env: &Env<'_>) -> Judgement {
         let why = "with turbo the clock depends on temperature and how many cores are busy, so \
                    rounds of the same cell drift apart";
         let threshold = "turbo off (recorded; warn when on)";
@@ -310,14 +284,14 @@ impl Check for CpuBoost {
             } else if let Some(v) = env.read("/sys/devices/system/cpu/cpufreq/boost") {
                 (v == "1", "cpufreq/boost")
             } else {
-                return Outcome::new(Verdict::Pass, "not exposed", threshold, why, remedy);
+                return Judgement::new(CheckStatus::Pass, "not exposed", threshold, why, remedy);
             };
         let (verdict, state) = if on {
-            (Verdict::Warn, "on")
+            (CheckStatus::Warn, "on")
         } else {
-            (Verdict::Pass, "off")
+            (CheckStatus::Pass, "off")
         };
-        Outcome::new(
+        Judgement::new(
             verdict,
             format!("turbo {state} ({source})"),
             threshold,
@@ -346,7 +320,7 @@ impl Check for CpuClocksource {
     fn family(&self) -> Family {
         Family::Cpu
     }
-    fn evaluate(&self, env: &Env<'_>) -> Outcome {
+    fn evaluate(&self, env: &Env<'_>) -> Judgement {
         let why = "every timestamp (latency, Date header, timeouts) reads the clock; hpet and \
                    acpi_pm cost microseconds per read (an exit in a VM), tsc tens of ns";
         let threshold = format!(
@@ -357,10 +331,10 @@ impl Check for CpuClocksource {
                       kvm-clock in a KVM guest";
         match env.read("/sys/devices/system/clocksource/clocksource0/current_clocksource") {
             Some(cs) if GOOD_CLOCKSOURCES.contains(&cs.as_str()) => {
-                Outcome::new(Verdict::Pass, cs, threshold, why, remedy)
+                Judgement::new(CheckStatus::Pass, cs, threshold, why, remedy)
             }
-            Some(cs) => Outcome::new(Verdict::Warn, cs, threshold, why, remedy),
-            None => Outcome::new(Verdict::Warn, "not exposed", threshold, why, remedy),
+            Some(cs) => Judgement::new(CheckStatus::Warn, cs, threshold, why, remedy),
+            None => Judgement::new(CheckStatus::Warn, "not exposed", threshold, why, remedy),
         }
     }
 }
@@ -383,11 +357,9 @@ mod tests {
     #[test]
     fn cpu_lists_parse_ranges_and_singles() {
         assert_eq!(
-            parse_cpu_list("0-3,8,10-11\n").unwrap(),
+            cpu_list("0-3,8,10-11\n").unwrap(),
             vec![0, 1, 2, 3, 8, 10, 11]
         );
-        assert_eq!(parse_cpu_list("1").unwrap(), vec![1]);
-        assert!(parse_cpu_list("3-1").is_err());
-        assert!(parse_cpu_list("a").is_err());
+        assert_eq!(fmt_list(&[1, 2]), "1,2");
     }
 }

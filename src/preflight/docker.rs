@@ -12,7 +12,7 @@ use std::time::Duration;
 use bollard::query_parameters::ListContainersOptionsBuilder;
 use serde::{Deserialize, Serialize};
 
-use super::{Check, Env, Family, Outcome, Verdict};
+use super::{Check, CheckStatus, Env, Family, Judgement};
 
 /// Label every fairground object carries: its run id.
 pub const RUN_LABEL: &str = "fairground.run";
@@ -167,16 +167,16 @@ impl Check for DockerDaemon {
     fn family(&self) -> Family {
         Family::Docker
     }
-    fn evaluate(&self, env: &Env<'_>) -> Outcome {
+    fn evaluate(&self, env: &Env<'_>) -> Judgement {
         let why = "every server and the loader run in containers: without the daemon nothing runs";
         let threshold = "daemon answers (API version negotiated down to the daemon's)";
         let remedy = "start the daemon (systemctl start docker / dockerd) or set DOCKER_HOST";
         let d = env.docker;
         if !d.reachable {
-            return Outcome::new(Verdict::Fail, not_reached(env), threshold, why, remedy);
+            return Judgement::new(CheckStatus::Fail, not_reached(env), threshold, why, remedy);
         }
-        Outcome::new(
-            Verdict::Pass,
+        Judgement::new(
+            CheckStatus::Pass,
             format!(
                 "server {}, API {}, storage driver {}",
                 d.server_version.as_deref().unwrap_or("?"),
@@ -200,7 +200,7 @@ impl Check for DockerCgroup {
     fn family(&self) -> Family {
         Family::Docker
     }
-    fn evaluate(&self, env: &Env<'_>) -> Outcome {
+    fn evaluate(&self, env: &Env<'_>) -> Judgement {
         let why = "the probe reads memory and CPU from the containers' cgroups, whose paths and \
                    files depend on the driver and the version";
         let threshold = "recorded; warn when the daemon does not say";
@@ -208,18 +208,18 @@ impl Check for DockerCgroup {
             "a daemon that does not report its cgroup driver is too old for fairground's probe";
         let d = env.docker;
         if !d.reachable {
-            return Outcome::new(Verdict::Warn, not_reached(env), threshold, why, remedy);
+            return Judgement::new(CheckStatus::Warn, not_reached(env), threshold, why, remedy);
         }
         match (&d.cgroup_driver, &d.cgroup_version) {
-            (Some(drv), Some(v)) => Outcome::new(
-                Verdict::Pass,
+            (Some(drv), Some(v)) => Judgement::new(
+                CheckStatus::Pass,
                 format!("driver {drv}, cgroup v{v}"),
                 threshold,
                 why,
                 remedy,
             ),
-            (drv, v) => Outcome::new(
-                Verdict::Warn,
+            (drv, v) => Judgement::new(
+                CheckStatus::Warn,
                 format!(
                     "driver {}, version {}",
                     drv.as_deref().unwrap_or("not reported"),
@@ -243,7 +243,7 @@ impl Check for DockerLimits {
     fn family(&self) -> Family {
         Family::Docker
     }
-    fn evaluate(&self, env: &Env<'_>) -> Outcome {
+    fn evaluate(&self, env: &Env<'_>) -> Judgement {
         let why =
             "a memory limit the kernel does not enforce is no limit: frameworks then compete \
                    with different memory than the profile says; without swap limits a container \
@@ -253,15 +253,15 @@ impl Check for DockerLimits {
                       the kernel command line, or cgroup v2)";
         let d = env.docker;
         if !d.reachable {
-            return Outcome::new(Verdict::Warn, not_reached(env), threshold, why, remedy);
+            return Judgement::new(CheckStatus::Warn, not_reached(env), threshold, why, remedy);
         }
         let show = |b: Option<bool>| b.map_or("not reported".to_string(), |b| b.to_string());
         let verdict = if d.memory_limit != Some(true) {
-            Verdict::Fail
+            CheckStatus::Fail
         } else if d.swap_limit != Some(true) {
-            Verdict::Warn
+            CheckStatus::Warn
         } else {
-            Verdict::Pass
+            CheckStatus::Pass
         };
         let mut measured = format!(
             "MemoryLimit {}, SwapLimit {}",
@@ -271,7 +271,7 @@ impl Check for DockerLimits {
         if !d.warnings.is_empty() {
             measured.push_str(&format!("; daemon warnings: {}", d.warnings.join(" / ")));
         }
-        Outcome::new(verdict, measured, threshold, why, remedy)
+        Judgement::new(verdict, measured, threshold, why, remedy)
     }
 }
 
@@ -285,7 +285,7 @@ impl Check for DockerLeftovers {
     fn family(&self) -> Family {
         Family::Docker
     }
-    fn evaluate(&self, env: &Env<'_>) -> Outcome {
+    fn evaluate(&self, env: &Env<'_>) -> Judgement {
         let why = "a server or loader left running by an earlier run keeps serving or loading and \
                    steals CPU from this one";
         let threshold = format!(
@@ -296,7 +296,7 @@ impl Check for DockerLeftovers {
         );
         let d = env.docker;
         if !d.reachable {
-            return Outcome::new(Verdict::Warn, not_reached(env), threshold, why, remedy);
+            return Judgement::new(CheckStatus::Warn, not_reached(env), threshold, why, remedy);
         }
         let current = env.input.run_id.as_deref();
         let left: Vec<&ContainerFact> = d
@@ -308,7 +308,7 @@ impl Check for DockerLeftovers {
         let stopped: Vec<&ContainerFact> = left.iter().copied().filter(|c| !c.running).collect();
         let (verdict, measured) = if !running.is_empty() {
             (
-                Verdict::Fail,
+                CheckStatus::Fail,
                 format!(
                     "{} running: {}; {} stopped",
                     running.len(),
@@ -318,7 +318,7 @@ impl Check for DockerLeftovers {
             )
         } else if !stopped.is_empty() {
             (
-                Verdict::Warn,
+                CheckStatus::Warn,
                 format!(
                     "none running; {} stopped: {}",
                     stopped.len(),
@@ -326,9 +326,9 @@ impl Check for DockerLeftovers {
                 ),
             )
         } else {
-            (Verdict::Pass, "none".to_string())
+            (CheckStatus::Pass, "none".to_string())
         };
-        Outcome::new(verdict, measured, threshold, why, remedy)
+        Judgement::new(verdict, measured, threshold, why, remedy)
     }
 }
 
@@ -342,14 +342,14 @@ impl Check for DockerOthers {
     fn family(&self) -> Family {
         Family::Docker
     }
-    fn evaluate(&self, env: &Env<'_>) -> Outcome {
+    fn evaluate(&self, env: &Env<'_>) -> Judgement {
         let why = "other running containers share the host's CPUs, memory and network with the run";
         let threshold = "no other running container (warn)";
         let remedy =
             "stop them for the run if they are yours; otherwise run when the host is quiet";
         let d = env.docker;
         if !d.reachable {
-            return Outcome::new(Verdict::Warn, not_reached(env), threshold, why, remedy);
+            return Judgement::new(CheckStatus::Warn, not_reached(env), threshold, why, remedy);
         }
         let others: Vec<&ContainerFact> = d
             .containers
@@ -357,10 +357,10 @@ impl Check for DockerOthers {
             .filter(|c| c.running && c.run_label.is_none())
             .collect();
         if others.is_empty() {
-            Outcome::new(Verdict::Pass, "none", threshold, why, remedy)
+            Judgement::new(CheckStatus::Pass, "none", threshold, why, remedy)
         } else {
-            Outcome::new(
-                Verdict::Warn,
+            Judgement::new(
+                CheckStatus::Warn,
                 format!("{} running: {}", others.len(), names(&others)),
                 threshold,
                 why,

@@ -14,7 +14,8 @@ use std::path::Path;
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
-use super::{Check, Env, Family, Outcome, Verdict};
+use super::{Check, CheckStatus, Env, Family, Judgement};
+use crate::host::sysctl::{self, Sysctls};
 
 /// File descriptors fairground needs beyond one per connection: stdio,
 /// epoll/eventfd, listeners, the results and histogram files, the Docker
@@ -54,44 +55,21 @@ impl fmt::Display for SysctlNamespace {
 
 /// The network sysctls preflight judges, as one namespace sees them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct NetSysctls {
+pub struct NamespaceSysctls {
     /// Where they were read.
     pub namespace: SysctlNamespace,
-    /// net.core.somaxconn: cap on every listen backlog.
-    pub somaxconn: Option<u64>,
-    /// net.ipv4.tcp_max_syn_backlog: half-open connections queued.
-    pub tcp_max_syn_backlog: Option<u64>,
-    /// net.ipv4.ip_local_port_range: ephemeral ports, low and high.
-    pub ip_local_port_range: Option<(u32, u32)>,
-    /// net.ipv4.tcp_tw_reuse: 0 off, 1 on, 2 loopback only.
-    pub tcp_tw_reuse: Option<u8>,
+    /// Their values (the ones in [`sysctl::JUDGED`] that could be read).
+    pub values: Sysctls,
 }
 
-impl NetSysctls {
+impl NamespaceSysctls {
     /// Read them from `root`/proc/sys in the reading process's own network
     /// namespace, labelled `namespace`. Errors when none is readable.
     pub fn read(root: &Path, namespace: SysctlNamespace) -> anyhow::Result<Self> {
-        let sys = root.join("proc/sys");
-        let get = |rel: &str| std::fs::read_to_string(sys.join(rel)).ok();
-        let num = |rel: &str| get(rel).and_then(|s| s.trim().parse::<u64>().ok());
-        let range = get("net/ipv4/ip_local_port_range").and_then(|s| {
-            let mut f = s.split_whitespace().map(|x| x.parse::<u32>().ok());
-            Some((f.next()??, f.next()??))
-        });
-        let s = Self {
+        Ok(Self {
             namespace,
-            somaxconn: num("net/core/somaxconn"),
-            tcp_max_syn_backlog: num("net/ipv4/tcp_max_syn_backlog"),
-            ip_local_port_range: range,
-            tcp_tw_reuse: num("net/ipv4/tcp_tw_reuse").map(|v| v as u8),
-        };
-        if s.somaxconn.is_none() && s.ip_local_port_range.is_none() {
-            anyhow::bail!(
-                "no network sysctl readable under {} (is /proc mounted?)",
-                sys.display()
-            );
-        }
-        Ok(s)
+            values: Sysctls::read(root, &sysctl::JUDGED)?,
+        })
     }
 
     /// The sysctls `profile` sets on its containers in bridge mode, labelled
@@ -102,20 +80,27 @@ impl NetSysctls {
         if profile.network == crate::profile::Network::Host {
             return None;
         }
-        let num = |m: &std::collections::BTreeMap<String, String>, k: &str| {
-            m.get(k).and_then(|v| v.trim().parse::<u64>().ok())
-        };
-        let (srv, ldr) = (&profile.server.sysctls, &profile.loader.sysctls);
-        let range = ldr.get("net.ipv4.ip_local_port_range").and_then(|v| {
-            let mut f = v.split_whitespace().map(|x| x.parse::<u32>().ok());
-            Some((f.next()??, f.next()??))
-        });
+        let mut values = Sysctls::default();
+        let sides = [
+            (
+                &profile.server.sysctls,
+                [sysctl::SOMAXCONN, sysctl::TCP_MAX_SYN_BACKLOG],
+            ),
+            (
+                &profile.loader.sysctls,
+                [sysctl::IP_LOCAL_PORT_RANGE, sysctl::TCP_TW_REUSE],
+            ),
+        ];
+        for (set, names) in sides {
+            for name in names {
+                if let Some(v) = set.get(name) {
+                    values.set(name, v);
+                }
+            }
+        }
         Some(Self {
             namespace: SysctlNamespace::Requested(profile.name.clone()),
-            somaxconn: num(srv, "net.core.somaxconn"),
-            tcp_max_syn_backlog: num(srv, "net.ipv4.tcp_max_syn_backlog"),
-            ip_local_port_range: range,
-            tcp_tw_reuse: num(ldr, "net.ipv4.tcp_tw_reuse").map(|v| v as u8),
+            values,
         })
     }
 
@@ -136,15 +121,15 @@ impl NetSysctls {
 /// the input has it, else the host's own.
 fn net_value<T>(
     env: &Env<'_>,
-    field: impl Fn(&NetSysctls) -> Option<T>,
+    field: impl Fn(&Sysctls) -> Option<T>,
 ) -> (Option<T>, SysctlNamespace) {
     if let Some(c) = &env.input.container_sysctls {
-        if let Some(v) = field(c) {
+        if let Some(v) = field(&c.values) {
             return (Some(v), c.namespace.clone());
         }
     }
-    let host = NetSysctls::read(env.root, SysctlNamespace::Host).ok();
-    (host.as_ref().and_then(field), SysctlNamespace::Host)
+    let host = NamespaceSysctls::read(env.root, SysctlNamespace::Host).ok();
+    (host.and_then(|h| field(&h.values)), SysctlNamespace::Host)
 }
 
 /// `limits.nofile`: fairground's own nofile against the highest concurrency.
@@ -157,7 +142,7 @@ impl Check for Nofile {
     fn family(&self) -> Family {
         Family::Limits
     }
-    fn evaluate(&self, env: &Env<'_>) -> Outcome {
+    fn evaluate(&self, env: &Env<'_>) -> Judgement {
         let need = env.input.max_concurrency + NOFILE_HEADROOM;
         let why =
             "every connection is a file descriptor: with too few, a \"10K connections\" test \
@@ -168,7 +153,13 @@ impl Check for Nofile {
         );
         let remedy = format!("ulimit -n {need} (raise the hard limit in /etc/security/limits.conf or the unit's LimitNOFILE)");
         let Some(n) = env.probes.nofile else {
-            return Outcome::new(Verdict::Warn, "getrlimit failed", threshold, why, remedy);
+            return Judgement::new(
+                CheckStatus::Warn,
+                "getrlimit failed",
+                threshold,
+                why,
+                remedy,
+            );
         };
         let show = |v: u64| {
             if v == u64::MAX {
@@ -178,13 +169,13 @@ impl Check for Nofile {
             }
         };
         let verdict = if n.soft >= need {
-            Verdict::Pass
+            CheckStatus::Pass
         } else if n.hard >= need {
-            Verdict::Warn
+            CheckStatus::Warn
         } else {
-            Verdict::Fail
+            CheckStatus::Fail
         };
-        Outcome::new(
+        Judgement::new(
             verdict,
             format!(
                 "soft {}, hard {} (getrlimit, fairground process)",
@@ -229,7 +220,7 @@ impl Check for DaemonNofile {
     fn family(&self) -> Family {
         Family::Limits
     }
-    fn evaluate(&self, env: &Env<'_>) -> Outcome {
+    fn evaluate(&self, env: &Env<'_>) -> Judgement {
         let want = env.input.container_nofile;
         let why = "Docker cannot raise a container's nofile above the daemon's own hard limit: \
                    containers asking for more fail to start";
@@ -245,11 +236,11 @@ impl Check for DaemonNofile {
             .and_then(|pid| env.read(&format!("/proc/{}/limits", pid.trim())))
             .and_then(|text| max_open_files(&text));
         let Some((soft, hard)) = limits else {
-            return Outcome::new(
+            return Judgement::new(
                 if want.is_some() {
-                    Verdict::Warn
+                    CheckStatus::Warn
                 } else {
-                    Verdict::Pass
+                    CheckStatus::Pass
                 },
                 "not readable (no dockerd pid file here: remote daemon or not root)",
                 threshold,
@@ -258,10 +249,10 @@ impl Check for DaemonNofile {
             );
         };
         let verdict = match want {
-            Some(n) if hard < n => Verdict::Fail,
-            _ => Verdict::Pass,
+            Some(n) if hard < n => CheckStatus::Fail,
+            _ => CheckStatus::Pass,
         };
-        Outcome::new(
+        Judgement::new(
             verdict,
             format!("dockerd soft {soft}, hard {hard} (/proc/PID/limits)"),
             threshold,
@@ -281,7 +272,7 @@ impl Check for FileMax {
     fn family(&self) -> Family {
         Family::Limits
     }
-    fn evaluate(&self, env: &Env<'_>) -> Outcome {
+    fn evaluate(&self, env: &Env<'_>) -> Judgement {
         let need = 2 * env.input.max_concurrency + FILE_MAX_HEADROOM;
         let why =
             "both ends of every connection hold a file on this host when the loader is local; \
@@ -292,19 +283,15 @@ impl Check for FileMax {
             .read("/proc/sys/fs/file-max")
             .and_then(|s| s.parse::<u64>().ok())
         {
-            Some(v) => Outcome::new(
-                if v >= need {
-                    Verdict::Pass
-                } else {
-                    Verdict::Fail
-                },
+            Some(v) => Judgement::new(
+                CheckStatus::pass_or(v >= need, CheckStatus::Fail),
                 format!("{v} (system-wide)"),
                 threshold,
                 why,
                 remedy,
             ),
-            None => Outcome::new(
-                Verdict::Warn,
+            None => Judgement::new(
+                CheckStatus::Warn,
                 "not readable (/proc/sys/fs/file-max)",
                 threshold,
                 why,
@@ -324,10 +311,10 @@ impl Check for Somaxconn {
     fn family(&self) -> Family {
         Family::Limits
     }
-    fn evaluate(&self, env: &Env<'_>) -> Outcome {
+    fn evaluate(&self, env: &Env<'_>) -> Judgement {
         backlog_outcome(
             env,
-            net_value(env, |s| s.somaxconn),
+            net_value(env, |s| s.int(sysctl::SOMAXCONN)),
             "net.core.somaxconn",
             "it caps every listen backlog: when all connections open at once, those past it are \
              dropped and retried a second later, which shows as connect errors and a latency tail",
@@ -345,10 +332,10 @@ impl Check for SynBacklog {
     fn family(&self) -> Family {
         Family::Limits
     }
-    fn evaluate(&self, env: &Env<'_>) -> Outcome {
+    fn evaluate(&self, env: &Env<'_>) -> Judgement {
         backlog_outcome(
             env,
-            net_value(env, |s| s.tcp_max_syn_backlog),
+            net_value(env, |s| s.int(sysctl::TCP_MAX_SYN_BACKLOG)),
             "net.ipv4.tcp_max_syn_backlog",
             "half-open connections past it are dropped (or answered with syncookies) during the \
              connection burst at the start of every cell",
@@ -361,25 +348,21 @@ fn backlog_outcome(
     (value, ns): (Option<u64>, SysctlNamespace),
     name: &str,
     why: &str,
-) -> Outcome {
+) -> Judgement {
     let need = env.input.max_concurrency.min(MAX_BACKLOG);
     let threshold = format!("≥ {need} (highest concurrency, capped at {MAX_BACKLOG}); warn below");
     let remedy =
         format!("set {name}={need} for the containers (docker run --sysctl {name}={need})");
     match value {
-        Some(v) => Outcome::new(
-            if v >= need {
-                Verdict::Pass
-            } else {
-                Verdict::Warn
-            },
+        Some(v) => Judgement::new(
+            CheckStatus::pass_or(v >= need, CheckStatus::Warn),
             format!("{v} ({ns})"),
             threshold,
             why,
             remedy,
         ),
-        None => Outcome::new(
-            Verdict::Warn,
+        None => Judgement::new(
+            CheckStatus::Warn,
             format!("not readable ({ns})"),
             threshold,
             why,
@@ -398,8 +381,8 @@ impl Check for PortRange {
     fn family(&self) -> Family {
         Family::Limits
     }
-    fn evaluate(&self, env: &Env<'_>) -> Outcome {
-        let (range, ns) = net_value(env, |s| s.ip_local_port_range);
+    fn evaluate(&self, env: &Env<'_>) -> Judgement {
+        let (range, ns) = net_value(env, |s| s.port_range());
         let c = env.input.max_concurrency;
         let why = "every loader connection to the one server address needs its own ephemeral \
                    port: a narrower range cannot hold the concurrency";
@@ -409,20 +392,16 @@ impl Check for PortRange {
         match range {
             Some((lo, hi)) => {
                 let width = u64::from(hi.saturating_sub(lo)) + 1;
-                Outcome::new(
-                    if width >= c {
-                        Verdict::Pass
-                    } else {
-                        Verdict::Fail
-                    },
+                Judgement::new(
+                    CheckStatus::pass_or(width >= c, CheckStatus::Fail),
                     format!("{lo}-{hi}, {width} ports ({ns})"),
                     threshold,
                     why,
                     remedy,
                 )
             }
-            None => Outcome::new(
-                Verdict::Warn,
+            None => Judgement::new(
+                CheckStatus::Warn,
                 format!("not readable ({ns})"),
                 threshold,
                 why,
@@ -442,37 +421,37 @@ impl Check for TwReuse {
     fn family(&self) -> Family {
         Family::Limits
     }
-    fn evaluate(&self, env: &Env<'_>) -> Outcome {
-        let (reuse, ns) = net_value(env, |s| s.tcp_tw_reuse);
+    fn evaluate(&self, env: &Env<'_>) -> Judgement {
+        let (reuse, ns) = net_value(env, |s| s.int(sysctl::TCP_TW_REUSE));
         let why = "connections closed by the loader sit in TIME_WAIT for 60 s holding their port; \
                    without reuse a run that reconnects runs out of ports";
         let threshold =
             "1 (on) passes; 2 (loopback only, the default) passes for keep-alive runs; 0 warns";
         let remedy = "--sysctl net.ipv4.tcp_tw_reuse=1 for the loader container";
         match reuse {
-            Some(1) => Outcome::new(
-                Verdict::Pass,
+            Some(1) => Judgement::new(
+                CheckStatus::Pass,
                 format!("1, on ({ns})"),
                 threshold,
                 why,
                 remedy,
             ),
-            Some(2) => Outcome::new(
-                Verdict::Pass,
+            Some(2) => Judgement::new(
+                CheckStatus::Pass,
                 format!("2, loopback only ({ns}); keep-alive runs do not churn ports"),
                 threshold,
                 why,
                 remedy,
             ),
-            Some(v) => Outcome::new(
-                Verdict::Warn,
+            Some(v) => Judgement::new(
+                CheckStatus::Warn,
                 format!("{v}, off ({ns})"),
                 threshold,
                 why,
                 remedy,
             ),
-            None => Outcome::new(
-                Verdict::Warn,
+            None => Judgement::new(
+                CheckStatus::Warn,
                 format!("not readable ({ns})"),
                 threshold,
                 why,
@@ -512,18 +491,18 @@ mod tests {
 
     #[test]
     fn container_output_is_relabelled_with_the_container_namespace() {
-        let json = r#"{"namespace":{"kind":"host"},"somaxconn":4096,"tcp_max_syn_backlog":512,
-                       "ip_local_port_range":[32768,60999],"tcp_tw_reuse":2}"#;
-        let s = NetSysctls::from_container_output(json, "fg-loader").unwrap();
+        let json = r#"{"namespace":{"kind":"host"},"values":{"net.core.somaxconn":"4096",
+                       "net.ipv4.ip_local_port_range":"32768 60999","net.ipv4.tcp_tw_reuse":"2"}}"#;
+        let s = NamespaceSysctls::from_container_output(json, "fg-loader").unwrap();
         assert_eq!(s.namespace, SysctlNamespace::Container("fg-loader".into()));
-        assert_eq!(s.ip_local_port_range, Some((32768, 60999)));
+        assert_eq!(s.values.port_range(), Some((32768, 60999)));
         assert_eq!(s.namespace.to_string(), "netns of container fg-loader");
     }
 
     #[test]
     fn reading_a_tree_without_proc_sys_is_an_error_naming_the_path() {
         let dir = tempfile::tempdir().unwrap();
-        let err = NetSysctls::read(dir.path(), SysctlNamespace::Host).unwrap_err();
+        let err = NamespaceSysctls::read(dir.path(), SysctlNamespace::Host).unwrap_err();
         assert!(format!("{err}").contains("proc/sys"), "{err}");
     }
 }

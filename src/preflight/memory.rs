@@ -1,7 +1,11 @@
 //! Memory: available memory against the containers' limits, swap, and the
 //! transparent hugepages setting (recorded: it changes RSS figures).
 
-use super::{fmt_bytes, Check, Env, Family, Outcome, Verdict};
+use super::{Check, CheckStatus, Env, Family, Judgement};
+
+fn fmt_bytes(b: u64) -> String {
+    crate::units::bytes(b as f64)
+}
 
 /// Share of MemAvailable the containers' limits may take before the page
 /// cache, the daemon and fairground itself are squeezed (judgement: the
@@ -34,7 +38,7 @@ impl Check for MemAvailable {
     fn family(&self) -> Family {
         Family::Memory
     }
-    fn evaluate(&self, env: &Env<'_>) -> Outcome {
+    fn evaluate(&self, env: &Env<'_>) -> Judgement {
         let why = "limits that add up to more than the host has are not limits: the host reclaims \
                    or the OOM killer picks a container mid-run";
         let threshold = format!(
@@ -47,8 +51,8 @@ impl Check for MemAvailable {
             .read("/proc/meminfo")
             .and_then(|m| meminfo_bytes(&m, "MemAvailable"))
         else {
-            return Outcome::new(
-                Verdict::Warn,
+            return Judgement::new(
+                CheckStatus::Warn,
                 "MemAvailable not readable (/proc/meminfo)",
                 threshold,
                 why,
@@ -56,8 +60,8 @@ impl Check for MemAvailable {
             );
         };
         let Some(total) = env.input.memory_limits_total else {
-            return Outcome::new(
-                Verdict::Pass,
+            return Judgement::new(
+                CheckStatus::Pass,
                 format!(
                     "MemAvailable {}; the run gives no memory limits",
                     fmt_bytes(avail)
@@ -68,13 +72,13 @@ impl Check for MemAvailable {
             );
         };
         let verdict = if total > avail {
-            Verdict::Fail
+            CheckStatus::Fail
         } else if total as f64 > avail as f64 * MEM_HEADROOM_FRACTION {
-            Verdict::Warn
+            CheckStatus::Warn
         } else {
-            Verdict::Pass
+            CheckStatus::Pass
         };
-        Outcome::new(
+        Judgement::new(
             verdict,
             format!(
                 "limits {} of MemAvailable {}",
@@ -98,14 +102,14 @@ impl Check for MemSwap {
     fn family(&self) -> Family {
         Family::Memory
     }
-    fn evaluate(&self, env: &Env<'_>) -> Outcome {
+    fn evaluate(&self, env: &Env<'_>) -> Judgement {
         let why = "with swap a container at its memory limit slows down instead of being killed, \
                    and its latency tail then measures the disk";
         let threshold = "no swap (warn when on)";
         let remedy = "swapoff -a for the run, or give containers --memory-swap equal to --memory";
         let Some(m) = env.read("/proc/meminfo") else {
-            return Outcome::new(
-                Verdict::Warn,
+            return Judgement::new(
+                CheckStatus::Warn,
                 "not readable (/proc/meminfo)",
                 threshold,
                 why,
@@ -115,10 +119,10 @@ impl Check for MemSwap {
         let total = meminfo_bytes(&m, "SwapTotal").unwrap_or(0);
         let free = meminfo_bytes(&m, "SwapFree").unwrap_or(0);
         if total == 0 {
-            Outcome::new(Verdict::Pass, "swap off", threshold, why, remedy)
+            Judgement::new(CheckStatus::Pass, "swap off", threshold, why, remedy)
         } else {
-            Outcome::new(
-                Verdict::Warn,
+            Judgement::new(
+                CheckStatus::Warn,
                 format!(
                     "swap on: {} total, {} used",
                     fmt_bytes(total),
@@ -142,7 +146,7 @@ impl Check for MemThp {
     fn family(&self) -> Family {
         Family::Memory
     }
-    fn evaluate(&self, env: &Env<'_>) -> Outcome {
+    fn evaluate(&self, env: &Env<'_>) -> Judgement {
         let why = "THP changes RSS figures (a runtime's heap may be backed by 2 MiB pages) and \
                    adds compaction stalls; results are comparable only under the same setting";
         let threshold = "recorded, not judged";
@@ -154,15 +158,15 @@ impl Check for MemThp {
                     .find(|w| w.starts_with('['))
                     .map(|w| w.trim_matches(['[', ']']).to_string())
                     .unwrap_or(s);
-                Outcome::new(
-                    Verdict::Pass,
+                Judgement::new(
+                    CheckStatus::Pass,
                     format!("enabled={chosen}"),
                     threshold,
                     why,
                     remedy,
                 )
             }
-            None => Outcome::new(Verdict::Pass, "not exposed", threshold, why, remedy),
+            None => Judgement::new(CheckStatus::Pass, "not exposed", threshold, why, remedy),
         }
     }
 }

@@ -10,7 +10,7 @@
 //! Shape: one file per family of checks, one [`Check`] impl per check. Every
 //! file read goes through a root directory (`/` for real, a fixture tree in
 //! tests); what cannot come from files (CPUID, exit timing, getrlimit, the
-//! 1-second load sample) comes from [`ProbeFacts`], and what the Docker daemon
+//! 1-second load sample) comes from [`MeasuredFacts`], and what the Docker daemon
 //! says from [`DockerFacts`]: both are plain data with a real gatherer and
 //! fixture values. This module judges; it must not change the host (no
 //! sysctl writes, no container removal, no governor changes).
@@ -18,49 +18,30 @@
 //! Every check, its threshold and the source of that threshold: docs/preflight.md.
 
 pub mod cgroup;
+mod cli;
 pub mod cpu;
 pub mod docker;
 pub mod limits;
 pub mod load;
+pub mod measure;
 pub mod memory;
 pub mod nic;
-pub mod probe;
+mod report;
 pub mod virt;
 
 use std::fmt;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
+pub use cli::{run_cli, PreflightArgs};
 pub use docker::DockerFacts;
-pub use limits::{NetSysctls, SysctlNamespace};
-pub use probe::ProbeFacts;
+pub use limits::{NamespaceSysctls, SysctlNamespace};
+pub use measure::MeasuredFacts;
+pub use report::{EnvReport, HostSummary, TABLE_MEASURED_WIDTH};
 
-use crate::exit::{coded, ExitCode};
-
-/// Judgement of one check, ordered from good to bad so the worst is the max.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Verdict {
-    /// Nothing in this check can distort results.
-    Pass,
-    /// Results may be distorted; they are kept but marked.
-    Warn,
-    /// Results from this environment are not to be accepted.
-    Fail,
-}
-
-impl fmt::Display for Verdict {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Verdict::Pass => "pass",
-            Verdict::Warn => "warn",
-            Verdict::Fail => "FAIL",
-        })
-    }
-}
+pub use crate::results::CheckStatus;
 
 /// The family a check belongs to (one source file each).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -107,7 +88,7 @@ pub struct CheckResult {
     /// The family of checks it belongs to.
     pub family: Family,
     /// Pass, warn or fail.
-    pub verdict: Verdict,
+    pub verdict: CheckStatus,
     /// What was measured, with its unit and how (and which namespace, for sysctls).
     pub measured: String,
     /// The threshold the measurement was judged against.
@@ -120,9 +101,9 @@ pub struct CheckResult {
 
 /// A check's judgement before it is stamped with the check's id and family.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Outcome {
+pub struct Judgement {
     /// Pass, warn or fail.
-    pub verdict: Verdict,
+    pub verdict: CheckStatus,
     /// What was measured (with unit).
     pub measured: String,
     /// What it was judged against.
@@ -133,10 +114,10 @@ pub struct Outcome {
     pub remedy: String,
 }
 
-impl Outcome {
+impl Judgement {
     /// An outcome; `why` and `remedy` usually come from the check's constants.
     pub fn new(
-        verdict: Verdict,
+        verdict: CheckStatus,
         measured: impl Into<String>,
         threshold: impl Into<String>,
         why: impl Into<String>,
@@ -160,7 +141,7 @@ pub struct Env<'a> {
     /// What the coming run needs.
     pub input: &'a PreflightInput,
     /// CPUID, exit timing, rlimits, load sample.
-    pub probes: &'a ProbeFacts,
+    pub probes: &'a MeasuredFacts,
     /// What the Docker daemon said.
     pub docker: &'a DockerFacts,
 }
@@ -180,8 +161,8 @@ impl Env<'_> {
     }
 
     /// CPUs online, from `/sys/devices/system/cpu/online`.
-    pub fn online_cpus(&self) -> Option<Vec<u32>> {
-        cpu::parse_cpu_list(&self.read("/sys/devices/system/cpu/online")?).ok()
+    pub fn online_cpus(&self) -> Option<Vec<usize>> {
+        crate::host::cpu::online(self.root).map(|c| c.to_vec())
     }
 }
 
@@ -193,7 +174,7 @@ pub trait Check {
     /// The family it belongs to.
     fn family(&self) -> Family;
     /// Judge the environment.
-    fn evaluate(&self, env: &Env<'_>) -> Outcome;
+    fn evaluate(&self, env: &Env<'_>) -> Judgement;
 }
 
 /// Every check, in report order.
@@ -241,8 +222,8 @@ pub struct PreflightInput {
     /// Highest 1-minute load average per online core before a run.
     pub load_per_core_limit: f64,
     /// Network sysctls as the containers see them (read inside a container,
-    /// see [`limits::NetSysctls`]); `None` judges the host's namespace.
-    pub container_sysctls: Option<NetSysctls>,
+    /// see [`limits::NamespaceSysctls`]); `None` judges the host's namespace.
+    pub container_sysctls: Option<NamespaceSysctls>,
     /// How long to wait for the Docker daemon, milliseconds.
     pub docker_timeout_ms: u64,
     /// The highest nofile limit the run asks for its containers (server or
@@ -303,211 +284,10 @@ impl PreflightInput {
             memory_limits_total: Some(profile.server.memory + profile.loader.memory),
             remote_loader: false,
             host_network: profile.network == crate::profile::Network::Host,
-            container_sysctls: NetSysctls::requested_by(profile),
+            container_sysctls: NamespaceSysctls::requested_by(profile),
             container_nofile: Some(profile.server.nofile.max(profile.loader.nofile)),
             ..Self::default()
         }
-    }
-}
-
-/// Facts about the host worth a line in every report.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct HostSummary {
-    /// Host name (`/proc/sys/kernel/hostname`).
-    pub hostname: Option<String>,
-    /// Kernel release (`/proc/sys/kernel/osrelease`).
-    pub kernel: Option<String>,
-    /// CPU model name (`/proc/cpuinfo`).
-    pub cpu_model: Option<String>,
-    /// CPUs online.
-    pub cores_online: Option<usize>,
-    /// MemTotal, bytes.
-    pub memory_total: Option<u64>,
-    /// 1-minute load average when preflight ran (the before-run figure that
-    /// [`after_run`] compares with).
-    pub loadavg_1m: Option<f64>,
-    /// Bare metal, container or VM and which hypervisor, in words.
-    pub platform: String,
-    /// cgroup layout: v1, v2 or hybrid.
-    pub cgroup: String,
-    /// Docker server version and API version, if reachable.
-    pub docker: Option<String>,
-    /// Where the run's traffic flows.
-    pub traffic_path: String,
-}
-
-/// The environment as measured and judged before a run; stored whole in
-/// results.json.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct EnvReport {
-    /// fairground version that judged it.
-    pub fairground_version: String,
-    /// When it was taken (UTC).
-    pub taken_at: chrono::DateTime<chrono::Utc>,
-    /// Root the files were read from (`/` on a real run).
-    pub root: PathBuf,
-    /// The run's needs it was judged against.
-    pub input: PreflightInput,
-    /// Host facts for the report header.
-    pub host: HostSummary,
-    /// Raw probe facts (CPUID, timing, limits, load sample).
-    pub probes: ProbeFacts,
-    /// Raw Docker facts.
-    pub docker: DockerFacts,
-    /// One result per check, in report order.
-    pub checks: Vec<CheckResult>,
-    /// The worst verdict of all checks.
-    pub verdict: Verdict,
-}
-
-impl EnvReport {
-    /// The checks that failed.
-    pub fn failures(&self) -> impl Iterator<Item = &CheckResult> {
-        self.checks.iter().filter(|c| c.verdict == Verdict::Fail)
-    }
-
-    /// The result of the check `id`, if it ran.
-    pub fn check(&self, id: &str) -> Option<&CheckResult> {
-        self.checks.iter().find(|c| c.id == id)
-    }
-
-    /// A Markdown section: host facts, then one table row per check.
-    pub fn summary(&self) -> String {
-        let h = &self.host;
-        let mut out = String::new();
-        out.push_str(&format!(
-            "Environment: **{}** ({} checks: {} pass, {} warn, {} fail)\n\n",
-            self.verdict,
-            self.checks.len(),
-            self.count(Verdict::Pass),
-            self.count(Verdict::Warn),
-            self.count(Verdict::Fail)
-        ));
-        let or_unknown = |o: &Option<String>| o.clone().unwrap_or_else(|| "unknown".into());
-        out.push_str(&format!(
-            "- host: {} · kernel {} · {} · {} CPUs online · {} memory\n",
-            or_unknown(&h.hostname),
-            or_unknown(&h.kernel),
-            or_unknown(&h.cpu_model),
-            h.cores_online.map_or("?".into(), |n| n.to_string()),
-            h.memory_total.map_or("?".into(), fmt_bytes)
-        ));
-        out.push_str(&format!(
-            "- platform: {} · cgroup {} · docker {}\n- traffic: {}\n\n",
-            h.platform,
-            h.cgroup,
-            or_unknown(&h.docker),
-            h.traffic_path
-        ));
-        out.push_str("| check | verdict | measured | threshold | remedy |\n");
-        out.push_str("|---|---|---|---|---|\n");
-        for c in &self.checks {
-            out.push_str(&format!(
-                "| `{}` | {} | {} | {} | {} |\n",
-                c.id,
-                c.verdict,
-                md_cell(&c.measured),
-                md_cell(&c.threshold),
-                if c.verdict == Verdict::Pass {
-                    "".to_string()
-                } else {
-                    md_cell(&c.remedy)
-                }
-            ));
-        }
-        out
-    }
-
-    /// Plain-text table for a terminal: one line per check (long
-    /// measurements cut to [`TABLE_MEASURED_WIDTH`]; `--json` has them
-    /// whole), then the whole measurement, why and remedy of every check
-    /// that did not pass.
-    pub fn table(&self) -> String {
-        let w_id = self
-            .checks
-            .iter()
-            .map(|c| c.id.len())
-            .max()
-            .unwrap_or(5)
-            .max(5);
-        let w_m = self
-            .checks
-            .iter()
-            .map(|c| c.measured.chars().count())
-            .max()
-            .unwrap_or(8)
-            .clamp(8, TABLE_MEASURED_WIDTH);
-        let mut out = format!(
-            "{:<7} {:<w_id$}  {:<w_m$}  THRESHOLD\n",
-            "VERDICT", "CHECK", "MEASURED"
-        );
-        for c in &self.checks {
-            out.push_str(&format!(
-                "{:<7} {:<w_id$}  {:<w_m$}  {}\n",
-                c.verdict.to_string(),
-                c.id,
-                ellipsize(&c.measured, w_m),
-                c.threshold
-            ));
-        }
-        let bad: Vec<_> = self
-            .checks
-            .iter()
-            .filter(|c| c.verdict != Verdict::Pass)
-            .collect();
-        if !bad.is_empty() {
-            out.push('\n');
-            for c in bad {
-                out.push_str(&format!(
-                    "{} {}: {}\n    threshold: {}\n    why: {}\n    remedy: {}\n",
-                    c.verdict, c.id, c.measured, c.threshold, c.why, c.remedy
-                ));
-            }
-        }
-        let h = &self.host;
-        out.push_str(&format!(
-            "\nplatform: {}; cgroup {}; traffic: {}\nenvironment: {}\n",
-            h.platform, h.cgroup, h.traffic_path, self.verdict
-        ));
-        out
-    }
-
-    fn count(&self, v: Verdict) -> usize {
-        self.checks.iter().filter(|c| c.verdict == v).count()
-    }
-}
-
-/// Widest MEASURED column of the terminal table, in characters.
-pub const TABLE_MEASURED_WIDTH: usize = 72;
-
-/// `s` cut to `width` characters, the cut marked with `…`.
-fn ellipsize(s: &str, width: usize) -> String {
-    if s.chars().count() <= width {
-        s.to_string()
-    } else {
-        let mut t: String = s.chars().take(width.saturating_sub(1)).collect();
-        t.push('…');
-        t
-    }
-}
-
-fn md_cell(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ")
-}
-
-/// Bytes in binary units with one decimal (`23.5 GiB`).
-pub fn fmt_bytes(b: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = b as f64;
-    let mut i = 0;
-    while v >= 1024.0 && i + 1 < UNITS.len() {
-        v /= 1024.0;
-        i += 1;
-    }
-    if i == 0 {
-        format!("{b} B")
-    } else {
-        format!("{v:.1} {}", UNITS[i])
     }
 }
 
@@ -518,14 +298,14 @@ pub fn fmt_bytes(b: u64) -> String {
 /// query runs on a thread of its own), so it is safe inside a tokio runtime.
 pub fn run(input: &PreflightInput, root: &Path) -> EnvReport {
     // Timed first, on a quiet process: a few ms, outside the load sample.
-    let exit_cost = probe::measure_exit_cost();
+    let exit_cost = measure::measure_exit_cost();
     let timeout = std::time::Duration::from_millis(input.docker_timeout_ms);
     let docker = std::thread::scope(|s| {
         s.spawn(|| docker::gather_blocking(timeout))
             .join()
             .unwrap_or_else(|_| DockerFacts::unreachable("the Docker query thread panicked"))
     });
-    let probes = probe::ProbeFacts::measure(root, exit_cost);
+    let probes = measure::MeasuredFacts::measure(root, exit_cost);
     judge(input, root, probes, docker)
 }
 
@@ -534,7 +314,7 @@ pub fn run(input: &PreflightInput, root: &Path) -> EnvReport {
 pub fn judge(
     input: &PreflightInput,
     root: &Path,
-    probes: ProbeFacts,
+    probes: MeasuredFacts,
     docker: DockerFacts,
 ) -> EnvReport {
     let env = Env {
@@ -563,7 +343,7 @@ pub fn judge(
         .iter()
         .map(|c| c.verdict)
         .max()
-        .unwrap_or(Verdict::Pass);
+        .unwrap_or(CheckStatus::Pass);
     EnvReport {
         fairground_version: env!("CARGO_PKG_VERSION").to_string(),
         taken_at: chrono::Utc::now(),
@@ -580,9 +360,7 @@ pub fn judge(
 /// After the run: read the 1-minute load average again and judge whether it
 /// rose more than the run itself explains (see [`load::judge_after_run`]).
 pub fn after_run(report: &EnvReport) -> CheckResult {
-    let now = fs::read_to_string(report.root.join("proc/loadavg"))
-        .ok()
-        .and_then(|s| load::parse_loadavg(&s));
+    let now = crate::host::proc::read_loadavg(&report.root);
     load::judge_after_run(report, now)
 }
 
@@ -608,112 +386,10 @@ fn host_summary(env: &Env<'_>) -> HostSummary {
         memory_total: env
             .read("/proc/meminfo")
             .and_then(|m| memory::meminfo_bytes(&m, "MemTotal")),
-        loadavg_1m: env
-            .read("/proc/loadavg")
-            .and_then(|s| load::parse_loadavg(&s)),
+        loadavg_1m: crate::host::proc::read_loadavg(env.root),
         platform: virt::detect(env).describe(),
         cgroup: cgroup::detect(env).layout.to_string(),
         docker,
         traffic_path: nic::traffic_path(env),
     }
-}
-
-/// Options of `fairground preflight`.
-#[derive(Debug, Clone, clap::Args)]
-pub struct PreflightArgs {
-    /// Print the whole report as JSON instead of a table.
-    #[arg(long)]
-    pub json: bool,
-    /// Read /proc and /sys under this directory instead of / (fixture trees).
-    #[arg(long, default_value = "/")]
-    pub root: PathBuf,
-    /// Judge against this profile's needs (a bare name in profiles/, or a
-    /// path): highest concurrency, cores, memory limits.
-    #[arg(long, value_name = "NAME")]
-    pub profile: Option<String>,
-    /// The id of the current run: its own containers are not leftovers.
-    #[arg(long)]
-    pub run_id: Option<String>,
-    /// Highest 1-minute load average per online core before a run
-    /// (default 0.5).
-    #[arg(long, value_name = "LOAD", allow_negative_numbers = true)]
-    pub max_load_per_core: Option<f64>,
-    /// Print only this network namespace's sysctls as JSON and exit (the run
-    /// pipeline calls this inside the loader container).
-    #[arg(long)]
-    pub net_sysctls: bool,
-}
-
-/// The host facts a profile is validated and placed against: this machine's,
-/// with cores and port range read under `root` when it is not `/`.
-fn host_facts(root: &Path) -> crate::profile::HostFacts {
-    let mut host = crate::profile::HostFacts::detect();
-    if root != Path::new("/") {
-        let read = |rel: &str| fs::read_to_string(root.join(rel)).ok();
-        if let Some(c) = read("sys/devices/system/cpu/online").and_then(|s| s.trim().parse().ok()) {
-            host.cores_online = c;
-        }
-        host.ip_local_port_range = read("proc/sys/net/ipv4/ip_local_port_range")
-            .and_then(|s| crate::profile::parse_port_range(s.trim()).ok());
-    }
-    host
-}
-
-/// `fairground preflight`: print the report; exit 3 when something fails.
-pub fn run_cli(args: &PreflightArgs) -> anyhow::Result<ExitCode> {
-    if !args.root.is_dir() {
-        return Err(coded(
-            ExitCode::BadInput,
-            anyhow::anyhow!(
-                "--root {}: not a directory; give the root of a filesystem tree (default /)",
-                args.root.display()
-            ),
-        ));
-    }
-    if args.net_sysctls {
-        let s = NetSysctls::read(&args.root, SysctlNamespace::Host)
-            .with_context(|| format!("reading network sysctls under {}", args.root.display()))?;
-        println!("{}", serde_json::to_string(&s)?);
-        return Ok(ExitCode::Ok);
-    }
-    let mut input = match &args.profile {
-        Some(name) => {
-            let host = host_facts(&args.root);
-            let (profile, path) = crate::profile::resolve_with(name, &host)?;
-            let input = PreflightInput::from_profile(&profile, &host);
-            eprintln!(
-                "preflight for profile {} ({}): concurrency up to {}, server cores {}, loader cores {}",
-                profile.name,
-                path.display(),
-                input.max_concurrency,
-                input.server_cpuset.as_deref().unwrap_or("unplaced"),
-                input.loader_cpuset.as_deref().unwrap_or("unplaced"),
-            );
-            input
-        }
-        None => PreflightInput::default(),
-    };
-    input.run_id = args.run_id.clone();
-    if let Some(limit) = args.max_load_per_core {
-        if !(limit.is_finite() && limit > 0.0) {
-            return Err(coded(
-                ExitCode::BadInput,
-                anyhow::anyhow!(
-                    "--max-load-per-core {limit}: give a positive load per core, e.g. 0.5"
-                ),
-            ));
-        }
-        input.load_per_core_limit = limit;
-    }
-    let report = run(&input, &args.root);
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        print!("{}", report.table());
-    }
-    Ok(if report.verdict == Verdict::Fail {
-        ExitCode::EnvRefused
-    } else {
-        ExitCode::Ok
-    })
 }

@@ -8,7 +8,7 @@
 
 use std::fs;
 
-use super::{virt, Check, Env, Family, Outcome, Verdict};
+use super::{virt, Check, CheckStatus, Env, Family, Judgement};
 
 /// Drivers of NICs a hypervisor emulates register by register. On bare
 /// metal e1000e is also Intel's driver for real NICs, so these count as
@@ -78,7 +78,7 @@ impl Check for NicDriver {
     fn family(&self) -> Family {
         Family::Nic
     }
-    fn evaluate(&self, env: &Env<'_>) -> Outcome {
+    fn evaluate(&self, env: &Env<'_>) -> Judgement {
         let why = "a fully emulated NIC (e1000) costs a VM exit per register access and caps \
                    throughput; it voids every figure whose traffic crosses it";
         let threshold = "in a VM: e1000/e1000e fail when the run's traffic crosses it (remote \
@@ -94,23 +94,23 @@ impl Check for NicDriver {
             .flatten();
         let list = nics(env);
         if list.is_empty() {
-            return Outcome::new(
-                Verdict::Pass,
+            return Judgement::new(
+                CheckStatus::Pass,
                 format!("no NIC with a driver; {}", traffic_path(env)),
                 threshold,
                 why,
                 remedy,
             );
         }
-        let mut verdict = Verdict::Pass;
+        let mut verdict = CheckStatus::Pass;
         let mut parts = Vec::new();
         for n in &list {
             let carries = traffic_iface.as_deref() == Some(n.name.as_str());
             let emulated = in_vm && EMULATED_DRIVERS.contains(&n.driver.as_str());
             let v = match (emulated, carries) {
-                (true, true) => Verdict::Fail,
-                (true, false) => Verdict::Warn,
-                _ => Verdict::Pass,
+                (true, true) => CheckStatus::Fail,
+                (true, false) => CheckStatus::Warn,
+                _ => CheckStatus::Pass,
             };
             verdict = verdict.max(v);
             parts.push(format!(
@@ -125,7 +125,7 @@ impl Check for NicDriver {
                 }
             ));
         }
-        Outcome::new(
+        Judgement::new(
             verdict,
             format!("{}; {}", parts.join(", "), traffic_path(env)),
             threshold,
@@ -143,7 +143,7 @@ pub fn checks() -> Vec<Box<dyn Check>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::preflight::{DockerFacts, PreflightInput, ProbeFacts};
+    use crate::preflight::{DockerFacts, MeasuredFacts, PreflightInput};
 
     #[test]
     fn default_route_is_the_zero_destination_line() {
@@ -160,7 +160,7 @@ mod tests {
             remote_loader: true,
             ..PreflightInput::default()
         };
-        let (probes, docker) = (ProbeFacts::default(), DockerFacts::default());
+        let (probes, docker) = (MeasuredFacts::default(), DockerFacts::default());
         let env = Env {
             root: dir.path(),
             input: &input,

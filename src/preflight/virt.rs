@@ -2,14 +2,14 @@
 //! and what does a trip to the hypervisor cost right now.
 //!
 //! Evidence, strongest first: CPUID (leaf 1 hypervisor bit, leaf 0x40000000
-//! signature, from [`ProbeFacts`](super::ProbeFacts)), DMI strings under
+//! signature, from [`MeasuredFacts`](super::MeasuredFacts)), DMI strings under
 //! /sys/class/dmi/id, /sys/hypervisor, container markers. The measured exit
 //! cost catches what no string shows: a hypervisor on its slow path (the
 //! Hical write-up lost 4x to VirtualBox running on Hyper-V).
 
 use std::fs;
 
-use super::{Check, Env, Family, Outcome, Verdict};
+use super::{Check, CheckStatus, Env, Family, Judgement};
 
 /// A hypervisor, as CPUID or DMI name it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -315,34 +315,34 @@ impl Check for VirtKind {
     fn family(&self) -> Family {
         Family::Virtualization
     }
-    fn evaluate(&self, env: &Env<'_>) -> Outcome {
+    fn evaluate(&self, env: &Env<'_>) -> Judgement {
         let f = detect(env);
         let measured = format!("{} [{}]", f.describe(), f.evidence.join("; "));
         let threshold = "bare metal or a hardware-accelerated hypervisor; not TCG; no container";
         let (verdict, remedy) = match (&f.hypervisor, &f.container) {
             (Some(Hypervisor::Tcg), _) => (
-                Verdict::Fail,
+                CheckStatus::Fail,
                 "run on a host with KVM (QEMU -accel kvm) or bare metal; TCG figures are meaningless",
             ),
             (_, Some(_)) => (
-                Verdict::Warn,
+                CheckStatus::Warn,
                 "run fairground on the host (or VM) itself, not inside a container",
             ),
             (Some(Hypervisor::VirtualBox), _) => (
-                Verdict::Warn,
+                CheckStatus::Warn,
                 "prefer KVM; on Windows turn off Hyper-V/VBS so VirtualBox is not on its slow path, \
                  and check virt.cost",
             ),
             (Some(Hypervisor::Unknown(_)), _) => (
-                Verdict::Warn,
+                CheckStatus::Warn,
                 "find out which hypervisor this is and compare only with runs on the same one",
             ),
             _ => (
-                Verdict::Pass,
+                CheckStatus::Pass,
                 "compare results only with runs on the same kind of host",
             ),
         };
-        Outcome::new(verdict, measured, threshold, KIND_WHY, remedy)
+        Judgement::new(verdict, measured, threshold, KIND_WHY, remedy)
     }
 }
 
@@ -365,7 +365,7 @@ impl Check for VirtCost {
     fn family(&self) -> Family {
         Family::Virtualization
     }
-    fn evaluate(&self, env: &Env<'_>) -> Outcome {
+    fn evaluate(&self, env: &Env<'_>) -> Judgement {
         let why = "every CPUID traps to the hypervisor in a VM, so its cost is the VM-exit round \
                    trip; a hypervisor on its slow path (nested, or VirtualBox on Hyper-V) costs \
                    several times more and makes every figure several times too low";
@@ -375,8 +375,8 @@ impl Check for VirtCost {
             CPUID_EXIT_FAIL_NS / 1000.0
         );
         let Some(c) = &env.probes.exit_cost else {
-            return Outcome::new(
-                Verdict::Warn,
+            return Judgement::new(
+                CheckStatus::Warn,
                 "not measured (no CPUID on this architecture)",
                 threshold,
                 why,
@@ -391,13 +391,13 @@ impl Check for VirtCost {
             c.per_burst
         );
         let verdict = if c.cpuid_ns < CPUID_EXIT_PASS_NS {
-            Verdict::Pass
+            CheckStatus::Pass
         } else if c.cpuid_ns <= CPUID_EXIT_FAIL_NS {
-            Verdict::Warn
+            CheckStatus::Warn
         } else {
-            Verdict::Fail
+            CheckStatus::Fail
         };
-        Outcome::new(
+        Judgement::new(
             verdict,
             measured,
             threshold,

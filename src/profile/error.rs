@@ -153,12 +153,8 @@ impl Locator<'_> {
         message: impl Into<String>,
         hint: Option<&str>,
     ) -> ProfileError {
-        self.at(
-            self.spans.value(field),
-            field,
-            message.into(),
-            hint.map(str::to_string),
-        )
+        let pos = self.spans.value(field);
+        self.at(pos, field, message.into(), hint.map(str::to_string))
     }
 
     /// An error about the key naming `field`.
@@ -168,12 +164,8 @@ impl Locator<'_> {
         message: impl Into<String>,
         hint: Option<&str>,
     ) -> ProfileError {
-        self.at(
-            self.spans.key(field),
-            field,
-            message.into(),
-            hint.map(str::to_string),
-        )
+        let pos = self.spans.key(field);
+        self.at(pos, field, message.into(), hint.map(str::to_string))
     }
 
     /// Translate a serde-saphyr error: its location is mapped back to the

@@ -25,10 +25,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
+pub use crate::host::CoreList;
 pub use error::ProfileError;
 pub use raw::RawProfile;
 pub use types::*;
-pub use units::CoreList;
 pub use validate::{parse_port_range, SysctlKind, SYSCTLS};
 
 use crate::exit::{coded, ExitCode};
@@ -67,20 +67,18 @@ impl HostFacts {
     /// Read the facts of this machine (and the frameworks/ folder of the
     /// current directory).
     pub fn detect() -> Self {
-        let cores_online = std::fs::read_to_string("/sys/devices/system/cpu/online")
-            .ok()
-            .and_then(|s| s.trim().parse::<CoreList>().ok())
-            .filter(|c| !c.0.is_empty())
-            .unwrap_or_else(|| {
-                let n = std::thread::available_parallelism().map_or(1, |n| n.get());
-                CoreList((0..n).collect())
-            });
-        let ip_local_port_range = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
-            .ok()
-            .and_then(|s| parse_port_range(s.trim()).ok());
+        Self::detect_under(Path::new("/"))
+    }
+
+    /// The facts read under `root` (`/`, or a fixture tree): cores online
+    /// (this machine's parallelism when the tree does not say) and the
+    /// ephemeral port range.
+    pub fn detect_under(root: &Path) -> Self {
+        let sysctls = crate::host::Sysctls::read(root, &[crate::host::sysctl::IP_LOCAL_PORT_RANGE]);
         HostFacts {
-            cores_online,
-            ip_local_port_range,
+            cores_online: crate::host::cpu::online(root)
+                .unwrap_or_else(crate::host::cpu::online_here),
+            ip_local_port_range: sysctls.ok().and_then(|s| s.port_range()),
             frameworks: framework_roster(Path::new(FRAMEWORKS_DIR)),
         }
     }
@@ -89,7 +87,7 @@ impl HostFacts {
     /// framework roster: for tests.
     pub fn with_cores(n: usize) -> Self {
         HostFacts {
-            cores_online: CoreList((0..n).collect()),
+            cores_online: CoreList::first(n),
             ip_local_port_range: Some(KERNEL_PORT_RANGE),
             frameworks: None,
         }
@@ -311,7 +309,7 @@ fn run_to(args: &ProfileArgs, out: &mut impl std::io::Write) -> anyhow::Result<(
                         out,
                         "ok {}: {} cell(s) per framework ({} scenario(s) x {} concurrency level(s) x {} round(s)); warm-up and measurement take up to {} per framework",
                         path.display(),
-                        p.cells().len(),
+                        p.rounds_per_framework(),
                         p.scenarios.len(),
                         p.concurrency.len(),
                         p.rounds,

@@ -248,7 +248,7 @@ impl JsonSchema for RawWarmup {
 /// Load-generation mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
-pub enum LoadMode {
+pub enum RawLoadMode {
     /// Closed loop: each connection sends its next request when the previous
     /// answer arrives. Measures saturation throughput.
     #[default]
@@ -265,7 +265,7 @@ pub enum LoadMode {
 pub struct RawLoad {
     /// `closed` or `fixed-rate`. Default: `closed`.
     #[serde(default)]
-    pub mode: Option<LoadMode>,
+    pub mode: Option<RawLoadMode>,
     /// (fixed-rate, required there) Target requests per second, all
     /// connections together.
     #[serde(default)]
@@ -290,7 +290,7 @@ pub enum RawCpuset {
     /// fairground picks cores: the server first, then the loader, disjoint.
     Auto,
     /// These cores exactly.
-    Cores(super::units::CoreList),
+    Cores(crate::host::CoreList),
 }
 
 impl<'de> Deserialize<'de> for RawCpuset {
@@ -437,6 +437,19 @@ pub struct RawThresholds {
     /// median is marked suspect, from 0 to 1. Default: `0.10`.
     #[serde(default)]
     pub suspect_round: Option<f64>,
+    /// Share of the loader's CPU-quota periods throttled above which a cell
+    /// is flagged client-bound, from 0 to 1. Default: `0.10`.
+    #[serde(default)]
+    pub max_loader_throttled: Option<f64>,
+    /// (fixed-rate) Largest delay between when a request was due and when
+    /// the loader sent it, in µs, before a cell is flagged. Default: `10000`.
+    #[serde(default)]
+    pub max_schedule_lag_us: Option<u64>,
+    /// CPU used on the host by anything but the server and the loader, in
+    /// cores, above which a round is flagged as sharing the host. Default:
+    /// `0.5`.
+    #[serde(default)]
+    pub max_foreign_cores: Option<f64>,
     /// What a failed preflight check does: `strict` refuses to run, `warn`
     /// runs and marks every result. Default: `strict`.
     #[serde(default)]

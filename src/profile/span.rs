@@ -157,30 +157,20 @@ impl Spans {
                         _ => Frame::Seq { path, next: 0 },
                     });
                 } else {
-                    spans.nodes.insert(
-                        path,
-                        Node {
-                            key: key_pos,
-                            start,
-                            end,
-                        },
-                    );
+                    spans.add(path, key_pos, start, end);
                 }
             } else if is_close {
                 stack.pop();
                 if let Some((path, key_pos, start)) = opened.pop() {
-                    spans.nodes.insert(
-                        path,
-                        Node {
-                            key: key_pos,
-                            start,
-                            end,
-                        },
-                    );
+                    spans.add(path, key_pos, start, end);
                 }
             }
         }
         Ok(spans)
+    }
+
+    fn add(&mut self, path: String, key: Option<Pos>, start: Pos, end: Pos) {
+        self.nodes.insert(path, Node { key, start, end });
     }
 
     /// Where the value at `path` starts; falls back to the nearest ancestor

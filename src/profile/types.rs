@@ -6,13 +6,14 @@
 //! Defaults live here, in the `Default` impls and the `DEFAULT_*` constants;
 //! docs/profiles.md explains each one.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize, Serializer};
 
-use super::units::{Bytes, CoreList, Human};
+use super::units::{Bytes, Human};
 use crate::contract::Scenario;
+use crate::host::sysctl::{self, Sysctls};
+use crate::host::CoreList;
 
 /// Default measured window: TechEmpower's passes and the published Go lab
 /// comparison both use 15 s.
@@ -281,7 +282,7 @@ pub struct Limits {
     /// Open-file limit, soft and hard.
     pub nofile: u64,
     /// Sysctls set in the container's network namespace.
-    pub sysctls: BTreeMap<String, String>,
+    pub sysctls: Sysctls,
 }
 
 impl Limits {
@@ -291,11 +292,11 @@ impl Limits {
     pub fn server(network: Network) -> Self {
         Limits {
             sysctls: match network {
-                Network::Bridge => sysctls(&[
-                    ("net.core.somaxconn", "65535"),
-                    ("net.ipv4.tcp_max_syn_backlog", "65535"),
+                Network::Bridge => Sysctls::of(&[
+                    (sysctl::SOMAXCONN, "65535"),
+                    (sysctl::TCP_MAX_SYN_BACKLOG, "65535"),
                 ]),
-                Network::Host => BTreeMap::new(),
+                Network::Host => Sysctls::default(),
             },
             ..Self::base()
         }
@@ -306,11 +307,11 @@ impl Limits {
     pub fn loader(network: Network) -> Self {
         Limits {
             sysctls: match network {
-                Network::Bridge => sysctls(&[
-                    ("net.ipv4.ip_local_port_range", "1024 65535"),
-                    ("net.ipv4.tcp_tw_reuse", "1"),
+                Network::Bridge => Sysctls::of(&[
+                    (sysctl::IP_LOCAL_PORT_RANGE, "1024 65535"),
+                    (sysctl::TCP_TW_REUSE, "1"),
                 ]),
-                Network::Host => BTreeMap::new(),
+                Network::Host => Sysctls::default(),
             },
             ..Self::base()
         }
@@ -323,7 +324,7 @@ impl Limits {
             memory: DEFAULT_MEMORY,
             swap: false,
             nofile: DEFAULT_NOFILE,
-            sysctls: BTreeMap::new(),
+            sysctls: Sysctls::default(),
         }
     }
 }
@@ -344,13 +345,6 @@ pub fn cores_for(cpus: f64) -> usize {
 /// The smallest CPU allotment a profile may give (Docker's own floor).
 pub const MIN_CPUS: f64 = 0.01;
 
-fn sysctls(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-    pairs
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
-}
-
 /// Network between loader and server.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
@@ -366,59 +360,7 @@ pub enum Network {
     Host,
 }
 
-/// What a failed preflight check does.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
-)]
-#[serde(rename_all = "kebab-case")]
-pub enum Preflight {
-    /// Refuse to run (exit code 3).
-    #[default]
-    Strict,
-    /// Run, and mark every result as measured in an unfit environment.
-    Warn,
-}
-
-/// When a measured cell counts. All are fractions from 0 to 1.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Thresholds {
-    /// Largest share of failed requests in a cell.
-    pub max_error_rate: f64,
-    /// Largest CV of throughput across rounds before the cell is noisy.
-    pub max_cv: f64,
-    /// Loader CPU share above which the cell is client-bound.
-    pub loader_saturation: f64,
-    /// Smallest achieved / target rate in fixed-rate mode.
-    pub min_rate_ratio: f64,
-    /// Largest distance of a round from the median before it is suspect.
-    pub suspect_round: f64,
-    /// What a failed preflight check does.
-    pub preflight: Preflight,
-}
-
-impl Default for Thresholds {
-    fn default() -> Self {
-        Thresholds {
-            max_error_rate: 0.001,
-            max_cv: 0.05,
-            loader_saturation: 0.90,
-            min_rate_ratio: 0.98,
-            suspect_round: 0.10,
-            preflight: Preflight::Strict,
-        }
-    }
-}
-
-/// One measured cell of the plan, framework-independent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Cell {
-    /// Round number, from 1.
-    pub round: u32,
-    /// The scenario measured.
-    pub scenario: Scenario,
-    /// Open connections.
-    pub concurrency: u32,
-}
+pub use crate::results::{Preflight, Thresholds};
 
 /// Cores assigned to each container.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -435,31 +377,17 @@ impl Profile {
         self.concurrency.iter().copied().max().unwrap_or(0)
     }
 
-    /// Every cell to measure for one framework, rounds outermost: each round
-    /// is a full pass over scenario × concurrency, so drift over time spreads
-    /// over all cells instead of piling onto the last ones, and a server
-    /// restart between rounds happens at a clean boundary.
-    pub fn cells(&self) -> Vec<Cell> {
-        let mut cells = Vec::new();
-        for round in 1..=self.rounds {
-            for &scenario in &self.scenarios {
-                for &concurrency in &self.concurrency {
-                    cells.push(Cell {
-                        round,
-                        scenario,
-                        concurrency,
-                    });
-                }
-            }
-        }
-        cells
+    /// Measured rounds per framework (that declares every scenario):
+    /// scenarios × concurrency levels × rounds. `bench::plan` orders them.
+    pub fn rounds_per_framework(&self) -> usize {
+        self.scenarios.len() * self.concurrency.len() * self.rounds as usize
     }
 
     /// Lower bound of the time one framework takes: warm-up and measured
     /// window per cell, plus the idle settle per server start. Image builds,
     /// readiness and verification come on top.
     pub fn min_time_per_framework(&self) -> Duration {
-        let cells = self.cells().len() as u32;
+        let cells = self.rounds_per_framework() as u32;
         let starts = if self.restart_between_rounds {
             self.rounds
         } else {
@@ -543,11 +471,8 @@ mod tests {
         assert_eq!(p.server.memory, 1 << 30);
         assert_eq!(p.server.nofile, 16_384);
         assert!(!p.server.swap);
-        assert_eq!(p.server.sysctls["net.core.somaxconn"], "65535");
-        assert_eq!(
-            p.loader.sysctls["net.ipv4.ip_local_port_range"],
-            "1024 65535"
-        );
+        assert_eq!(p.server.sysctls.get(sysctl::SOMAXCONN), Some("65535"));
+        assert_eq!(p.loader.sysctls.port_range(), Some((1024, 65535)));
         assert_eq!(p.network, Network::Bridge);
         assert_eq!(p.thresholds.max_error_rate, 0.001);
         assert_eq!(p.thresholds.preflight, Preflight::Strict);
@@ -555,32 +480,14 @@ mod tests {
     }
 
     #[test]
-    fn cells_put_rounds_outermost() {
+    fn rounds_per_framework_multiply_out() {
         let p = Profile {
             scenarios: vec![Scenario::Plaintext, Scenario::Json],
             concurrency: vec![10, 20],
             rounds: 2,
             ..Profile::default()
         };
-        let cells = p.cells();
-        assert_eq!(cells.len(), 8);
-        assert_eq!(
-            cells[0],
-            Cell {
-                round: 1,
-                scenario: Scenario::Plaintext,
-                concurrency: 10
-            }
-        );
-        assert_eq!(
-            cells[3],
-            Cell {
-                round: 1,
-                scenario: Scenario::Json,
-                concurrency: 20
-            }
-        );
-        assert_eq!(cells[4].round, 2);
+        assert_eq!(p.rounds_per_framework(), 8);
         assert_eq!(p.max_concurrency(), 20);
     }
 

@@ -1,12 +1,11 @@
-//! Units a profile is written in: durations (`5s`, `1m30s`), sizes (`512MiB`)
-//! and CPU lists (`0-3,6`). Each is a small newtype that parses from YAML,
+//! Units a profile is written in: durations (`5s`, `1m30s`) and sizes
+//! (`512MiB`); CPU lists (`0-3,6`) are `host::CoreList`. Each is a small newtype that parses from YAML,
 //! prints back in the same notation (so `profile show` output is itself a
 //! valid profile) and describes itself in the JSON Schema.
 //!
 //! Parsing only: whether a value is sensible (non-zero, above a floor) is
 //! decided in `validate.rs`, where the field's location is known.
 
-use std::collections::BTreeSet;
 use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
@@ -237,63 +236,6 @@ impl schemars::JsonSchema for Bytes {
     }
 }
 
-/// A set of CPU cores in Linux list notation (`0-3,6`), as in
-/// `/sys/devices/system/cpu/online` and `docker run --cpuset-cpus`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
-pub struct CoreList(pub BTreeSet<usize>);
-
-/// Largest core number accepted; keeps a typo like `0-99999999` from
-/// allocating a huge set.
-const MAX_CORE: usize = 4095;
-
-impl FromStr for CoreList {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let bad = |part: &str| {
-            format!("`{s}`: `{part}` is not a core number or range; write cores like `0-3,6`")
-        };
-        let mut set = BTreeSet::new();
-        for part in s.trim().split(',') {
-            let part = part.trim();
-            let (lo, hi) = match part.split_once('-') {
-                Some((a, b)) => (a.trim(), b.trim()),
-                None => (part, part),
-            };
-            let lo: usize = lo.parse().map_err(|_| bad(part))?;
-            let hi: usize = hi.parse().map_err(|_| bad(part))?;
-            if lo > hi {
-                return Err(format!("`{s}`: range `{part}` runs backwards"));
-            }
-            if hi > MAX_CORE {
-                return Err(format!("`{s}`: core {hi} is beyond {MAX_CORE}"));
-            }
-            set.extend(lo..=hi);
-        }
-        Ok(CoreList(set))
-    }
-}
-
-impl fmt::Display for CoreList {
-    /// Compact ranges: `{0,1,2,5}` prints as `0-2,5`.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut parts = Vec::new();
-        let mut iter = self.0.iter().copied().peekable();
-        while let Some(start) = iter.next() {
-            let mut end = start;
-            while iter.peek() == Some(&(end + 1)) {
-                end = iter.next().unwrap_or(end);
-            }
-            parts.push(if start == end {
-                start.to_string()
-            } else {
-                format!("{start}-{end}")
-            });
-        }
-        f.write_str(&parts.join(","))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -356,15 +298,5 @@ mod tests {
         assert_eq!(Bytes(1536 * MIB).to_string(), "1536MiB");
         assert_eq!(Bytes(1000).to_string(), "1000B");
         assert_eq!(Bytes(0).to_string(), "0B");
-    }
-
-    #[test]
-    fn parses_core_lists_and_prints_them_compactly() {
-        let c: CoreList = "0-2,5, 7".parse().unwrap();
-        assert_eq!(c.0, BTreeSet::from([0, 1, 2, 5, 7]));
-        assert_eq!(c.to_string(), "0-2,5,7");
-        assert!("3-1".parse::<CoreList>().unwrap_err().contains("backwards"));
-        assert!("a".parse::<CoreList>().is_err());
-        assert!("0-99999".parse::<CoreList>().is_err());
     }
 }

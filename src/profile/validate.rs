@@ -5,19 +5,22 @@
 //! file order and stop at the first failure, so the user gets one message
 //! that names the file, line, column and field. A profile that passes here
 //! can run: every limit it asks for is one Docker and this host can honour.
+//!
+//! One responsibility, one file: every rule a profile is held to, in the
+//! order a reader of docs/profiles.md meets them.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::error::{Locator, ProfileError};
 use super::raw::{
-    LoadMode as RawLoadMode, RawCpuset, RawFrameworks, RawLimits, RawLoad, RawProfile,
-    RawThresholds, RawWarmup, WarmupMode, WarmupSpec,
+    RawCpuset, RawFrameworks, RawLimits, RawLoad, RawLoadMode, RawProfile, RawThresholds,
+    RawWarmup, WarmupMode, WarmupSpec,
 };
 use super::span::{index, key};
 use super::types::*;
 use super::{suggest, HostFacts};
 use crate::contract::Scenario;
+use crate::host::Sysctls;
 
 type Result<T> = std::result::Result<T, ProfileError>;
 
@@ -60,7 +63,7 @@ pub enum SysctlKind {
     Word,
 }
 
-const PORT_RANGE: &str = "net.ipv4.ip_local_port_range";
+use crate::host::sysctl::IP_LOCAL_PORT_RANGE as PORT_RANGE;
 
 /// Validate `raw` (read from the file `loc` describes) into a [`Profile`].
 pub(crate) fn validate(
@@ -495,7 +498,7 @@ fn limits(
     let sysctls = match raw.sysctls {
         None => default.sysctls,
         Some(map) => {
-            let mut out = BTreeMap::new();
+            let mut out = Sysctls::default();
             for (name, value) in map {
                 let at = key(&f("sysctls"), &name);
                 let Some((_, kind)) = SYSCTLS.iter().find(|(n, _)| *n == name) else {
@@ -509,7 +512,7 @@ fn limits(
                     ));
                 };
                 check_sysctl(*kind, &value.0).map_err(|m| loc.value(&at, m))?;
-                out.insert(name, value.0);
+                out.set(&name, value.0);
             }
             out
         }
@@ -538,20 +541,7 @@ fn check_sysctl(kind: SysctlKind, v: &str) -> std::result::Result<(), String> {
     }
 }
 
-/// `"LOW HIGH"` → (low, high), 1 ≤ low ≤ high ≤ 65535.
-pub fn parse_port_range(v: &str) -> std::result::Result<(u16, u16), String> {
-    let parts: Vec<&str> = v.split_whitespace().collect();
-    let bad = || format!("`{v}` is not a port range `LOW HIGH` with 1 ≤ LOW ≤ HIGH ≤ 65535");
-    let [lo, hi] = parts[..] else {
-        return Err(bad());
-    };
-    let lo: u16 = lo.parse().map_err(|_| bad())?;
-    let hi: u16 = hi.parse().map_err(|_| bad())?;
-    if lo == 0 || lo > hi {
-        return Err(bad());
-    }
-    Ok((lo, hi))
-}
+pub use crate::host::sysctl::parse_port_range;
 
 fn network_rules(
     network: Network,
@@ -605,36 +595,38 @@ fn network_rules(
 fn thresholds(raw: Option<RawThresholds>, loc: &Locator<'_>) -> Result<Thresholds> {
     let r = raw.unwrap_or_default();
     let d = Thresholds::default();
+    let f = |v, name: &str, default, zero_ok| {
+        fraction(v, &format!("thresholds.{name}"), default, zero_ok, loc)
+    };
+    let max_foreign_cores = match r.max_foreign_cores {
+        None => d.max_foreign_cores,
+        Some(c) if c.is_finite() && c >= 0.0 => c,
+        Some(c) => {
+            return Err(loc.value(
+                "thresholds.max_foreign_cores",
+                format!("{c} is out of range; expected a number of cores ≥ 0 (e.g. 0.5)"),
+            ))
+        }
+    };
     Ok(Thresholds {
-        max_error_rate: fraction(
-            r.max_error_rate,
-            "thresholds.max_error_rate",
-            d.max_error_rate,
-            true,
-            loc,
-        )?,
-        max_cv: fraction(r.max_cv, "thresholds.max_cv", d.max_cv, false, loc)?,
-        loader_saturation: fraction(
+        max_error_rate: f(r.max_error_rate, "max_error_rate", d.max_error_rate, true)?,
+        max_cv: f(r.max_cv, "max_cv", d.max_cv, false)?,
+        suspect_round: f(r.suspect_round, "suspect_round", d.suspect_round, false)?,
+        loader_saturation: f(
             r.loader_saturation,
-            "thresholds.loader_saturation",
+            "loader_saturation",
             d.loader_saturation,
             false,
-            loc,
         )?,
-        min_rate_ratio: fraction(
-            r.min_rate_ratio,
-            "thresholds.min_rate_ratio",
-            d.min_rate_ratio,
-            false,
-            loc,
+        max_loader_throttled: f(
+            r.max_loader_throttled,
+            "max_loader_throttled",
+            d.max_loader_throttled,
+            true,
         )?,
-        suspect_round: fraction(
-            r.suspect_round,
-            "thresholds.suspect_round",
-            d.suspect_round,
-            false,
-            loc,
-        )?,
+        min_rate_ratio: f(r.min_rate_ratio, "min_rate_ratio", d.min_rate_ratio, false)?,
+        max_schedule_lag_us: r.max_schedule_lag_us.unwrap_or(d.max_schedule_lag_us),
+        max_foreign_cores,
         preflight: r.preflight.unwrap_or(d.preflight),
     })
 }
@@ -650,7 +642,7 @@ fn placement(p: &Profile, loc: &Locator<'_>, host: &HostFacts) -> Result<()> {
                     "loader.cpuset",
                     format!(
                         "shares core(s) {} with `server.cpuset` ({s}); loader and server would compete for the same CPU. Give them disjoint cores, or set `allow_shared_cores: true`",
-                        super::units::CoreList(shared)
+                        crate::host::CoreList(shared)
                     ),
                 ));
             }

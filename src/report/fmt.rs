@@ -1,92 +1,9 @@
-//! Number formatting shared by the human-readable reports: every figure with
-//! its unit, at a precision that does not pretend to more than was measured.
+//! Markdown helpers of the reports; quantities are formatted by
+//! [`crate::units`] (re-exported here for the exporters).
 
-/// Whole number with thousands separators: `120,600`.
-pub fn thousands(v: f64) -> String {
-    if !v.is_finite() {
-        return "–".into();
-    }
-    let n = v.round() as i64;
-    let digits = n.unsigned_abs().to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    if n < 0 {
-        format!("-{out}")
-    } else {
-        out
-    }
-}
-
-/// A latency given in µs, in the unit that keeps 3 significant digits:
-/// `835 µs`, `1.66 ms`, `2.21 s`.
-pub fn micros(us: f64) -> String {
-    if !us.is_finite() {
-        return "–".into();
-    }
-    if us < 1_000.0 {
-        format!("{us:.0} µs")
-    } else if us < 1_000_000.0 {
-        format!("{} ms", sig3(us / 1_000.0))
-    } else {
-        format!("{} s", sig3(us / 1_000_000.0))
-    }
-}
-
-/// Bytes in binary units: `3.39 MiB`, `512 B`.
-pub fn bytes(b: f64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = b;
-    let mut unit = 0;
-    while v >= 1024.0 && unit < UNITS.len() - 1 {
-        v /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{v:.0} B")
-    } else {
-        format!("{} {}", sig3(v), UNITS[unit])
-    }
-}
-
-/// A fraction as a percentage with one decimal: `4.9%`.
-pub fn percent(f: f64) -> String {
-    format!("{:.1}%", f * 100.0)
-}
-
-/// Three significant digits, no exponent: 1.66, 16.6, 166.
-pub fn sig3(v: f64) -> String {
-    if v.abs() >= 100.0 {
-        format!("{v:.0}")
-    } else if v.abs() >= 10.0 {
-        format!("{v:.1}")
-    } else {
-        format!("{v:.2}")
-    }
-}
+pub use crate::units::{bytes, micros, percent, sig3, thousands};
 
 /// Escape a value for a Markdown table cell.
 pub fn cell(s: &str) -> String {
     s.replace('|', "\\|").replace('\n', " ")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn formats_carry_units() {
-        assert_eq!(thousands(1_234_567.4), "1,234,567");
-        assert_eq!(thousands(999.0), "999");
-        assert_eq!(micros(835.0), "835 µs");
-        assert_eq!(micros(1_658.0), "1.66 ms");
-        assert_eq!(micros(2_211_839.0), "2.21 s");
-        assert_eq!(bytes(3_555_328.0), "3.39 MiB");
-        assert_eq!(bytes(512.0), "512 B");
-        assert_eq!(percent(0.049), "4.9%");
-    }
 }

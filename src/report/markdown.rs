@@ -293,7 +293,7 @@ fn method(s: &mut String, r: &Results) {
         percent(t.min_rate_ratio),
         micros(t.max_schedule_lag_us as f64),
         percent(t.max_cv),
-        percent(t.max_round_deviation),
+        percent(t.suspect_round),
         t.max_foreign_cores
     );
 }

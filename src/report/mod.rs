@@ -19,7 +19,6 @@ use anyhow::Context;
 use chrono::{DateTime, Utc};
 use sha2::{Digest, Sha256};
 
-use crate::bench::store::write_atomic;
 use crate::results::Results;
 
 pub use self::csv::CsvExporter;
@@ -162,6 +161,26 @@ pub fn link_latest(root: &Path, name: &str) -> anyhow::Result<()> {
         .with_context(|| format!("cannot create symlink {}", tmp.display()))?;
     std::fs::rename(&tmp, &link)
         .with_context(|| format!("cannot point {} at {name}", link.display()))?;
+    Ok(())
+}
+
+/// Replace `path` with `bytes` so that a reader (or a crash) sees either the
+/// old file or the new one, never a mix: write a temporary file in the same
+/// directory, flush it to disk, then rename it over `path`.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".fairground-")
+        .tempfile_in(dir)
+        .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
+    std::io::Write::write_all(&mut tmp, bytes)
+        .and_then(|()| tmp.as_file().sync_all())
+        .with_context(|| format!("cannot write {}", tmp.path().display()))?;
+    tmp.persist(path)
+        .with_context(|| format!("cannot replace {}", path.display()))?;
     Ok(())
 }
 

@@ -148,9 +148,10 @@ impl Exporter for StatsMarkdown {
                         s,
                         "| {} | {} | {} | {} | {} | {} | {} |",
                         f.name,
-                        sig3(l.cpus),
+                        l.cpus.map_or_else(|| "unlimited".into(), sig3),
                         l.cpuset.as_deref().unwrap_or("any"),
-                        bytes(l.memory_bytes as f64),
+                        l.memory_bytes
+                            .map_or_else(|| "unlimited".into(), |m| bytes(m as f64)),
                         l.memory_swap_bytes
                             .map(|b| if b < 0 {
                                 "unlimited".into()
@@ -158,7 +159,8 @@ impl Exporter for StatsMarkdown {
                                 bytes(b as f64)
                             })
                             .unwrap_or_else(|| "–".into()),
-                        thousands(l.nofile as f64),
+                        l.nofile_soft
+                            .map_or_else(|| "–".into(), |n| thousands(n as f64)),
                         esc(&f.workers)
                     );
                 }

@@ -98,11 +98,15 @@ fn facts(name: &str, language: &str, display: &str, verify: VerifyOutcome) -> Fr
         binary_size_bytes: Some(3_456_789),
         app_lines_of_code: Some(42),
         limits: Some(AppliedLimits {
-            cpus: 2.0,
+            cpus: Some(2.0),
             cpuset: Some("2-3".into()),
-            memory_bytes: 1 << 30,
+            memory_bytes: Some(1 << 30),
             memory_swap_bytes: Some(1 << 30),
-            nofile: 65_536,
+            nofile_soft: Some(65_536),
+            nofile_hard: Some(65_536),
+            read_only_rootfs: true,
+            cap_drop: vec!["ALL".into()],
+            ..AppliedLimits::default()
         }),
         cold_start_ms: vec![41.0, 39.5, 40.2],
         cold_start_upper_bounds: 1,

@@ -41,10 +41,6 @@ pub const DEFAULT_LOADER_SATURATION: f64 = 0.90;
 /// looks below saturation) while still losing a tenth of its periods.
 pub const DEFAULT_MAX_LOADER_THROTTLED: f64 = 0.10;
 
-fn default_max_loader_throttled() -> f64 {
-    DEFAULT_MAX_LOADER_THROTTLED
-}
-
 /// In fixed-rate mode, achieved / target below this means the schedule was
 /// not kept. Source: HttpArena's `rate_ratio < 0.98` warning (methodology).
 pub const DEFAULT_MIN_RATE_RATIO: f64 = 0.98;
@@ -62,22 +58,23 @@ pub const DEFAULT_MAX_SCHEDULE_LAG_US: u64 = 10_000;
 /// slowdowns under foreign load (methodology).
 pub const DEFAULT_MAX_FOREIGN_CORES: f64 = 0.5;
 
-/// The thresholds the gates applied, recorded in results.json so a verdict
-/// can be re-checked by hand.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+/// When a cell counts: the thresholds of the gates, as a profile's
+/// `thresholds:` section sets them (docs/profiles.md) and as results.json
+/// records them, so a verdict can be re-checked by hand.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Thresholds {
     /// Largest accepted error rate (errors / attempts, a fraction).
     pub max_error_rate: f64,
     /// Largest accepted CV of throughput across rounds (a fraction).
     pub max_cv: f64,
-    /// Largest accepted |round − median| / median of throughput (a fraction).
-    pub max_round_deviation: f64,
+    /// Largest accepted |round − median| / median of throughput (a
+    /// fraction): a round farther off is suspect.
+    pub suspect_round: f64,
     /// Loader CPU use, as a fraction of its allotment, at which it counts as
     /// saturated.
     pub loader_saturation: f64,
     /// Share of CPU-quota periods with the loader throttled above which it
     /// counts as client-bound.
-    #[serde(default = "default_max_loader_throttled")]
     pub max_loader_throttled: f64,
     /// Smallest accepted achieved / target rate in fixed-rate mode.
     pub min_rate_ratio: f64,
@@ -85,6 +82,8 @@ pub struct Thresholds {
     pub max_schedule_lag_us: u64,
     /// Largest accepted foreign CPU use on the host during a round, cores.
     pub max_foreign_cores: f64,
+    /// What a failed preflight check does.
+    pub preflight: Preflight,
 }
 
 impl Default for Thresholds {
@@ -92,14 +91,28 @@ impl Default for Thresholds {
         Thresholds {
             max_error_rate: DEFAULT_MAX_ERROR_RATE,
             max_cv: DEFAULT_MAX_CV,
-            max_round_deviation: DEFAULT_MAX_ROUND_DEVIATION,
+            suspect_round: DEFAULT_MAX_ROUND_DEVIATION,
             loader_saturation: DEFAULT_LOADER_SATURATION,
             max_loader_throttled: DEFAULT_MAX_LOADER_THROTTLED,
             min_rate_ratio: DEFAULT_MIN_RATE_RATIO,
             max_schedule_lag_us: DEFAULT_MAX_SCHEDULE_LAG_US,
             max_foreign_cores: DEFAULT_MAX_FOREIGN_CORES,
+            preflight: Preflight::Strict,
         }
     }
+}
+
+/// What a failed preflight check does.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Preflight {
+    /// Refuse to run (exit code 3).
+    #[default]
+    Strict,
+    /// Run, and mark every result as measured in an unfit environment.
+    Warn,
 }
 
 /// The overall judgement of a cell.

@@ -1,4 +1,4 @@
-//! A small raw HTTP/1.1 client for contract checks and readiness probes.
+//! A small raw HTTP/1.1 client for contract checks.
 //!
 //! Why raw and not hyper's client: verify must see what a framework really put
 //! on the wire (status line, header order and spelling, Content-Length versus
@@ -9,6 +9,9 @@
 //! Every read and write is bounded by a deadline; a server that hangs yields
 //! [`ClientError::Timeout`] naming what was awaited, never a hung verifier.
 //! This module only speaks HTTP; judging answers is `verify::checks`' job.
+//!
+//! One responsibility, one file: a strict HTTP/1.1 client that reports
+//! exactly what came over the wire; its tests sit beside it.
 
 use std::fmt;
 use std::net::SocketAddr;

@@ -10,12 +10,12 @@ use rand::rngs::StdRng;
 use crate::contract::{self, Request, Scenario};
 
 use super::client::{self, ClientError, Response};
-use super::report::{names, Check, VerifyReport};
-use super::{scenario, Target, VerifyOptions};
+use super::report::{names, ContractCheck, VerifyReport};
+use super::{scenario, Endpoint, VerifyOptions};
 
 /// Run the connection checks and record their facts in `report`.
 pub(crate) async fn check(
-    target: &Target,
+    target: &Endpoint,
     answering: &[Scenario],
     correct: &[Scenario],
     options: &VerifyOptions,
@@ -29,9 +29,9 @@ pub(crate) async fn check(
         let check = pipelining(target, correct, options.pipeline_depth, rng).await;
         report.facts.pipelining = Some(check.is_ok());
         report.checks.push(if options.require_pipelining {
-            Check::required(names::PIPELINING, check)
+            ContractCheck::required(names::PIPELINING, check)
         } else {
-            Check::recorded(
+            ContractCheck::recorded(
                 names::PIPELINING,
                 check.map_err(|e| {
                     format!(
@@ -41,14 +41,14 @@ pub(crate) async fn check(
             )
         });
     }
-    report.checks.push(Check::required(
+    report.checks.push(ContractCheck::required(
         names::NOT_FOUND,
         not_found(target, rng).await,
     ));
     if let Some(resp) = first {
         let date = resp.header("date").map(str::to_string);
         report.facts.date_header = Some(date.is_some());
-        report.checks.push(Check::recorded(
+        report.checks.push(ContractCheck::recorded(
             names::DATE,
             date.map(|d| format!("Date: {d}")).ok_or_else(|| {
                 "no Date header (RFC 9110 §6.6.1: a server with a clock must send one)".to_string()
@@ -56,7 +56,7 @@ pub(crate) async fn check(
         ));
         let server = resp.header("server").map(str::to_string);
         report.facts.server_header = server.clone();
-        report.checks.push(Check::recorded(
+        report.checks.push(ContractCheck::recorded(
             names::SERVER,
             Ok(server.map_or("no Server header".into(), |s| format!("Server: {s}"))),
         ));
@@ -65,7 +65,7 @@ pub(crate) async fn check(
         report.facts.plaintext_wire_bytes,
         report.facts.plaintext_head_bytes,
     ) {
-        report.checks.push(Check::recorded(
+        report.checks.push(ContractCheck::recorded(
             names::WIRE_BYTES,
             Ok(format!(
                 "{wire} B per plaintext answer ({head} B status line and headers + {} B body)",
@@ -79,14 +79,14 @@ pub(crate) async fn check(
 /// with fresh random inputs. Returns the first answer (for header facts) and
 /// records wire bytes per scenario.
 async fn keep_alive(
-    target: &Target,
+    target: &Endpoint,
     answering: &[Scenario],
     n: u32,
     rng: &mut StdRng,
     report: &mut VerifyReport,
 ) -> Option<Response> {
     if answering.is_empty() {
-        report.checks.push(Check::required(
+        report.checks.push(ContractCheck::required(
             names::KEEP_ALIVE,
             Err("not tried: no scenario answered its sample request".into()),
         ));
@@ -137,14 +137,14 @@ async fn keep_alive(
     .await;
     report
         .checks
-        .push(Check::required(names::KEEP_ALIVE, result));
+        .push(ContractCheck::required(names::KEEP_ALIVE, result));
     first
 }
 
 /// Write `depth` requests at once, then read the answers: each must be the
 /// right answer to the request in the same position.
 async fn pipelining(
-    target: &Target,
+    target: &Endpoint,
     answering: &[Scenario],
     depth: u32,
     rng: &mut StdRng,
@@ -204,7 +204,7 @@ async fn pipelining(
 }
 
 /// A random path outside the contract must be answered 404.
-async fn not_found(target: &Target, rng: &mut StdRng) -> Result<String, String> {
+async fn not_found(target: &Endpoint, rng: &mut StdRng) -> Result<String, String> {
     let path = format!(
         "/fairground-verify-{}/{}",
         contract::random_param_id(rng),

@@ -23,7 +23,7 @@ use rand::SeedableRng;
 use crate::contract::Scenario;
 
 use client::{ClientError, Conn, Response};
-pub use report::{Check, Status, VerifyReport};
+pub use report::{CheckStatus, ContractCheck, VerifyReport};
 
 /// How `verify_url` checks a server.
 #[derive(Debug, Clone)]
@@ -81,7 +81,7 @@ pub enum VerifyError {
 
 /// The server under test: where to connect and what Host header to send.
 #[derive(Debug, Clone)]
-pub struct Target {
+pub struct Endpoint {
     /// Socket address to connect to.
     pub addr: SocketAddr,
     /// Host header value (`host:port` as given in the URL).
@@ -90,10 +90,10 @@ pub struct Target {
     pub timeout: Duration,
 }
 
-impl Target {
+impl Endpoint {
     /// Parse `http://HOST:PORT[/]` and resolve HOST (an IP needs no resolver,
     /// which matters in the FROM-scratch verifier image).
-    pub async fn from_url(url: &str, timeout: Duration) -> Result<Target, VerifyError> {
+    pub async fn from_url(url: &str, timeout: Duration) -> Result<Endpoint, VerifyError> {
         let bad = |why: &str| VerifyError::BadUrl {
             url: url.to_string(),
             why: why.to_string(),
@@ -135,7 +135,7 @@ impl Target {
                     .ok_or_else(|| bad("the host resolved to no address"))?
             }
         };
-        Ok(Target {
+        Ok(Endpoint {
             addr,
             host: authority.as_str().to_string(),
             timeout,
@@ -151,12 +151,12 @@ impl Target {
 /// A keep-alive connection that is reopened when the server closed it, for
 /// checks that care about answers, not about connection reuse.
 pub(crate) struct Session<'a> {
-    target: &'a Target,
+    target: &'a Endpoint,
     conn: Option<Conn>,
 }
 
 impl<'a> Session<'a> {
-    pub(crate) fn new(target: &'a Target) -> Self {
+    pub(crate) fn new(target: &'a Endpoint) -> Self {
         Session { target, conn: None }
     }
 
@@ -189,7 +189,7 @@ pub async fn verify_url(
     scenarios: &[Scenario],
     options: &VerifyOptions,
 ) -> Result<VerifyReport, VerifyError> {
-    let target = Target::from_url(base_url, options.timeout).await?;
+    let target = Endpoint::from_url(base_url, options.timeout).await?;
     let seed = options.seed.unwrap_or_else(rand::random);
     let mut rng = StdRng::seed_from_u64(seed);
     let mut report = VerifyReport {
@@ -333,12 +333,12 @@ mod tests {
 
     #[tokio::test]
     async fn parses_base_urls_and_rejects_paths_and_other_schemes() {
-        let t = Target::from_url("http://127.0.0.1:8080", Duration::from_secs(1))
+        let t = Endpoint::from_url("http://127.0.0.1:8080", Duration::from_secs(1))
             .await
             .unwrap();
         assert_eq!(t.addr, "127.0.0.1:8080".parse().unwrap());
         assert_eq!(t.host, "127.0.0.1:8080");
-        let t = Target::from_url("http://localhost:9/", Duration::from_secs(1))
+        let t = Endpoint::from_url("http://localhost:9/", Duration::from_secs(1))
             .await
             .unwrap();
         assert_eq!(t.addr, "127.0.0.1:9".parse().unwrap());
@@ -348,7 +348,7 @@ mod tests {
             "127.0.0.1:1",
             "http://",
         ] {
-            let err = Target::from_url(bad, Duration::from_secs(1))
+            let err = Endpoint::from_url(bad, Duration::from_secs(1))
                 .await
                 .unwrap_err();
             assert!(matches!(err, VerifyError::BadUrl { .. }), "{bad}: {err}");

@@ -18,11 +18,12 @@ use std::time::Duration;
 use anyhow::Context;
 
 use crate::contract::Scenario;
-use crate::docker::container::{ContainerSpec, Limits, Role};
+use crate::docker::container::{ContainerSpec, Resources, Role, ServerSpec};
 use crate::docker::engine::{Engine, ReadyCheck};
 use crate::docker::images::ImageInfo;
 use crate::docker::RunId;
 use crate::framework::Framework;
+use crate::host::Sysctls;
 
 use super::footprint;
 use super::report::{Footprint, VerifyReport};
@@ -42,13 +43,13 @@ pub struct OrchestrateOptions {
     pub ready_timeout: Duration,
 }
 
-/// Limits of a server under verification: not a measurement, but the
+/// Resources of a server under verification: not a measurement, but the
 /// server must see `FAIRGROUND_CPUS` to size its workers as it will in a run.
-fn verify_limits() -> Limits {
-    Limits {
+fn verify_limits() -> Resources {
+    Resources {
         cpus: Some(1.0),
         memory_bytes: Some(1024 * 1024 * 1024),
-        ..Limits::default()
+        ..Resources::default()
     }
 }
 
@@ -119,7 +120,19 @@ pub async fn verify_one<E: Engine>(
     image: &ImageInfo,
     opts: &OrchestrateOptions,
 ) -> anyhow::Result<VerifyReport> {
-    let spec = ContainerSpec::server(run, fw, &image.tag, network, verify_limits());
+    let spec = ServerSpec::of_framework(
+        fw,
+        &image.tag,
+        verify_limits(),
+        Sysctls::default(),
+        opts.ready_timeout,
+    );
+    let spec = ContainerSpec::server(
+        run,
+        format!("{}-server-{}", run.name_prefix(), fw.name()),
+        &spec,
+        network,
+    );
     let server = engine
         .start_container(&spec)
         .await
@@ -333,7 +346,7 @@ pub fn run(args: &super::VerifyArgs) -> anyhow::Result<crate::exit::ExitCode> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::docker::engine::{FakeEngine, FakeScript};
+    use crate::docker::fake::{FakeEngine, FakeScript};
 
     fn framework(dir: &Path) -> Framework {
         let d = dir.join("demo");

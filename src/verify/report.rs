@@ -12,27 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::contract::Scenario;
 
-/// Outcome of one check.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Status {
-    /// The framework does what the contract asks.
-    Pass,
-    /// Recorded as a concern; never excludes.
-    Warn,
-    /// The contract is broken; excludes when the check is required.
-    Fail,
-}
-
-impl Status {
-    fn cell(self) -> &'static str {
-        match self {
-            Status::Pass => "pass",
-            Status::Warn => "warn",
-            Status::Fail => "FAIL",
-        }
-    }
-}
+pub use crate::results::CheckStatus;
 
 /// Names of every check, in table order. Scenario checks first.
 pub mod names {
@@ -81,30 +61,30 @@ pub mod names {
 
 /// One check's result.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Check {
-    /// Check name (see [`names`]).
+pub struct ContractCheck {
+    /// ContractCheck name (see [`names`]).
     pub name: String,
     /// Pass, warn or fail.
-    pub status: Status,
+    pub status: CheckStatus,
     /// Whether a failure excludes (recorded-only checks are not required).
     pub required: bool,
     /// What was seen: the failing detail, or the recorded value.
     pub detail: String,
 }
 
-impl Check {
+impl ContractCheck {
     /// A required check from a comparison result.
-    pub fn required(name: &str, result: Result<String, String>) -> Check {
+    pub fn required(name: &str, result: Result<String, String>) -> ContractCheck {
         match result {
-            Ok(detail) => Check {
+            Ok(detail) => ContractCheck {
                 name: name.into(),
-                status: Status::Pass,
+                status: CheckStatus::Pass,
                 required: true,
                 detail,
             },
-            Err(detail) => Check {
+            Err(detail) => ContractCheck {
                 name: name.into(),
-                status: Status::Fail,
+                status: CheckStatus::Fail,
                 required: true,
                 detail,
             },
@@ -112,18 +92,18 @@ impl Check {
     }
 
     /// A recorded check: a problem is a warning, never a failure.
-    pub fn recorded(name: &str, result: Result<String, String>) -> Check {
-        let mut c = Check::required(name, result);
+    pub fn recorded(name: &str, result: Result<String, String>) -> ContractCheck {
+        let mut c = ContractCheck::required(name, result);
         c.required = false;
-        if c.status == Status::Fail {
-            c.status = Status::Warn;
+        if c.status == CheckStatus::Fail {
+            c.status = CheckStatus::Warn;
         }
         c
     }
 
     /// Whether this check stops measurement.
     pub fn excludes(&self) -> bool {
-        self.required && self.status == Status::Fail
+        self.required && self.status == CheckStatus::Fail
     }
 }
 
@@ -133,7 +113,7 @@ pub struct ScenarioReport {
     /// The scenario checked.
     pub scenario: Scenario,
     /// Its checks, in the order run.
-    pub checks: Vec<Check>,
+    pub checks: Vec<ContractCheck>,
     /// Bytes on the wire of one keep-alive answer (head + body), if one came.
     pub wire_bytes: Option<u64>,
     /// Whether the scenario may be measured on this framework.
@@ -183,7 +163,7 @@ pub struct VerifyReport {
     /// Whether pipelining was required.
     pub require_pipelining: bool,
     /// Connection-wide checks (keep-alive, pipelining, 404, headers).
-    pub checks: Vec<Check>,
+    pub checks: Vec<ContractCheck>,
     /// One entry per scenario asked for.
     pub scenarios: Vec<ScenarioReport>,
     /// Recorded values.
@@ -216,7 +196,7 @@ impl VerifyReport {
             seed: 0,
             timeout_ms: 0,
             require_pipelining: false,
-            checks: vec![Check::required(names::START, Err(why))],
+            checks: vec![ContractCheck::required(names::START, Err(why))],
             scenarios: scenarios
                 .iter()
                 .map(|&scenario| ScenarioReport {
@@ -251,17 +231,17 @@ impl VerifyReport {
             s.excluded_reason = own.or_else(|| global.clone());
             s.measurable = s.excluded_reason.is_none();
         }
-        self.passed =
-            !self.checks.iter().any(Check::excludes) && self.scenarios.iter().all(|s| s.measurable);
+        self.passed = !self.checks.iter().any(ContractCheck::excludes)
+            && self.scenarios.iter().all(|s| s.measurable);
     }
 
     /// A connection-wide check by name.
-    pub fn check(&self, name: &str) -> Option<&Check> {
+    pub fn check(&self, name: &str) -> Option<&ContractCheck> {
         self.checks.iter().find(|c| c.name == name)
     }
 
     /// A scenario's check by name.
-    pub fn scenario_check(&self, scenario: Scenario, name: &str) -> Option<&Check> {
+    pub fn scenario_check(&self, scenario: Scenario, name: &str) -> Option<&ContractCheck> {
         self.scenarios
             .iter()
             .find(|s| s.scenario == scenario)?
@@ -295,8 +275,7 @@ pub fn render_table(reports: &[(String, &VerifyReport)]) -> String {
                     s.checks
                         .iter()
                         .find(|c| c.name == check)
-                        .map_or("-", |c| c.status.cell())
-                        .to_string(),
+                        .map_or("-".to_string(), |c| c.status.to_string()),
                 );
             }
             row.push(s.wire_bytes.map_or("-".into(), |b| b.to_string()));
@@ -319,11 +298,11 @@ pub fn render_table(reports: &[(String, &VerifyReport)]) -> String {
                 (names::SERVER, Some(_)) => {
                     r.facts.server_header.clone().unwrap_or("(none)".into())
                 }
-                (names::WIRE_BYTES, Some(c)) if c.status == Status::Pass => r
+                (names::WIRE_BYTES, Some(c)) if c.status == CheckStatus::Pass => r
                     .facts
                     .plaintext_wire_bytes
                     .map_or("-".into(), |b| format!("{b} B")),
-                (_, Some(c)) => c.status.cell().to_string(),
+                (_, Some(c)) => c.status.to_string(),
             };
             row.push(cell);
         }
@@ -334,24 +313,15 @@ pub fn render_table(reports: &[(String, &VerifyReport)]) -> String {
 
     let mut details = String::new();
     for (name, r) in reports {
-        for c in r.checks.iter().filter(|c| c.status != Status::Pass) {
-            let _ = writeln!(
-                details,
-                "  {name} {}: {} {}",
-                c.name,
-                c.status.cell(),
-                c.detail
-            );
+        for c in r.checks.iter().filter(|c| c.status != CheckStatus::Pass) {
+            let _ = writeln!(details, "  {name} {}: {} {}", c.name, c.status, c.detail);
         }
         for s in &r.scenarios {
-            for c in s.checks.iter().filter(|c| c.status != Status::Pass) {
+            for c in s.checks.iter().filter(|c| c.status != CheckStatus::Pass) {
                 let _ = writeln!(
                     details,
                     "  {name} {} {}: {} {}",
-                    s.scenario,
-                    c.name,
-                    c.status.cell(),
-                    c.detail
+                    s.scenario, c.name, c.status, c.detail
                 );
             }
         }
@@ -367,7 +337,7 @@ pub fn render_table(reports: &[(String, &VerifyReport)]) -> String {
         if let Some(fp) = &r.footprint {
             let _ = write!(out, "{name}: app {}", fp.lines);
             if let Some(b) = fp.binary_bytes {
-                let _ = write!(out, ", binary {}", super::footprint::format_bytes(b));
+                let _ = write!(out, ", binary {}", crate::units::bytes(b as f64));
             }
             out.push('\n');
         }
@@ -424,20 +394,20 @@ mod tests {
             timeout_ms: 500,
             require_pipelining: false,
             checks: vec![
-                Check::required(names::KEEP_ALIVE, Ok("100 answered".into())),
-                Check::recorded(names::PIPELINING, Err("answered out of order".into())),
+                ContractCheck::required(names::KEEP_ALIVE, Ok("100 answered".into())),
+                ContractCheck::recorded(names::PIPELINING, Err("answered out of order".into())),
             ],
             scenarios: vec![
                 ScenarioReport {
                     scenario: Scenario::Plaintext,
-                    checks: vec![Check::required(names::BODY, Ok(String::new()))],
+                    checks: vec![ContractCheck::required(names::BODY, Ok(String::new()))],
                     wire_bytes: Some(120),
                     measurable: false,
                     excluded_reason: None,
                 },
                 ScenarioReport {
                     scenario: Scenario::Param,
-                    checks: vec![Check::required(
+                    checks: vec![ContractCheck::required(
                         names::RANDOM_INPUTS,
                         Err("hard-coded".into()),
                     )],
@@ -487,7 +457,7 @@ mod tests {
     #[test]
     fn a_failed_connection_check_excludes_every_scenario() {
         let mut r = report();
-        r.checks[0] = Check::required(names::KEEP_ALIVE, Err("closed after 1".into()));
+        r.checks[0] = ContractCheck::required(names::KEEP_ALIVE, Err("closed after 1".into()));
         r.finish();
         assert_eq!(
             r.excluded(Scenario::Plaintext).as_deref(),
@@ -529,7 +499,7 @@ mod tests {
         r.finish();
         let table = render_table(&[("demo".into(), &r)]);
         assert!(
-            table.contains("demo: app 42 lines, binary 3.7 MiB"),
+            table.contains("demo: app 42 lines, binary 3.70 MiB"),
             "{table}"
         );
         assert!(table.contains("demo       param"), "{table}");

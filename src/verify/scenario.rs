@@ -13,8 +13,8 @@ use crate::contract::{self, ExpectedBody, Request, Scenario};
 
 use super::answer;
 use super::client::Response;
-use super::report::{names, Check, ScenarioReport};
-use super::{Session, Target};
+use super::report::{names, ContractCheck, ScenarioReport};
+use super::{Endpoint, Session};
 
 /// Random ids sent by the param check.
 const PARAM_IDS: usize = 5;
@@ -26,7 +26,7 @@ const VALIDATE_BODIES: usize = 4;
 const EXTRA_BYTES_GRACE: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// What checking one scenario found.
-pub(crate) struct Outcome {
+pub(crate) struct ScenarioOutcome {
     /// The scenario's checks (verdict filled in later by `finish`).
     pub report: ScenarioReport,
     /// Whether the sample request got a complete answer (of any status):
@@ -38,7 +38,11 @@ pub(crate) struct Outcome {
 }
 
 /// Run every check of `scenario` against `target`.
-pub(crate) async fn check(target: &Target, scenario: Scenario, rng: &mut StdRng) -> Outcome {
+pub(crate) async fn check(
+    target: &Endpoint,
+    scenario: Scenario,
+    rng: &mut StdRng,
+) -> ScenarioOutcome {
     let mut checks = Vec::new();
     let answered = sample(target, scenario, rng, &mut checks).await;
     if answered {
@@ -47,8 +51,8 @@ pub(crate) async fn check(target: &Target, scenario: Scenario, rng: &mut StdRng)
     let correct = answered
         && checks
             .iter()
-            .all(|c| c.status == super::report::Status::Pass);
-    Outcome {
+            .all(|c| c.status == super::report::CheckStatus::Pass);
+    ScenarioOutcome {
         correct,
         report: ScenarioReport {
             scenario,
@@ -66,10 +70,10 @@ pub(crate) async fn check(target: &Target, scenario: Scenario, rng: &mut StdRng)
 /// or a close before the promised length) rather than as a later
 /// desynchronised answer. Returns whether a complete answer came.
 async fn sample(
-    target: &Target,
+    target: &Endpoint,
     scenario: Scenario,
     rng: &mut StdRng,
-    checks: &mut Vec<Check>,
+    checks: &mut Vec<ContractCheck>,
 ) -> bool {
     let req = contract::sample_request(scenario, rng);
     let (want_status, want_body) = contract::expected_response(scenario, &req);
@@ -90,25 +94,25 @@ async fn sample(
     };
     match result {
         Ok((resp, extra)) => {
-            checks.push(Check::required(
+            checks.push(ContractCheck::required(
                 names::STATUS,
                 answer::status(&resp, &[want_status]),
             ));
-            checks.push(Check::required(
+            checks.push(ContractCheck::required(
                 names::CONTENT_TYPE,
                 answer::content_type(&resp, contract::expected_content_type(scenario)),
             ));
-            checks.push(Check::required(
+            checks.push(ContractCheck::required(
                 names::BODY,
                 answer::body(&resp, &want_body).map_err(|e| format!("{what}: {e}")),
             ));
-            checks.push(Check::required(
+            checks.push(ContractCheck::required(
                 names::FRAMING,
                 answer::framing(&resp, extra),
             ));
             if let Scenario::Middleware(n) = scenario {
                 let token = mw_token(&req);
-                checks.push(Check::required(
+                checks.push(ContractCheck::required(
                     names::MW_HEADERS,
                     answer::middleware_headers(&resp, n, &token),
                 ));
@@ -119,7 +123,7 @@ async fn sample(
             // The head came; the body did not come as its framing promised.
             if let super::client::ClientError::Body { status, .. } = &e {
                 let ok = *status == want_status;
-                checks.push(Check::required(
+                checks.push(ContractCheck::required(
                     names::STATUS,
                     if ok {
                         Ok(status.to_string())
@@ -128,11 +132,14 @@ async fn sample(
                     },
                 ));
             }
-            checks.push(Check::required(names::FRAMING, Err(format!("{what}: {e}"))));
+            checks.push(ContractCheck::required(
+                names::FRAMING,
+                Err(format!("{what}: {e}")),
+            ));
             false
         }
         Err(e) => {
-            checks.push(Check::required(
+            checks.push(ContractCheck::required(
                 names::STATUS,
                 Err(format!("no answer to {what}: {e}")),
             ));
@@ -170,7 +177,12 @@ pub(crate) fn judge(scenario: Scenario, req: &Request, resp: &Response) -> Resul
 }
 
 /// The scenario's own random inputs.
-async fn family(target: &Target, scenario: Scenario, rng: &mut StdRng, checks: &mut Vec<Check>) {
+async fn family(
+    target: &Endpoint,
+    scenario: Scenario,
+    rng: &mut StdRng,
+    checks: &mut Vec<ContractCheck>,
+) {
     match scenario {
         // Constant answers: nothing varies with the input (middleware-0 has
         // no layer to echo x-test), so there is no hard-coding to catch.
@@ -180,7 +192,7 @@ async fn family(target: &Target, scenario: Scenario, rng: &mut StdRng, checks: &
                 contract::sample_request(scenario, rng)
             });
             let result = run_family(target, scenario, &reqs, "ids", false).await;
-            checks.push(Check::required(names::RANDOM_INPUTS, result));
+            checks.push(ContractCheck::required(names::RANDOM_INPUTS, result));
         }
         Scenario::Echo => {
             let bodies = [
@@ -199,7 +211,7 @@ async fn family(target: &Target, scenario: Scenario, rng: &mut StdRng, checks: &
             ];
             let reqs: Vec<Request> = bodies.into_iter().map(|b| post("/echo", &b)).collect();
             let result = run_family(target, scenario, &reqs, "bodies", false).await;
-            checks.push(Check::required(names::RANDOM_INPUTS, result));
+            checks.push(ContractCheck::required(names::RANDOM_INPUTS, result));
         }
         Scenario::Validate => {
             let valid = distinct(rng, VALIDATE_BODIES, |rng| {
@@ -209,7 +221,7 @@ async fn family(target: &Target, scenario: Scenario, rng: &mut StdRng, checks: &
             let timed_out = result
                 .as_ref()
                 .is_err_and(|e| e.contains("timed out after"));
-            checks.push(Check::required(names::RANDOM_INPUTS, result));
+            checks.push(ContractCheck::required(names::RANDOM_INPUTS, result));
             if timed_out {
                 return;
             }
@@ -221,14 +233,14 @@ async fn family(target: &Target, scenario: Scenario, rng: &mut StdRng, checks: &
                 why.push(reason);
             }
             let result = run_invalid(target, &invalid, &why).await;
-            checks.push(Check::required(names::INVALID_INPUT, result));
+            checks.push(ContractCheck::required(names::INVALID_INPUT, result));
         }
         Scenario::Middleware(_) => {
             let reqs = distinct(rng, MW_TOKENS, |rng| {
                 contract::sample_request(scenario, rng)
             });
             let result = run_family(target, scenario, &reqs, "x-test tokens", true).await;
-            checks.push(Check::required(names::RANDOM_INPUTS, result));
+            checks.push(ContractCheck::required(names::RANDOM_INPUTS, result));
         }
     }
 }
@@ -265,7 +277,7 @@ fn distinct(
 /// answers not all the same. `with_headers`: the input shows in response
 /// headers (middleware), so compare those too when looking for hard-coding.
 async fn run_family(
-    target: &Target,
+    target: &Endpoint,
     scenario: Scenario,
     reqs: &[Request],
     what: &str,
@@ -309,7 +321,7 @@ async fn run_family(
 }
 
 /// Invalid validate bodies must be answered 400 or 422.
-async fn run_invalid(target: &Target, reqs: &[Request], why: &[&str]) -> Result<String, String> {
+async fn run_invalid(target: &Endpoint, reqs: &[Request], why: &[&str]) -> Result<String, String> {
     let mut session = Session::new(target);
     for (req, why) in reqs.iter().zip(why) {
         let resp = session

@@ -1,24 +1,24 @@
-//! Probes: the facts preflight cannot read from files — the CPUID hypervisor
+//! What preflight measures rather than reads from files — the CPUID hypervisor
 //! signature, the measured cost of a VM exit and of a syscall, fairground's
 //! own nofile limit, and a 1-second sample of CPU time (steal, iowait, other
 //! busy processes).
 //!
-//! [`ProbeFacts`] is plain data: [`ProbeFacts::measure`] fills it on the real
+//! [`MeasuredFacts`] is plain data: [`MeasuredFacts::measure`] fills it on the real
 //! machine, fixtures supply it as JSON. Real CPUID is read through
 //! [`cpuid`] only, so nothing else here touches the instruction. This file
 //! measures; it judges nothing (the checks in the family files do).
 
-use std::collections::HashMap;
-use std::fs;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use crate::host::proc;
+
 /// Everything measured on the live machine rather than read from files.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(default)]
-pub struct ProbeFacts {
+pub struct MeasuredFacts {
     /// CPUID hypervisor facts; `None` on CPUs without CPUID (not x86_64).
     pub cpuid: Option<CpuidFacts>,
     /// Measured cost of a VM exit (CPUID) and of a cheap syscall.
@@ -169,7 +169,7 @@ pub fn measure_exit_cost() -> Option<ExitCost> {
 
 #[cfg(target_arch = "x86_64")]
 fn median_per_call(mut f: impl FnMut()) -> f64 {
-    let mut per_call: Vec<f64> = (0..TIMING_BURSTS)
+    let per_call: Vec<f64> = (0..TIMING_BURSTS)
         .map(|_| {
             let t = Instant::now();
             for _ in 0..TIMING_PER_BURST {
@@ -178,21 +178,7 @@ fn median_per_call(mut f: impl FnMut()) -> f64 {
             t.elapsed().as_nanos() as f64 / f64::from(TIMING_PER_BURST)
         })
         .collect();
-    median(&mut per_call)
-}
-
-/// Median of `v` (sorted in place); 0 for an empty slice.
-pub fn median(v: &mut [f64]) -> f64 {
-    if v.is_empty() {
-        return 0.0;
-    }
-    v.sort_by(|a, b| a.total_cmp(b));
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
+    crate::stats::median(&per_call).unwrap_or(0.0)
 }
 
 /// fairground's own nofile limit.
@@ -216,7 +202,7 @@ pub fn read_nofile() -> Option<NofileLimit> {
     })
 }
 
-impl ProbeFacts {
+impl MeasuredFacts {
     /// Measure the live machine: CPUID, limits, and the 1-second CPU sample
     /// of `root`'s /proc. `exit_cost` is timed by the caller beforehand (see
     /// [`measure_exit_cost`]) so it does not run inside the sample.
@@ -230,106 +216,17 @@ impl ProbeFacts {
     }
 }
 
-/// Counters of the aggregate `cpu` line of /proc/stat, in ticks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct CpuTimes {
-    /// Busy ticks: user + nice + system + irq + softirq.
-    pub busy: u64,
-    /// Idle ticks.
-    pub idle: u64,
-    /// I/O wait ticks.
-    pub iowait: u64,
-    /// Ticks stolen by the hypervisor.
-    pub steal: u64,
-}
-
-impl CpuTimes {
-    fn total(&self) -> u64 {
-        self.busy + self.idle + self.iowait + self.steal
-    }
-}
-
-/// Parse the aggregate `cpu ` line of /proc/stat. Guest time is already
-/// counted in user time, so it is not added again.
-pub fn parse_proc_stat(text: &str) -> Option<CpuTimes> {
-    let line = text.lines().find(|l| l.starts_with("cpu "))?;
-    let f: Vec<u64> = line
-        .split_whitespace()
-        .skip(1)
-        .map(|x| x.parse().unwrap_or(0))
-        .collect();
-    let at = |i: usize| f.get(i).copied().unwrap_or(0);
-    Some(CpuTimes {
-        busy: at(0) + at(1) + at(2) + at(5) + at(6),
-        idle: at(3),
-        iowait: at(4),
-        steal: at(7),
-    })
-}
-
-/// `(comm, utime + stime ticks)` from a /proc/PID/stat line. The command
-/// name is in parentheses and may itself hold spaces and parentheses, so the
-/// fields are counted from the last `)`.
-pub fn parse_pid_stat(text: &str) -> Option<(String, u64)> {
-    let open = text.find('(')?;
-    let close = text.rfind(')')?;
-    let comm = text.get(open + 1..close)?.to_string();
-    let rest: Vec<&str> = text.get(close + 1..)?.split_whitespace().collect();
-    // rest[0] is field 3 (state); utime and stime are fields 14 and 15.
-    let utime: u64 = rest.get(11)?.parse().ok()?;
-    let stime: u64 = rest.get(12)?.parse().ok()?;
-    Some((comm, utime + stime))
-}
-
-fn read_pid_ticks(proc_dir: &Path) -> HashMap<u32, (String, u64)> {
-    let mut out = HashMap::new();
-    let Ok(entries) = fs::read_dir(proc_dir) else {
-        return out;
-    };
-    for e in entries.flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
-            continue;
-        };
-        if let Some(parsed) = fs::read_to_string(e.path().join("stat"))
-            .ok()
-            .and_then(|s| parse_pid_stat(&s))
-        {
-            out.insert(pid, parsed);
-        }
-    }
-    out
-}
-
-/// Shares of steal, iowait and busy time between two /proc/stat readings.
-pub fn shares(before: CpuTimes, after: CpuTimes) -> (f64, f64, f64) {
-    let total = after.total().saturating_sub(before.total()).max(1) as f64;
-    let pct = |a: u64, b: u64| a.saturating_sub(b) as f64 * 100.0 / total;
-    (
-        pct(after.steal, before.steal),
-        pct(after.iowait, before.iowait),
-        pct(after.busy, before.busy),
-    )
-}
-
 /// Sample /proc/stat and every /proc/PID/stat under `root` twice, `interval`
 /// apart. fairground's own process is left out of the top list.
 pub fn sample_cpu(root: &Path, interval: Duration) -> Option<LoadSample> {
-    let proc_dir = root.join("proc");
-    let stat = || {
-        fs::read_to_string(proc_dir.join("stat"))
-            .ok()
-            .and_then(|s| parse_proc_stat(&s))
-    };
     let t0 = Instant::now();
-    let before = stat()?;
-    let ticks0 = read_pid_ticks(&proc_dir);
+    let before = proc::read_stat(root)?;
+    let ticks0 = proc::read_pid_ticks(root);
     std::thread::sleep(interval);
-    let after = stat()?;
-    let ticks1 = read_pid_ticks(&proc_dir);
+    let after = proc::read_stat(root)?;
+    let ticks1 = proc::read_pid_ticks(root);
     let seconds = t0.elapsed().as_secs_f64();
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    let hz = if hz > 0 { hz as f64 } else { 100.0 };
+    let hz = proc::ticks_per_second();
     let me = std::process::id();
     let mut top: Vec<ProcCpu> = ticks1
         .iter()
@@ -346,12 +243,12 @@ pub fn sample_cpu(root: &Path, interval: Duration) -> Option<LoadSample> {
         .collect();
     top.sort_by(|a, b| b.cpu_pct.total_cmp(&a.cpu_pct).then(a.pid.cmp(&b.pid)));
     top.truncate(TOP_PROCESSES);
-    let (steal_pct, iowait_pct, busy_pct) = shares(before, after);
+    let shares = after.shares_since(&before)?;
     Some(LoadSample {
         seconds,
-        steal_pct,
-        iowait_pct,
-        busy_pct,
+        steal_pct: shares.steal * 100.0,
+        iowait_pct: shares.iowait * 100.0,
+        busy_pct: shares.busy * 100.0,
         top,
     })
 }
@@ -371,32 +268,6 @@ mod tests {
             u32::from_le_bytes(*b"t Hv"),
         );
         assert_eq!(hv, "Microsoft Hv");
-    }
-
-    #[test]
-    fn proc_stat_shares_count_steal_and_iowait() {
-        let a = parse_proc_stat("cpu  100 0 100 700 50 0 0 50 0 0\ncpu0 1 2 3\n").unwrap();
-        let b = parse_proc_stat("cpu  200 0 100 800 70 0 0 80 0 0\n").unwrap();
-        let (steal, iowait, busy) = shares(a, b);
-        // Deltas: busy 100, idle 100, iowait 20, steal 30 → total 250.
-        assert!((steal - 12.0).abs() < 1e-9);
-        assert!((iowait - 8.0).abs() < 1e-9);
-        assert!((busy - 40.0).abs() < 1e-9);
-    }
-
-    #[test]
-    fn pid_stat_comm_may_hold_spaces_and_parens() {
-        let line = "42 (my (odd) cmd) S 1 42 42 0 -1 4194560 100 0 0 0 17 5 0 0 20 0 1 0 5 0 0";
-        let (comm, ticks) = parse_pid_stat(line).unwrap();
-        assert_eq!(comm, "my (odd) cmd");
-        assert_eq!(ticks, 22);
-    }
-
-    #[test]
-    fn median_of_even_and_odd_counts() {
-        assert_eq!(median(&mut [3.0, 1.0, 2.0]), 2.0);
-        assert_eq!(median(&mut [4.0, 1.0, 3.0, 2.0]), 2.5);
-        assert_eq!(median(&mut []), 0.0);
     }
 
     #[cfg(target_arch = "x86_64")]

@@ -1,0 +1,462 @@
+//! The real [`Lab`]: servers in Docker containers on the run's network (or
+//! the host's), load from the fairground image's `load` subcommand in its own
+//! container, resources from the server's cgroup through the engine's
+//! sampler, the contract from `verify`.
+//!
+//! It runs the specs it is given ([`ServerSpec`], [`LoaderSpec`]) and holds
+//! no profile. Generic over [`Engine`], so the glue is tested with the
+//! engine's fake and runs on the real daemon unchanged. This module
+//! translates between the engine, the loader's JSON and the pipeline's
+//! [`Measurement`]; it judges nothing and never removes objects of other runs.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use chrono::Utc;
+
+use super::host::HostProbe;
+use super::lab::{Lab, Measurement, Started};
+use crate::contract::Scenario;
+use crate::docker::cleanup::CleanupReport;
+use crate::docker::container::{ContainerSpec, LoaderSpec, ServerSpec, HOST_NETWORK};
+use crate::docker::engine::{Engine, Handle, ReadyCheck};
+use crate::docker::RunId;
+use crate::load::report::{Phase, Progress};
+use crate::load::LoadReport;
+use crate::probe::{Sampler, Series};
+use crate::profile::Network;
+use crate::results::{Connections, Exclusion, RateFigures, StatusCounts, VerifyOutcome};
+use crate::verify::{self, VerifyOptions};
+
+/// How often the server's cgroup is read during a round. Finer than the 1 s
+/// the report promises, so the samples bracket the measured window tightly;
+/// memory figures use the samples inside the window only.
+const SAMPLE_EVERY: Duration = Duration::from_millis(250);
+
+/// Per-request timeout of contract verification.
+const VERIFY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Lines of each server container's log kept in the run's `logs/` folder:
+/// enough for a crash's story, small enough that a chatty framework cannot
+/// bloat the evidence.
+const LOG_LINES: usize = 1000;
+
+/// A framework's server container.
+#[derive(Debug)]
+pub struct DockerServer {
+    handle: Handle,
+    framework: String,
+    url: String,
+}
+
+/// The real lab for one run.
+pub struct DockerLab<'a, E: Engine> {
+    engine: &'a E,
+    run: RunId,
+    /// The run's network (its name), or the host's stack.
+    network: String,
+    host: HostProbe,
+    /// Containers started so far (servers and loaders), for unique names.
+    started: std::cell::Cell<u32>,
+    /// OOM kills each server's cgroup had counted after its previous round.
+    oom_seen: BTreeMap<String, u64>,
+    /// Where each server's log tail is written when it stops (`logs/`).
+    logs_dir: Option<std::path::PathBuf>,
+    /// Live progress of the current round.
+    live: Option<LiveSink>,
+}
+
+impl<'a, E: Engine> DockerLab<'a, E> {
+    /// A lab on `engine` for `run`: creates the run's network in bridge
+    /// mode (the host's stack in host mode).
+    pub async fn open(engine: &'a E, run: RunId, network: Network) -> anyhow::Result<Self> {
+        let network = match network {
+            Network::Bridge => {
+                engine
+                    .create_network(&run)
+                    .await
+                    .context("creating the run's network")?
+                    .name
+            }
+            Network::Host => HOST_NETWORK.to_string(),
+        };
+        Ok(DockerLab {
+            engine,
+            run,
+            network,
+            host: HostProbe::default(),
+            started: std::cell::Cell::new(0),
+            oom_seen: BTreeMap::new(),
+            logs_dir: None,
+            live: None,
+        })
+    }
+
+    /// Remove every container and the network of this run.
+    pub async fn close(self) -> anyhow::Result<CleanupReport> {
+        self.engine.cleanup(&self.run).await
+    }
+
+    /// Send each second of every round's progress to `sink`.
+    pub fn show_live(&mut self, sink: LiveSink) {
+        self.live = Some(sink);
+    }
+
+    /// Keep the last [`LOG_LINES`] lines of every server's log in `dir`
+    /// (one file per container, written when the server stops).
+    pub fn keep_logs_in(&mut self, dir: std::path::PathBuf) {
+        self.logs_dir = Some(dir);
+    }
+
+    /// A container name of this run, unique within it.
+    fn name(&self, what: &str) -> String {
+        self.started.set(self.started.get() + 1);
+        format!("{}-{what}-{}", self.run.name_prefix(), self.started.get())
+    }
+
+    /// Run the loader once and parse its report; progress lines go to
+    /// `lines`.
+    async fn load_once(
+        &self,
+        server: &DockerServer,
+        loader: &LoaderSpec,
+        lines: Option<crate::docker::engine::LineSink>,
+    ) -> anyhow::Result<LoadReport> {
+        let what = describe(server, loader);
+        let name = self.name(&format!("load-{}", loader.label));
+        let spec = ContainerSpec::loader(&self.run, name, loader, &self.network, &server.url);
+        let out = self
+            .engine
+            .run_to_exit(&spec, loader.time_limit, lines)
+            .await
+            .with_context(|| format!("load generator for {what}"))?;
+        serde_json::from_str(&out.stdout).with_context(|| {
+            let head: String = out.stdout.chars().take(300).collect();
+            format!("the load generator for {what} printed no load report: `{head}`")
+        })
+    }
+
+    /// Tell the live sink about a progress line.
+    fn show(&self, p: &Progress) {
+        if let (
+            Some(live),
+            Progress::Tick {
+                phase, ok, errors, ..
+            },
+        ) = (&self.live, p)
+        {
+            live(&LiveSecond {
+                measuring: *phase == Phase::Measure,
+                responses_per_s: *ok,
+                errors_per_s: *errors,
+            });
+        }
+    }
+}
+
+/// `axum plaintext c=100`: what a loader run is aimed at, for messages.
+fn describe(server: &DockerServer, loader: &LoaderSpec) -> String {
+    let scenario = loader
+        .args
+        .scenario
+        .map_or_else(|| "ad-hoc".to_string(), |s| s.to_string());
+    let mut s = format!(
+        "{} {scenario} c={}",
+        server.framework, loader.args.connections
+    );
+    if let Some(r) = loader.args.rate {
+        s.push_str(&format!(" rate={r}/s"));
+    }
+    s
+}
+
+/// One second of a round in progress, for people watching.
+#[derive(Debug)]
+pub struct LiveSecond {
+    /// Inside the measured window (else warming up).
+    pub measuring: bool,
+    /// Responses completed in the last second.
+    pub responses_per_s: u64,
+    /// Errors in the last second.
+    pub errors_per_s: u64,
+}
+
+/// Where live progress goes (the progress bars).
+pub type LiveSink = std::sync::Arc<dyn Fn(&LiveSecond) + Send + Sync>;
+
+/// What verify found, in the results' terms.
+pub fn outcome(report: &verify::VerifyReport, scenarios: &[Scenario]) -> VerifyOutcome {
+    let all = report
+        .checks
+        .iter()
+        .chain(report.scenarios.iter().flat_map(|s| s.checks.iter()));
+    let (mut checks, mut failed) = (0u64, 0u64);
+    for c in all {
+        checks += 1;
+        if c.excludes() {
+            failed += 1;
+        }
+    }
+    let mut passed = Vec::new();
+    let mut excluded = Vec::new();
+    for &s in scenarios {
+        match report.excluded(s) {
+            None => passed.push(s),
+            Some(reason) => excluded.push(Exclusion {
+                scenario: s,
+                reason,
+            }),
+        }
+    }
+    VerifyOutcome {
+        checks,
+        failed,
+        passed,
+        excluded,
+    }
+}
+
+/// One round's raw figures from the loader's report and the server's
+/// samples. `window_end_ms` is when the loader returned, on the sampler's
+/// clock: memory samples count when they fall within the loader's measured
+/// time before it.
+pub fn measurement(
+    load: &LoadReport,
+    series: &Series,
+    window_end_ms: u64,
+    warmup_s: f64,
+    loader_cpus: f64,
+) -> Measurement {
+    let window_ms = (load.measured_s * 1000.0) as u64;
+    let from = window_end_ms.saturating_sub(window_ms);
+    let in_window: Vec<u64> = series
+        .samples
+        .iter()
+        .filter(|s| s.t_ms >= from && s.t_ms <= window_end_ms)
+        .map(|s| s.mem_bytes)
+        .collect();
+    let r = &load.responses;
+    Measurement {
+        started_at: Utc::now() - chrono::Duration::milliseconds(window_ms as i64),
+        warmup_s,
+        duration_s: load.measured_s,
+        responses: StatusCounts {
+            s2xx: r.status_2xx,
+            s3xx: r.status_3xx,
+            s4xx: r.status_4xx,
+            s5xx: r.status_5xx,
+            other: r.status_other,
+        },
+        errors: load.errors,
+        histogram: load.latency.histogram.clone(),
+        connections: Connections {
+            requested: u32::try_from(load.connections.requested).unwrap_or(u32::MAX),
+            established: u32::try_from(load.connections.peak_open).unwrap_or(u32::MAX),
+        },
+        wire_bytes_per_response: (load.bytes.mean_response_bytes > 0.0)
+            .then_some(load.bytes.mean_response_bytes),
+        rate: load.rate.map(|x| RateFigures {
+            target_rps: x.target_rps,
+            achieved_rps: x.achieved_rps,
+            max_lag_us: x.max_schedule_lag_us,
+        }),
+        windows_ok: load.windows.iter().map(|w| w.ok).collect(),
+        loader_cpus,
+        loader_cpu_us: load.loader.user_cpu_us + load.loader.sys_cpu_us,
+        loader_throttled_fraction: load.loader.throttling.map(|t| t.fraction()),
+        // The sampler starts as the loader's measured window starts and
+        // stops after the loader returned (the server idle by then): the
+        // delta is the window's CPU, warm-up and connection set-up excluded.
+        server_cpu_us: series.cpu_usec_delta(),
+        memory_idle_bytes: series.samples.first().map(|s| s.mem_bytes),
+        memory_samples_bytes: in_window,
+        memory_peak_bytes: series.peak_mem_bytes(),
+        oom_kills: 0,
+        restarts: 0,
+        host: None,
+    }
+}
+
+impl<E: Engine> Lab for DockerLab<'_, E> {
+    type Server = DockerServer;
+
+    async fn start(&mut self, spec: &ServerSpec) -> anyhow::Result<(DockerServer, Started)> {
+        let name = self.name(&spec.framework);
+        let container = ContainerSpec::server(&self.run, name, spec, &self.network);
+        let handle = self
+            .engine
+            .start_container(&container)
+            .await
+            .with_context(|| format!("starting {}", spec.framework))?;
+        let check = ReadyCheck {
+            port: spec.port,
+            path: spec.readiness_path.clone(),
+            timeout: spec.readiness_timeout,
+        };
+        let ready = match self.engine.wait_ready(&handle, &check).await {
+            Ok(r) => r,
+            Err(e) => {
+                let _ = self.engine.remove(&handle).await;
+                return Err(e.context(format!("{} never became ready", spec.framework)));
+            }
+        };
+        let limits = self.engine.inspect_limits(&handle).await.ok();
+        let ip = handle.ip.clone().ok_or_else(|| {
+            anyhow::anyhow!(
+                "container {} has no address on the run network",
+                handle.name
+            )
+        })?;
+        let url = format!("http://{ip}:{}", spec.port);
+        Ok((
+            DockerServer {
+                handle,
+                framework: spec.framework.clone(),
+                url: url.clone(),
+            },
+            Started {
+                url,
+                cold_start_ms: ready.cold_start_ms.map(|ms| ms as f64),
+                cold_start_is_upper_bound: ready.cold_start_is_upper_bound,
+                limits,
+            },
+        ))
+    }
+
+    async fn idle_memory(
+        &mut self,
+        server: &DockerServer,
+        settle: Duration,
+    ) -> anyhow::Result<Option<u64>> {
+        tokio::time::sleep(settle).await;
+        let sampler = self
+            .engine
+            .start_sampler(&server.handle, SAMPLE_EVERY)
+            .await?;
+        tokio::time::sleep(SAMPLE_EVERY * 4).await;
+        let series = sampler.stop().await;
+        let samples: Vec<f64> = series.samples.iter().map(|s| s.mem_bytes as f64).collect();
+        Ok(crate::stats::median(&samples).map(|m| m as u64))
+    }
+
+    async fn verify(
+        &mut self,
+        server: &DockerServer,
+        scenarios: &[Scenario],
+    ) -> anyhow::Result<VerifyOutcome> {
+        let options = VerifyOptions {
+            timeout: VERIFY_TIMEOUT,
+            framework: Some(server.framework.clone()),
+            ..VerifyOptions::default()
+        };
+        let report = verify::verify_url(&server.url, scenarios, &options)
+            .await
+            .with_context(|| format!("verifying {} at {}", server.framework, server.url))?;
+        Ok(outcome(&report, scenarios))
+    }
+
+    async fn measure(
+        &mut self,
+        server: &DockerServer,
+        loader: &LoaderSpec,
+    ) -> anyhow::Result<Measurement> {
+        // One loader run warms up and then measures on the same
+        // connections; the server's probe starts when the loader says its
+        // measured window starts, so the CPU and memory figures cover that
+        // window, not the warm-up.
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let mut probe: Option<(
+            anyhow::Result<Sampler>,
+            Instant,
+            Option<super::host::HostMark>,
+        )> = None;
+        let loaded = {
+            let run = self.load_once(server, loader, Some(tx));
+            tokio::pin!(run);
+            loop {
+                tokio::select! {
+                    // Lines first: the start of the window must be seen
+                    // before the loader's exit is.
+                    biased;
+                    Some(line) = rx.recv() => {
+                        let Some(p) = Progress::parse(&line) else { continue };
+                        if probe.is_none() && matches!(p, Progress::Measure { .. }) {
+                            let sampler = self.engine.start_sampler(&server.handle, SAMPLE_EVERY).await;
+                            probe = Some((sampler, Instant::now(), self.host.mark()));
+                        }
+                        self.show(&p);
+                    }
+                    loaded = &mut run => break loaded,
+                }
+            }
+        };
+        let Some((sampler, clock, mark)) = probe else {
+            loaded?;
+            anyhow::bail!(
+                "the load generator for {} never announced the start of its measured window \
+                 (no `{{\"event\":\"measure\"}}` line on its stderr); is the fairground image current?",
+                describe(server, loader)
+            );
+        };
+        let sampler = sampler?;
+        let window_end_ms = clock.elapsed().as_millis() as u64;
+        // Let the sampler take at least one reading after the load stopped
+        // (two periods: one tick may race with the stop), so the CPU delta
+        // covers the whole window.
+        tokio::time::sleep(SAMPLE_EVERY * 2).await;
+        let series = sampler.stop().await;
+        let load = loaded?;
+        let mut m = measurement(
+            &load,
+            &series,
+            window_end_ms,
+            loader.args.warmup.as_secs_f64(),
+            loader.resources.cpus.unwrap_or(1.0),
+        );
+        let state = self.engine.exit_state(&server.handle).await?;
+        let kills = state.cgroup_oom_kills.unwrap_or(0);
+        let seen = self
+            .oom_seen
+            .insert(server.handle.id.clone(), kills)
+            .unwrap_or(0);
+        m.oom_kills = kills.saturating_sub(seen).max(u64::from(state.oom_killed));
+        m.restarts = u64::from(!state.running);
+        if let Some(mark) = mark {
+            m.host = self.host.finish(mark, m.server_cpu_us + m.loader_cpu_us);
+        }
+        Ok(m)
+    }
+
+    async fn alive(&mut self, server: &DockerServer) -> anyhow::Result<bool> {
+        Ok(self.engine.exit_state(&server.handle).await?.running)
+    }
+
+    async fn stop(&mut self, server: DockerServer) -> anyhow::Result<()> {
+        if let Some(dir) = &self.logs_dir {
+            // Evidence, not a reason to fail the run: a log that cannot be
+            // read or written is reported and the run goes on.
+            let kept = match self.engine.logs_tail(&server.handle, LOG_LINES).await {
+                Ok(text) => std::fs::create_dir_all(dir)
+                    .and_then(|()| {
+                        std::fs::write(dir.join(format!("{}.log", server.handle.name)), text)
+                    })
+                    .map_err(anyhow::Error::from),
+                Err(e) => Err(e),
+            };
+            if let Err(e) = kept {
+                eprintln!(
+                    "warning: could not keep the log of {}: {e:#}",
+                    server.handle.name
+                );
+            }
+        }
+        self.engine
+            .remove(&server.handle)
+            .await
+            .with_context(|| format!("removing {}", server.handle.name))
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,253 @@
+//! The real lab's glue against the engine's fake: a round measured from a
+//! real loader report and scripted cgroup samples, the loader's command line,
+//! and the errors a broken loader must produce.
+
+use std::net::{IpAddr, Ipv4Addr};
+
+use super::*;
+use crate::bench::plan::tests::framework;
+use crate::bench::spec::{tests::images, RunSpec};
+use crate::docker::fake::{FakeEngine, FakeScript};
+use crate::load::LoadConfig;
+use crate::probe::CgroupReading;
+use crate::profile::{HostFacts, Profile};
+use crate::results::CellKey;
+
+/// A real loader report: the loader in-process against the reference
+/// server for a fraction of a second.
+fn real_load_report() -> LoadReport {
+    let server = crate::serve::start(IpAddr::V4(Ipv4Addr::LOCALHOST), 0, 1).unwrap();
+    let url = format!("http://{}", server.addr);
+    let cfg = LoadConfig::new(&url)
+        .unwrap()
+        .scenario(Scenario::Plaintext)
+        .connections(4)
+        .threads(1)
+        .duration(Duration::from_millis(400));
+    let report = crate::load::run(&cfg).unwrap();
+    server.stop();
+    report
+}
+
+fn reading(cpu_usec: u64, mem_bytes: u64) -> CgroupReading {
+    CgroupReading {
+        cpu_usec,
+        mem_bytes,
+        ..CgroupReading::default()
+    }
+}
+
+/// The spec of a run of framework `a` (one core each for server and
+/// loader on a 4-core host, 400 ms windows).
+fn spec(profile: &Profile) -> RunSpec {
+    let fw = framework("a", &[Scenario::Plaintext]);
+    let placement = profile.placement(&HostFacts::with_cores(4)).unwrap();
+    RunSpec::resolve(
+        profile,
+        &placement,
+        std::slice::from_ref(&fw),
+        &images(std::slice::from_ref(&fw)),
+    )
+    .unwrap()
+}
+
+fn profile() -> Profile {
+    Profile {
+        name: "t".into(),
+        duration: Duration::from_millis(400),
+        ..Profile::default()
+    }
+}
+
+fn key(rate: Option<u64>) -> CellKey {
+    CellKey {
+        framework: "a".into(),
+        scenario: Scenario::Plaintext,
+        concurrency: 4,
+        rate,
+    }
+}
+
+#[test]
+fn measures_a_round_from_the_loaders_json_and_the_servers_samples() {
+    let load = real_load_report();
+    assert!(load.responses.status_2xx > 0);
+    let engine = FakeEngine::new(FakeScript {
+        loader_stdout: serde_json::to_string(&load).unwrap(),
+        loader_stderr: progress_lines(),
+        samples: vec![
+            reading(1_000, 5 << 20),
+            reading(51_000, 6 << 20),
+            reading(51_000, 6 << 20),
+            reading(51_000, 6 << 20),
+        ],
+        ..FakeScript::default()
+    });
+    let profile = profile();
+    let spec = spec(&profile);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let mut lab = DockerLab::open(&engine, RunId("t".into()), Network::Bridge)
+            .await
+            .unwrap();
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = std::sync::Arc::clone(&seen);
+        lab.show_live(std::sync::Arc::new(move |l: &LiveSecond| {
+            sink.lock().unwrap().push((l.measuring, l.responses_per_s));
+        }));
+        let (server, started) = lab.start(spec.server("a").unwrap()).await.unwrap();
+        assert_eq!(started.cold_start_ms, Some(50.0));
+        assert!(
+            started.url.starts_with("http://10.213.0."),
+            "{}",
+            started.url
+        );
+        let limits = started.limits.unwrap();
+        assert_eq!(
+            (limits.cpus, limits.nofile_soft),
+            (Some(1.0), Some(profile.server.nofile))
+        );
+        let loader = spec.loader(&key(None), 0, None, &started.url, spec.round_timing());
+        let m = lab.measure(&server, &loader).await.unwrap();
+        assert_eq!(*seen.lock().unwrap(), [(false, 900), (true, 1000)]);
+        assert_eq!(m.warmup_s, profile.warmup.max().as_secs_f64());
+        assert_eq!(m.server_cpu_us, 50_000);
+        assert_eq!(m.oom_kills, 0);
+        assert_eq!(m.restarts, 0);
+        let round = m.into_round(0).unwrap();
+        assert_eq!(round.responses.s2xx, load.responses.status_2xx);
+        assert_eq!(
+            round.connections.established,
+            load.connections.peak_open as u32
+        );
+        assert!((round.throughput_rps - load.throughput_rps).abs() < 1e-6 * load.throughput_rps);
+        assert_eq!(round.latency.count, load.latency.count);
+        assert!(lab.alive(&server).await.unwrap());
+        lab.stop(server).await.unwrap();
+        lab.close().await.unwrap();
+    });
+    // Warm-up and measured window: one loader container, started with
+    // exactly the arguments of the spec.
+    let commands = engine.commands();
+    assert_eq!(commands.len(), 1, "{:?}", engine.calls());
+    assert_eq!(commands[0][0], "load");
+    assert!(commands[0].windows(2).any(|w| w == ["--connections", "4"]));
+    assert!(engine.leftovers().is_empty(), "{:?}", engine.leftovers());
+}
+
+/// What a loader prints on stderr with `--progress`: a warm-up second,
+/// the start of measurement, a measured second.
+fn progress_lines() -> String {
+    [
+        Progress::Tick {
+            t: 1.0,
+            phase: Phase::Warmup,
+            ok: 900,
+            errors: 0,
+        },
+        Progress::Measure { t: 1.5 },
+        Progress::Tick {
+            t: 2.0,
+            phase: Phase::Measure,
+            ok: 1000,
+            errors: 0,
+        },
+    ]
+    .iter()
+    .map(|p| p.line() + "\n")
+    .collect()
+}
+
+/// Measure one round of framework `a` (plaintext, 4 connections) with
+/// a loader that behaves as `script` says; the error it ends with.
+fn failed_round(script: FakeScript) -> String {
+    let engine = FakeEngine::new(script);
+    let spec = spec(&profile());
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let mut lab = DockerLab::open(&engine, RunId("t".into()), Network::Bridge)
+            .await
+            .unwrap();
+        let (server, started) = lab.start(spec.server("a").unwrap()).await.unwrap();
+        let loader = spec.loader(&key(None), 0, None, &started.url, spec.round_timing());
+        let err = lab.measure(&server, &loader).await.unwrap_err();
+        lab.stop(server).await.unwrap();
+        format!("{err:#}")
+    })
+}
+
+#[test]
+fn a_loader_that_never_starts_its_window_is_an_error_not_a_figure() {
+    let text = failed_round(FakeScript {
+        loader_stdout: serde_json::to_string(&real_load_report()).unwrap(),
+        loader_stderr: "warming up\n".into(),
+        ..FakeScript::default()
+    });
+    assert!(
+        text.contains("never announced the start of its measured window"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_loader_that_prints_no_report_is_an_error_naming_the_cell() {
+    let text = failed_round(FakeScript {
+        loader_stdout: "panicked at src/load".into(),
+        ..FakeScript::default()
+    });
+    assert!(
+        text.contains("a plaintext c=4") && text.contains("panicked"),
+        "{text}"
+    );
+}
+
+#[test]
+fn fixed_rate_reaches_the_loaders_command_line() {
+    let engine = FakeEngine::new(FakeScript {
+        loader_stdout: serde_json::to_string(&real_load_report()).unwrap(),
+        loader_stderr: progress_lines(),
+        ..FakeScript::default()
+    });
+    let profile = Profile {
+        load: crate::profile::Load {
+            mode: crate::profile::LoadMode::FixedRate { rate: 5_000 },
+            ..crate::profile::Load::default()
+        },
+        ..profile()
+    };
+    let spec = spec(&profile);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let mut lab = DockerLab::open(&engine, RunId("t".into()), Network::Bridge)
+            .await
+            .unwrap();
+        let (server, started) = lab.start(spec.server("a").unwrap()).await.unwrap();
+        let loader = spec.loader(
+            &key(Some(5_000)),
+            0,
+            None,
+            &started.url,
+            spec.round_timing(),
+        );
+        lab.measure(&server, &loader).await.unwrap();
+        lab.stop(server).await.unwrap();
+    });
+    let cmd = &engine.commands()[0];
+    let rate = cmd.iter().position(|a| a == "--rate").unwrap();
+    assert_eq!(cmd[rate + 1], "5000");
+}
+
+#[tokio::test]
+async fn verify_outcome_of_the_reference_server_passes_every_scenario() {
+    let server = crate::serve::start(IpAddr::V4(Ipv4Addr::LOCALHOST), 0, 1).unwrap();
+    let url = format!("http://{}", server.addr);
+    let scenarios = [Scenario::Plaintext, Scenario::Json, Scenario::Param];
+    let report = verify::verify_url(&url, &scenarios, &VerifyOptions::default())
+        .await
+        .unwrap();
+    server.stop();
+    let o = outcome(&report, &scenarios);
+    assert!(o.excluded.is_empty(), "{:?}", o.excluded);
+    assert_eq!(o.passed, scenarios);
+    assert!(o.checks > 0 && o.failed == 0);
+}

@@ -1,0 +1,236 @@
+//! The run spec: the profile, the host's placement and the images resolved
+//! once into what every container of the run gets — a [`ServerSpec`] per
+//! framework and a [`LoaderSpec`] per round — plus the timing rules the
+//! executor applies (warm-up, settle).
+//!
+//! This is the only place the profile's container settings are read: the
+//! lab runs specs and never sees the profile. It starts nothing.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use crate::docker::container::{LoaderSpec, Resources, ServerSpec};
+use crate::docker::engine::BuiltImages;
+use crate::framework::Framework;
+use crate::load::args::LoadArgs;
+use crate::profile::{Limits, LoadMode, Placement, Profile, Warmup};
+use crate::results::CellKey;
+
+/// Time a loader container may take on top of its warm-up and window:
+/// container start, opening every connection (bounded by the loader's
+/// connect timeout) and writing the report.
+const LOADER_SLACK: Duration = Duration::from_secs(60);
+
+/// Everything a run's containers get, resolved once.
+#[derive(Debug, Clone)]
+pub struct RunSpec {
+    /// The server of each framework, by name.
+    servers: BTreeMap<String, ServerSpec>,
+    /// The loader of every round, aimed nowhere yet (no URL, scenario,
+    /// connection count or rate).
+    loader: LoaderSpec,
+    /// Warm-up before each measured window.
+    pub warmup: Warmup,
+    /// Measured window.
+    pub duration: Duration,
+    /// Idle wait after a server start before its idle memory is read.
+    pub idle_settle: Duration,
+}
+
+/// One loader run of a round: how long it warms up and measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RoundTiming {
+    /// Load before measuring, on the same connections.
+    pub warmup: Duration,
+    /// Measured time.
+    pub duration: Duration,
+}
+
+impl RunSpec {
+    /// Resolve `profile` for `frameworks` on the cores of `placement`,
+    /// with the images `images` holds.
+    pub fn resolve(
+        profile: &Profile,
+        placement: &Placement,
+        frameworks: &[Framework],
+        images: &BuiltImages,
+    ) -> anyhow::Result<RunSpec> {
+        let mut servers = BTreeMap::new();
+        for fw in frameworks {
+            let image = images.frameworks.get(fw.name()).ok_or_else(|| {
+                anyhow::anyhow!("no image was built for framework `{}`", fw.name())
+            })?;
+            servers.insert(
+                fw.name().to_string(),
+                ServerSpec::of_framework(
+                    fw,
+                    &image.tag,
+                    resources(&profile.server, &placement.server.to_string()),
+                    profile.server.sysctls.clone(),
+                    profile.readiness_timeout,
+                ),
+            );
+        }
+        let mut args = LoadArgs::new("");
+        args.threads = Some(profile.load.threads as usize);
+        args.pipeline = profile.load.pipeline as usize;
+        args.timeout = profile.load.timeout;
+        args.json = true;
+        args.progress = true;
+        let loader = LoaderSpec {
+            label: String::new(),
+            image: images.fairground.tag.clone(),
+            resources: resources(&profile.loader, &placement.loader.to_string()),
+            sysctls: profile.loader.sysctls.clone(),
+            args,
+            time_limit: Duration::ZERO,
+        };
+        Ok(RunSpec {
+            servers,
+            loader,
+            warmup: profile.warmup,
+            duration: profile.duration,
+            idle_settle: profile.idle_settle,
+        })
+    }
+
+    /// The server of `framework`.
+    pub fn server(&self, framework: &str) -> anyhow::Result<&ServerSpec> {
+        self.servers
+            .get(framework)
+            .ok_or_else(|| anyhow::anyhow!("framework `{framework}` is not part of this run"))
+    }
+
+    /// The loader for one run of round `round` (0-based) of cell `key`
+    /// against the server at `url`; `warm` numbers the until-stable warm-up
+    /// windows before the round.
+    pub fn loader(
+        &self,
+        key: &CellKey,
+        round: u32,
+        warm: Option<u32>,
+        url: &str,
+        window: RoundTiming,
+    ) -> LoaderSpec {
+        let mut l = self.loader.clone();
+        l.label = match warm {
+            None => format!("{}-r{round}", key.stem()),
+            Some(i) => format!("{}-r{round}-warm{i}", key.stem()),
+        };
+        l.args.url = url.to_string();
+        l.args.scenario = Some(key.scenario);
+        l.args.connections = key.concurrency as usize;
+        l.args.rate = key.rate.map(|r| r as f64);
+        l.args.warmup = window.warmup;
+        l.args.duration = window.duration;
+        l.time_limit = window.warmup + window.duration + LOADER_SLACK;
+        l
+    }
+
+    /// The measured round's window: the fixed warm-up and the window on the
+    /// same connections, or (until-stable) no warm-up, the executor having
+    /// warmed the server up already.
+    pub fn round_timing(&self) -> RoundTiming {
+        RoundTiming {
+            warmup: match self.warmup {
+                Warmup::Fixed { duration } => duration,
+                Warmup::UntilStable { .. } => Duration::ZERO,
+            },
+            duration: self.duration,
+        }
+    }
+
+    /// CPUs the loader is given.
+    pub fn loader_cpus(&self) -> f64 {
+        self.loader.resources.cpus.unwrap_or(1.0)
+    }
+}
+
+/// The resources of one container from its profile section, pinned to `cpuset`.
+fn resources(limits: &Limits, cpuset: &str) -> Resources {
+    Resources {
+        cpuset: Some(cpuset.to_string()),
+        cpus: Some(limits.cpus),
+        memory_bytes: Some(limits.memory),
+        nofile: Some(limits.nofile),
+    }
+}
+
+/// The rate of a profile's load mode (fixed rate), if any.
+pub fn rate(profile: &Profile) -> Option<u64> {
+    match profile.load.mode {
+        LoadMode::Closed => None,
+        LoadMode::FixedRate { rate } => Some(rate),
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::contract::Scenario;
+    use crate::docker::images::{ImageInfo, ImageKind};
+    use crate::profile::HostFacts;
+
+    pub(crate) fn image(kind: ImageKind, name: &str) -> ImageInfo {
+        ImageInfo {
+            kind,
+            name: name.into(),
+            tag: format!("fake/{name}:000000000000"),
+            id: format!("sha256:fake-{name}"),
+            size_bytes: 1 << 20,
+            inputs_hash: "0".repeat(64),
+            reused: false,
+            versions: None,
+            app_binary_bytes: None,
+        }
+    }
+
+    /// Images for `frameworks` as a fake engine would report them.
+    pub(crate) fn images(frameworks: &[Framework]) -> BuiltImages {
+        BuiltImages {
+            fairground: image(ImageKind::Fairground, "fairground"),
+            bases: Vec::new(),
+            frameworks: frameworks
+                .iter()
+                .map(|f| (f.name().to_string(), image(ImageKind::Framework, f.name())))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn servers_and_loaders_get_the_profiles_limits_on_disjoint_cores() {
+        let fw = crate::bench::plan::tests::framework("a", &[Scenario::Plaintext]);
+        let mut profile = crate::bench::plan::tests::profile();
+        profile.load.mode = LoadMode::FixedRate { rate: 5_000 };
+        profile.loader.cpus = 0.5;
+        let placement = profile.placement(&HostFacts::with_cores(4)).unwrap();
+        let spec = RunSpec::resolve(
+            &profile,
+            &placement,
+            std::slice::from_ref(&fw),
+            &images(std::slice::from_ref(&fw)),
+        )
+        .unwrap();
+        let s = spec.server("a").unwrap();
+        assert_eq!(s.resources.cpuset.as_deref(), Some("0"));
+        assert_eq!(s.resources.nofile, Some(profile.server.nofile));
+        assert_eq!(s.sysctls, profile.server.sysctls);
+        assert_eq!(s.image, "fake/a:000000000000");
+        let key = CellKey {
+            framework: "a".into(),
+            scenario: Scenario::Json,
+            concurrency: 7,
+            rate: rate(&profile),
+        };
+        let l = spec.loader(&key, 1, None, "http://10.0.0.2:8080", spec.round_timing());
+        assert_eq!(l.label, "a-json-c7-r5000-r1");
+        assert_eq!(l.resources.cpuset.as_deref(), Some("1"));
+        assert_eq!(l.resources.cpus, Some(0.5));
+        assert_eq!(l.args.rate, Some(5_000.0));
+        assert_eq!(l.args.connections, 7);
+        assert_eq!(l.args.scenario, Some(Scenario::Json));
+        assert_eq!(l.args.warmup, profile.warmup.max());
+        assert!(l.args.json && l.args.progress);
+        assert!(spec.server("b").is_err());
+    }
+}

@@ -1,0 +1,565 @@
+//! [`DockerEngine`]: the [`Engine`] on a real Docker daemon, through bollard.
+//! Containers are created with the specs' limits and labels, followed to
+//! their exit with a bounded wait, and removed; images are built or reused
+//! through `images` and `bases`; cgroups are read directly when the daemon
+//! is local, through the stats API otherwise.
+//!
+//! Must not decide what to measure or judge results.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use bollard::query_parameters::{
+    CreateContainerOptions, KillContainerOptions, LogsOptions, RemoveContainerOptions,
+    StartContainerOptions,
+};
+use bollard::Docker;
+use futures_util::StreamExt;
+
+use super::cleanup::{self, CleanupReport};
+use super::container::{AppliedLimits, ContainerSpec, ExitState, Role};
+use super::engine::{
+    BuiltImages, ContainerOutput, Engine, Handle, LineSink, Readiness, ReadyCheck,
+};
+use super::error::{ApiContext, DockerError};
+use super::images::{self, ImageInfo, ImageOptions};
+use super::network::{self, NetworkInfo};
+use super::ready::ReadyReport;
+use super::{bases, RunId};
+use crate::framework::Framework;
+use crate::probe::{CgroupFs, CgroupReading, Sampler, SamplerSource};
+
+/// How long the log follower may lag behind a container's exit before the
+/// rest of its lines are given up (they are still in the collected output).
+const FOLLOW_DRAIN: Duration = Duration::from_secs(2);
+
+/// Set (to anything) to keep superseded images and build stages: for
+/// several checkouts of fairground sharing one daemon, each with images of
+/// its own inputs and builds that may overlap.
+pub const KEEP_SUPERSEDED_ENV: &str = "FAIRGROUND_KEEP_SUPERSEDED";
+
+/// [`Engine`] on a real Docker daemon.
+pub struct DockerEngine {
+    docker: Docker,
+    opts: ImageOptions,
+    cgroup: CgroupFs,
+    fairground_image: Mutex<Option<String>>,
+}
+
+impl std::fmt::Debug for DockerEngine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DockerEngine")
+            .field("opts", &self.opts)
+            .finish()
+    }
+}
+
+impl DockerEngine {
+    /// Connect (DOCKER_HOST or the local socket). Unreachable daemon: exit code 4.
+    pub async fn connect(opts: ImageOptions) -> anyhow::Result<Self> {
+        let docker = super::connect_or_exit_code().await?;
+        Ok(Self::with_docker(docker, opts))
+    }
+
+    /// Wrap an existing connection.
+    pub fn with_docker(docker: Docker, opts: ImageOptions) -> Self {
+        Self {
+            docker,
+            opts,
+            cgroup: CgroupFs::default(),
+            fairground_image: Mutex::new(None),
+        }
+    }
+
+    /// The bollard client (for the [`cleanup::RunGuard`]).
+    pub fn docker(&self) -> &Docker {
+        &self.docker
+    }
+
+    /// Image options in use.
+    pub fn options(&self) -> &ImageOptions {
+        &self.opts
+    }
+
+    /// Build or reuse only the fairground image; remembers its tag for probes.
+    pub async fn ensure_fairground(&self) -> anyhow::Result<ImageInfo> {
+        let info = images::ensure_fairground(&self.docker, &self.opts).await?;
+        *self.fairground_image.lock().unwrap() = Some(info.tag.clone());
+        Ok(info)
+    }
+
+    async fn fairground_tag(&self) -> anyhow::Result<String> {
+        if let Some(t) = self.fairground_image.lock().unwrap().clone() {
+            return Ok(t);
+        }
+        Ok(self.ensure_fairground().await?.tag)
+    }
+
+    async fn inspect(
+        &self,
+        id: &str,
+    ) -> Result<bollard::models::ContainerInspectResponse, DockerError> {
+        self.docker
+            .inspect_container(
+                id,
+                None::<bollard::query_parameters::InspectContainerOptions>,
+            )
+            .await
+            .doing(|| format!("inspecting container {id}"))
+    }
+
+    async fn create_and_start(&self, spec: &ContainerSpec) -> anyhow::Result<String> {
+        let created = self
+            .docker
+            .create_container(
+                Some(CreateContainerOptions {
+                    name: Some(spec.name.clone()),
+                    ..Default::default()
+                }),
+                spec.to_create_body(),
+            )
+            .await
+            .doing(|| {
+                format!(
+                    "creating container {} ({}) from {}",
+                    spec.name,
+                    spec.role.as_str(),
+                    spec.image
+                )
+            })?;
+        if let Err(source) = self
+            .docker
+            .start_container(&created.id, None::<StartContainerOptions>)
+            .await
+        {
+            let tail = self.tail(&created.id, 100).await.unwrap_or_default();
+            let _ = self.force_remove(&created.id).await;
+            let mut why = format!("could not start: {source}");
+            // runc cannot raise RLIMIT_NOFILE (type 7) above the daemon's own
+            // hard limit; say so instead of leaving the user with runc's words.
+            if why.contains("rlimit type 7") {
+                why.push_str(&format!(
+                    "\nhint: nofile {} is above the Docker daemon's own open-files hard limit; \
+                     lower `nofile`, or raise dockerd's limit (systemd: LimitNOFILE=) and restart it",
+                    spec.limits.nofile.unwrap_or(0)
+                ));
+            }
+            return Err(DockerError::ContainerFailed {
+                container: spec.name.clone(),
+                role: spec.role.as_str().into(),
+                why,
+                tail,
+            }
+            .into());
+        }
+        Ok(created.id)
+    }
+
+    async fn force_remove(&self, id: &str) -> Result<(), DockerError> {
+        self.docker
+            .remove_container(
+                id,
+                Some(RemoveContainerOptions {
+                    force: true,
+                    v: true,
+                    ..Default::default()
+                }),
+            )
+            .await
+            .doing(|| format!("removing container {id}"))
+    }
+
+    /// stdout and stderr of a container, separately, last `lines` each (0 = all).
+    async fn logs(&self, id: &str, lines: usize) -> Result<(String, String), DockerError> {
+        let opts = LogsOptions {
+            stdout: true,
+            stderr: true,
+            tail: if lines == 0 {
+                "all".into()
+            } else {
+                lines.to_string()
+            },
+            ..Default::default()
+        };
+        let mut stream = self.docker.logs(id, Some(opts));
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        while let Some(item) = stream.next().await {
+            match item.doing(|| format!("reading logs of container {id}"))? {
+                bollard::container::LogOutput::StdErr { message } => {
+                    err.extend_from_slice(&message)
+                }
+                other => out.extend_from_slice(other.as_ref()),
+            }
+        }
+        Ok((
+            String::from_utf8_lossy(&out).into_owned(),
+            String::from_utf8_lossy(&err).into_owned(),
+        ))
+    }
+
+    async fn tail(&self, id: &str, lines: usize) -> Result<String, DockerError> {
+        let (out, err) = self.logs(id, lines).await?;
+        Ok(match (out.is_empty(), err.is_empty()) {
+            (false, false) => format!("{out}{err}"),
+            (false, true) => out,
+            _ => err,
+        })
+    }
+
+    /// Follow a container's stderr and send it on line by line until the
+    /// container stops or `sink` is dropped.
+    fn follow_stderr(&self, id: &str, sink: LineSink) -> tokio::task::JoinHandle<()> {
+        let docker = self.docker.clone();
+        let id = id.to_string();
+        tokio::spawn(async move {
+            let opts = LogsOptions {
+                follow: true,
+                stdout: false,
+                stderr: true,
+                tail: "all".into(),
+                ..Default::default()
+            };
+            let mut stream = docker.logs(&id, Some(opts));
+            let mut pending: Vec<u8> = Vec::new();
+            while let Some(Ok(item)) = stream.next().await {
+                let bollard::container::LogOutput::StdErr { message } = item else {
+                    continue;
+                };
+                pending.extend_from_slice(&message);
+                while let Some(nl) = pending.iter().position(|&b| b == b'\n') {
+                    let line: Vec<u8> = pending.drain(..=nl).collect();
+                    if sink
+                        .send(String::from_utf8_lossy(&line[..nl]).into_owned())
+                        .is_err()
+                    {
+                        return;
+                    }
+                }
+            }
+        })
+    }
+
+    /// Run to exit and collect output, whatever the exit code.
+    async fn run_collect(
+        &self,
+        spec: &ContainerSpec,
+        timeout: Duration,
+        stderr_lines: Option<LineSink>,
+    ) -> anyhow::Result<ContainerOutput> {
+        let id = self.create_and_start(spec).await?;
+        let follower = stderr_lines.map(|sink| self.follow_stderr(&id, sink));
+        let waited = tokio::time::timeout(timeout, async {
+            let mut w = self
+                .docker
+                .wait_container(&id, None::<bollard::query_parameters::WaitContainerOptions>);
+            // A non-zero exit comes back as an error item; the state is
+            // read from inspect below either way.
+            let _ = w.next().await;
+        })
+        .await;
+        if waited.is_err() {
+            let _ = self
+                .docker
+                .kill_container(
+                    &id,
+                    Some(KillContainerOptions {
+                        signal: "KILL".into(),
+                    }),
+                )
+                .await;
+            let tail = self.tail(&id, 100).await.unwrap_or_default();
+            let _ = self.force_remove(&id).await;
+            return Err(DockerError::Timeout {
+                container: spec.name.clone(),
+                timeout_s: timeout.as_secs(),
+                tail,
+            }
+            .into());
+        }
+        if let Some(mut f) = follower {
+            // The stream ends when the container stops; never wait long.
+            if tokio::time::timeout(FOLLOW_DRAIN, &mut f).await.is_err() {
+                f.abort();
+            }
+        }
+        let inspect = self.inspect(&id).await;
+        let logs = self.logs(&id, 0).await;
+        let _ = self.force_remove(&id).await;
+        let state = ExitState::from_inspect(&inspect?);
+        let (stdout, stderr) = logs?;
+        Ok(ContainerOutput {
+            exit_code: state.exit_code.unwrap_or(-1),
+            stdout,
+            stderr,
+            state,
+        })
+    }
+}
+
+/// Keep the last `n` lines of `text`.
+fn last_lines(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// Milliseconds between an RFC 3339 timestamp and a unix time in ms.
+pub fn cold_start_ms(started_at: &str, first_200_unix_ms: u64) -> Option<i64> {
+    let started = chrono::DateTime::parse_from_rfc3339(started_at).ok()?;
+    Some(first_200_unix_ms as i64 - started.timestamp_millis())
+}
+
+impl Engine for DockerEngine {
+    async fn ensure_images(&self, frameworks: &[Framework]) -> anyhow::Result<BuiltImages> {
+        let fairground = self.ensure_fairground().await?;
+        let mut base_infos: BTreeMap<String, ImageInfo> = BTreeMap::new();
+        let mut fw_infos = BTreeMap::new();
+        for fw in frameworks {
+            let (base_tag, base_info) = bases::resolve(&self.docker, &fw.manifest.base, &self.opts)
+                .await
+                .map_err(|e| {
+                    e.context(format!(
+                        "framework {}: base `{}`",
+                        fw.name(),
+                        fw.manifest.base
+                    ))
+                })?;
+            if let Some(b) = base_info {
+                base_infos.insert(b.name.clone(), b);
+            }
+            let info = images::ensure_framework(&self.docker, fw, &base_tag, &self.opts).await?;
+            fw_infos.insert(fw.name().to_string(), info);
+        }
+        // Several checkouts of fairground sharing one daemon would remove
+        // each other's images (and the build stages of a build under way)
+        // at every build; they can opt out.
+        if std::env::var_os(KEEP_SUPERSEDED_ENV).is_none() {
+            // Multi-stage builds leave their build stages as untagged
+            // images: nothing refers to them, so they would only pile up.
+            images::prune_build_stages(&self.docker).await?;
+            // Older builds of the same images (inputs since changed) are
+            // never used again: remove them rather than let every edit
+            // leave one.
+            let current: Vec<&str> = std::iter::once(fairground.tag.as_str())
+                .chain(base_infos.values().map(|b| b.tag.as_str()))
+                .chain(fw_infos.values().map(|f| f.tag.as_str()))
+                .collect();
+            for tag in images::prune_superseded(&self.docker, &current).await? {
+                (self.opts.progress)(&format!("removed superseded image {tag}"));
+            }
+        }
+        Ok(BuiltImages {
+            fairground,
+            bases: base_infos.into_values().collect(),
+            frameworks: fw_infos,
+        })
+    }
+
+    async fn host_cpus(&self) -> anyhow::Result<Vec<usize>> {
+        let info = self
+            .docker
+            .info()
+            .await
+            .doing(|| "reading daemon info".into())?;
+        let n = info.ncpu.unwrap_or(0).max(0) as usize;
+        Ok((0..n).collect())
+    }
+
+    async fn create_network(&self, run: &RunId) -> anyhow::Result<NetworkInfo> {
+        Ok(network::create(&self.docker, run).await?)
+    }
+
+    async fn start_container(&self, spec: &ContainerSpec) -> anyhow::Result<Handle> {
+        let id = self.create_and_start(spec).await?;
+        let inspect = self.inspect(&id).await?;
+        let state = inspect.state.clone().unwrap_or_default();
+        let on_host = spec.network.as_deref() == Some(super::container::HOST_NETWORK);
+        let ip = spec.network.as_ref().and_then(|net| {
+            if on_host {
+                // Its ports are the host's own.
+                return Some("127.0.0.1".to_string());
+            }
+            inspect
+                .network_settings
+                .as_ref()?
+                .networks
+                .as_ref()?
+                .get(net)?
+                .ip_address
+                .clone()
+                .filter(|ip| !ip.is_empty())
+        });
+        Ok(Handle {
+            id,
+            name: spec.name.clone(),
+            role: spec.role,
+            network: spec.network.clone(),
+            ip,
+            pid: state.pid.filter(|&p| p > 0).map(|p| p as u32),
+            started_at: state.started_at,
+        })
+    }
+
+    async fn inspect_limits(&self, h: &Handle) -> anyhow::Result<AppliedLimits> {
+        Ok(AppliedLimits::from_inspect(&self.inspect(&h.id).await?))
+    }
+
+    async fn wait_ready(&self, server: &Handle, check: &ReadyCheck) -> anyhow::Result<Readiness> {
+        let ip = server.ip.clone().ok_or_else(|| {
+            anyhow::anyhow!(
+                "server {} has no address on a run network; start it with `network` set",
+                server.name
+            )
+        })?;
+        let url = format!("http://{ip}:{}{}", check.port, check.path);
+        let image = self.fairground_tag().await?;
+        let run = RunId(
+            self.inspect(&server.id)
+                .await?
+                .config
+                .and_then(|c| c.labels)
+                .and_then(|l| l.get(super::LABEL_RUN).cloned())
+                .unwrap_or_else(|| self.opts.run.0.clone()),
+        );
+        let mut spec = ContainerSpec::new(
+            &run,
+            Role::Probe,
+            format!("{}-ready-{:04x}", server.name, rand::random::<u16>()),
+            image,
+        );
+        spec.network = server.network.clone();
+        spec.read_only_rootfs = true;
+        spec.cmd = vec![
+            "ready".into(),
+            "--url".into(),
+            url.clone(),
+            "--timeout".into(),
+            format!("{}ms", check.timeout.as_millis()),
+        ];
+        let out = self
+            .run_collect(&spec, check.timeout + Duration::from_secs(30), None)
+            .await?;
+        let report: Option<ReadyReport> = out
+            .stdout
+            .lines()
+            .find_map(|l| serde_json::from_str(l).ok());
+        match report {
+            Some(ReadyReport {
+                ready: true,
+                first_200_unix_ms: Some(t),
+                attempts,
+                ..
+            }) => Ok(Readiness {
+                url,
+                first_200_unix_ms: t,
+                attempts,
+                cold_start_ms: server
+                    .started_at
+                    .as_deref()
+                    .and_then(|s| cold_start_ms(s, t)),
+                cold_start_is_upper_bound: attempts <= 1,
+            }),
+            _ => {
+                let tail = self.tail(&server.id, 100).await.unwrap_or_default();
+                let state = self.exit_state(server).await.ok();
+                let mut probe = format!("{}{}", out.stdout, out.stderr);
+                if let Some(st) = state.filter(|s| !s.running) {
+                    probe.push_str(&format!("\n(the server is not running: {})", st.describe()));
+                }
+                Err(DockerError::NotReady {
+                    container: server.name.clone(),
+                    url,
+                    timeout_s: check.timeout.as_secs(),
+                    probe,
+                    tail,
+                }
+                .into())
+            }
+        }
+    }
+
+    async fn run_to_exit(
+        &self,
+        spec: &ContainerSpec,
+        timeout: Duration,
+        stderr_lines: Option<LineSink>,
+    ) -> anyhow::Result<ContainerOutput> {
+        let out = self.run_collect(spec, timeout, stderr_lines).await?;
+        if out.state.crashed() {
+            return Err(DockerError::ContainerFailed {
+                container: spec.name.clone(),
+                role: spec.role.as_str().into(),
+                why: out.state.describe(),
+                tail: last_lines(&format!("{}{}", out.stdout, out.stderr), 100),
+            }
+            .into());
+        }
+        Ok(out)
+    }
+
+    async fn start_sampler(&self, h: &Handle, every: Duration) -> anyhow::Result<Sampler> {
+        // Prefer the cgroup files (exact, cheap); fall back to the stats API
+        // when the daemon is remote or its cgroup tree is not visible here.
+        let local = super::daemon_is_local()
+            .then(|| h.pid.and_then(|pid| self.cgroup.for_pid(pid).ok()))
+            .flatten()
+            .filter(|paths| paths.read().is_ok());
+        let source = match local {
+            Some(paths) => SamplerSource::Cgroup(paths),
+            None => SamplerSource::StatsApi {
+                docker: self.docker.clone(),
+                container: h.id.clone(),
+            },
+        };
+        Ok(Sampler::start(source, every))
+    }
+
+    async fn exit_state(&self, h: &Handle) -> anyhow::Result<ExitState> {
+        let mut state = ExitState::from_inspect(&self.inspect(&h.id).await?);
+        // While it runs, the cgroup also tells about OOM kills of processes
+        // other than the main one (memory.events / memory.oom_control).
+        if state.running && super::daemon_is_local() {
+            state.cgroup_oom_kills = self.read_cgroup(h).ok().and_then(|r| r.oom_kills);
+        }
+        Ok(state)
+    }
+
+    async fn logs_tail(&self, h: &Handle, lines: usize) -> anyhow::Result<String> {
+        Ok(self.tail(&h.id, lines).await?)
+    }
+
+    async fn remove(&self, h: &Handle) -> anyhow::Result<()> {
+        Ok(self.force_remove(&h.id).await?)
+    }
+
+    async fn cleanup(&self, run: &RunId) -> anyhow::Result<CleanupReport> {
+        Ok(cleanup::clean(&self.docker, Some(run), false).await?)
+    }
+}
+
+impl DockerEngine {
+    /// Read a container's cgroup once (local daemons only).
+    pub fn read_cgroup(&self, h: &Handle) -> anyhow::Result<CgroupReading> {
+        let pid = h
+            .pid
+            .ok_or_else(|| anyhow::anyhow!("container {} has no PID (not running?)", h.name))?;
+        Ok(self.cgroup.for_pid(pid)?.read()?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cold_start_is_first_200_minus_started_at() {
+        let t = chrono::DateTime::parse_from_rfc3339("2026-01-01T00:00:01.250Z")
+            .unwrap()
+            .timestamp_millis() as u64;
+        assert_eq!(
+            cold_start_ms("2026-01-01T00:00:01.000000000Z", t),
+            Some(250)
+        );
+        assert_eq!(cold_start_ms("0001-garbage", t), None);
+    }
+}
