@@ -12,6 +12,7 @@ mod hgrm;
 mod json;
 mod markdown;
 mod stats_md;
+mod view;
 
 use std::path::{Path, PathBuf};
 
