@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use super::fmt::{cell as esc, micros, percent, thousands};
-use super::view::{achieved_rps, noted, rejection_labels, Column, RunView};
+use super::view::{latency_figure, noted, rejection_labels, rounds_from_median, Column, RunView};
 use super::{Exporter, Rendered};
 use crate::contract::Scenario;
 use crate::results::{Cell, CellKey, CheckStatus, Results, Status};
@@ -74,39 +74,11 @@ impl<'a> Page<'a> {
     /// framework that keeps up shows the target as its req/s, so req/s
     /// ranks nothing there.
     fn latency_headline(&self, c: &Cell) -> String {
-        match (c.verdict.status, &c.summary) {
+        match (c.verdict.status, latency_figure(c)) {
             (Status::Rejected, _) => self.rejected(c),
             (_, None) => "–".into(),
-            (_, Some(s)) => {
-                let achieved = achieved_rps(c)
-                    .map(|a| format!(" at {} req/s", thousands(a)))
-                    .unwrap_or_default();
-                format!(
-                    "{} / {} / {}{achieved}{}{}",
-                    micros(s.latency.p50_us as f64),
-                    micros(s.latency.p99_us as f64),
-                    micros(s.latency.p999_us as f64),
-                    self.dagger,
-                    self.flag(c)
-                )
-            }
+            (_, Some(figure)) => format!("{figure}{}{}", self.dagger, self.flag(c)),
         }
-    }
-}
-
-fn col_label(col: Column) -> String {
-    match col.rate {
-        Some(rate) => format!(
-            "{} c={} @{}/s",
-            col.scenario,
-            col.concurrency,
-            thousands(rate as f64)
-        ),
-        None => format!(
-            "{} c={}",
-            col.scenario,
-            thousands(f64::from(col.concurrency))
-        ),
     }
 }
 
@@ -286,7 +258,7 @@ fn summary_table<'a>(
     s.push_str(title);
     s.push_str("| framework |");
     for c in cols {
-        let _ = write!(s, " {} |", col_label(*c));
+        let _ = write!(s, " {} |", c.label());
     }
     s.push_str("\n|---|");
     s.push_str(&"--:|".repeat(cols.len()));
@@ -388,27 +360,15 @@ fn notes(s: &mut String, page: &Page<'_>) {
         for reason in noted(c) {
             let _ = writeln!(s, "- {}", esc(&reason.to_string()));
         }
-        if let Some(x) = &c.summary {
-            let devs: Vec<String> = x
-                .throughput_rps
-                .deviation_from_median
-                .iter()
-                .zip(&c.rounds)
-                .map(|(d, r)| format!("{} ({:+.1}%)", thousands(r.throughput_rps), d * 100.0))
-                .collect();
-            let _ = writeln!(s, "- req/s per round: {}", devs.join(", "));
+        if let Some(rounds) = rounds_from_median(c) {
+            let _ = writeln!(s, "- req/s per round: {rounds}");
         }
         s.push('\n');
     }
 }
 
 fn exclusions(s: &mut String, r: &Results) {
-    let excluded: Vec<_> = r
-        .frameworks
-        .iter()
-        .filter_map(|f| f.verify.as_ref().map(|v| (f, v)))
-        .flat_map(|(f, v)| v.excluded.iter().map(move |e| (f, e)))
-        .collect();
+    let excluded = RunView::new(r).exclusions();
     if !excluded.is_empty() {
         s.push_str("## Excluded by contract verification\n\n| framework | scenario | what verify found |\n|---|---|---|\n");
         for (f, e) in excluded {

@@ -7,8 +7,9 @@
 
 use std::collections::BTreeMap;
 
+use super::fmt::{micros, thousands};
 use crate::contract::Scenario;
-use crate::results::{Cell, CellKey, Reason, Results, Status};
+use crate::results::{Cell, CellKey, Exclusion, FrameworkFacts, Reason, Results, Status};
 use crate::stats;
 
 /// One load column of the tables and charts: scenario, connections and the
@@ -41,6 +42,23 @@ impl Column {
     /// req/s, is the headline.
     pub fn fixed_rate(&self) -> bool {
         self.rate.is_some()
+    }
+
+    /// The column's heading in tables: `json c=100` or `json c=100 @5,000/s`.
+    pub fn label(&self) -> String {
+        match self.rate {
+            Some(rate) => format!(
+                "{} c={} @{}/s",
+                self.scenario,
+                self.concurrency,
+                thousands(rate as f64)
+            ),
+            None => format!(
+                "{} c={}",
+                self.scenario,
+                thousands(f64::from(self.concurrency))
+            ),
+        }
     }
 
     /// A file-name-safe slug, e.g. `plaintext-c256` or `json-c64-r20000`
@@ -83,6 +101,36 @@ pub(crate) fn achieved_rps(c: &Cell) -> Option<f64> {
         .filter_map(|r| r.rate.as_ref().map(|f| f.achieved_rps))
         .collect();
     stats::median(&achieved)
+}
+
+/// A fixed-rate cell's headline without its marker: `p50 / p99 / p99.9`
+/// of the merged histogram (latency from each scheduled send), then the
+/// achieved rate; none without a summary.
+pub(crate) fn latency_figure(c: &Cell) -> Option<String> {
+    let s = c.summary.as_ref()?;
+    let achieved = achieved_rps(c)
+        .map(|a| format!(" at {} req/s", thousands(a)))
+        .unwrap_or_default();
+    Some(format!(
+        "{} / {} / {}{achieved}",
+        micros(s.latency.p50_us as f64),
+        micros(s.latency.p99_us as f64),
+        micros(s.latency.p999_us as f64)
+    ))
+}
+
+/// Each round's req/s and its deviation from the cell's median, in round
+/// order: `120,000 (-0.5%), 120,600 (+0.0%)`; none without a summary.
+pub(crate) fn rounds_from_median(c: &Cell) -> Option<String> {
+    let x = c.summary.as_ref()?;
+    let devs: Vec<String> = x
+        .throughput_rps
+        .deviation_from_median
+        .iter()
+        .zip(&c.rounds)
+        .map(|(d, r)| format!("{} ({:+.1}%)", thousands(r.throughput_rps), d * 100.0))
+        .collect();
+    Some(devs.join(", "))
 }
 
 /// Why a table position holds no cell.
@@ -209,6 +257,16 @@ impl<'a> RunView<'a> {
         } else {
             Missing::NotPlanned
         }
+    }
+
+    /// Scenarios contract verification excluded, with the framework.
+    pub fn exclusions(&self) -> Vec<(&'a FrameworkFacts, &'a Exclusion)> {
+        self.r
+            .frameworks
+            .iter()
+            .filter_map(|f| f.verify.as_ref().map(|v| (f, v)))
+            .flat_map(|(f, v)| v.excluded.iter().map(move |e| (f, e)))
+            .collect()
     }
 
     /// Cells with the given status.

@@ -20,7 +20,9 @@ use super::page::{legend, swatches, Figure, LegendItem, Page, Section};
 use super::table::{Table, Td};
 use crate::contract::Scenario;
 use crate::report::fmt::{bytes, micros, percent, sig3, thousands};
-use crate::report::view::{achieved_rps, noted, rejection_labels, Column, RunView};
+use crate::report::view::{
+    achieved_rps, latency_figure, noted, rejection_labels, rounds_from_median, Column, RunView,
+};
 use crate::results::{histogram, Cell, CheckStatus, Results, Status};
 use crate::stats::Aggregate;
 
@@ -126,6 +128,20 @@ impl<'a> Ctx<'a> {
             .collect()
     }
 
+    /// A table row of a rejected cell: framework and verdict, `lead`, the
+    /// reason in place of the figures, blanks, and `tail` last, `width`
+    /// cells in all.
+    fn rejected_cells(&self, c: &Cell, lead: Vec<Td>, tail: Vec<Td>, width: usize) -> Vec<Td> {
+        let mut row = vec![Td::text(&c.key.framework), self.verdict_td(c)];
+        row.extend(lead);
+        row.push(Td::html(self.rejected_html(c)).class("rejected"));
+        while row.len() + tail.len() < width {
+            row.push(Td::text(""));
+        }
+        row.extend(tail);
+        row
+    }
+
     fn verdict_td(&self, c: &Cell) -> Td {
         let status = c.verdict.status.to_string();
         let html = match self.view.note(&c.key) {
@@ -210,9 +226,10 @@ fn header(ctx: &Ctx<'_>) -> String {
     }
     if r.environment.forced {
         s.push_str(
-            "<p class=\"banner\"><strong>† Environment NOT accepted.</strong> Preflight failed and the run was \
-             forced with <code>--accept-env</code>. Every figure is marked † and flagged; do not compare it \
-             with results from an accepted environment.</p>\n",
+            "<p class=\"banner\"><strong>† Environment NOT accepted.</strong> Preflight failed and the run \
+             went ahead anyway (<code>--accept-env</code>, or the profile's <code>preflight: warn</code>). \
+             Every figure is marked † and flagged; do not compare it with results from an accepted \
+             environment.</p>\n",
         );
     }
     let _ = writeln!(
@@ -264,22 +281,6 @@ fn col_title(col: Column) -> String {
     }
 }
 
-fn col_short(col: Column) -> String {
-    match col.rate {
-        Some(rate) => format!(
-            "{} c={} @{}/s",
-            col.scenario,
-            col.concurrency,
-            thousands(rate as f64)
-        ),
-        None => format!(
-            "{} c={}",
-            col.scenario,
-            thousands(f64::from(col.concurrency))
-        ),
-    }
-}
-
 // ------------------------------------------------------------- summary ----
 
 fn summary(ctx: &Ctx<'_>) -> Section {
@@ -305,20 +306,8 @@ fn summary(ctx: &Ctx<'_>) -> Section {
              what ranks them; the table sorts by p99.</p>\n",
         );
         body.push_str(&summary_table(ctx, &fixed, |c| {
-            c.summary.as_ref().map(|s| {
-                let achieved = achieved_rps(c)
-                    .map(|a| format!(" at {} req/s", thousands(a)))
-                    .unwrap_or_default();
-                (
-                    format!(
-                        "{} / {} / {}{achieved}",
-                        micros(s.latency.p50_us as f64),
-                        micros(s.latency.p99_us as f64),
-                        micros(s.latency.p999_us as f64)
-                    ),
-                    s.latency.p99_us as f64,
-                )
-            })
+            let p99 = c.summary.as_ref()?.latency.p99_us as f64;
+            Some((latency_figure(c)?, p99))
         }));
     }
     Section {
@@ -334,7 +323,7 @@ fn summary_table(
     figure: impl Fn(&Cell) -> Option<(String, f64)>,
 ) -> String {
     let mut head = vec!["framework".to_string()];
-    head.extend(cols.iter().map(|c| col_short(*c)));
+    head.extend(cols.iter().map(|c| c.label()));
     let head: Vec<&str> = head.iter().map(String::as_str).collect();
     let mut t = Table::new(&head);
     for fw in ctx.view.frameworks() {
@@ -577,26 +566,15 @@ fn throughput_bars(ctx: &Ctx<'_>, col: Column) -> anyhow::Result<String> {
             }
             _ => {
                 rows.push(rejected_row(ctx, c, 1));
-                t.row_with_class(
-                    "rejected",
-                    vec![
-                        Td::text(&c.key.framework),
-                        ctx.verdict_td(c),
-                        Td::num(&c.rounds.len().to_string(), c.rounds.len() as f64),
-                        Td::html(ctx.rejected_html(c)).class("rejected"),
-                        Td::text(""),
-                        Td::text(""),
-                        Td::text(""),
-                        errors,
-                        Td::text(&conns),
-                    ],
-                );
+                let rounds = vec![Td::num(&c.rounds.len().to_string(), c.rounds.len() as f64)];
+                let tail = vec![errors, Td::text(&conns)];
+                t.row_with_class("rejected", ctx.rejected_cells(c, rounds, tail, 9));
             }
         }
     }
     sort_rows(&mut rows, true, |r| r.values[0]);
     let id = format!("rps-{}", col.slug());
-    let label = format!("req/s by framework, {}", col_short(col));
+    let label = format!("req/s by framework, {}", col.label());
     let svg = charts::bars(&BarChart {
         id: &id,
         label: &label,
@@ -606,10 +584,9 @@ fn throughput_bars(ctx: &Ctx<'_>, col: Column) -> anyhow::Result<String> {
         tick: charts::compact,
     })?;
     Ok(Figure {
-        caption:
-            "req/s by framework <span class=\"sub\">(higher is better; whiskers: min–max across \
-                  rounds)</span>"
-                .into(),
+        caption: "req/s by framework <span class=\"sub\">(higher is better; whiskers: \
+                  min–max across rounds)</span>"
+            .into(),
         svg,
         notes: footnotes(ctx, &cells, true),
         numbers: t.render(),
@@ -680,26 +657,14 @@ fn latency_bars(ctx: &Ctx<'_>, col: Column) -> anyhow::Result<String> {
             }
             _ => {
                 rows.push(rejected_row(ctx, c, 3));
-                t.row_with_class(
-                    "rejected",
-                    vec![
-                        Td::text(&c.key.framework),
-                        ctx.verdict_td(c),
-                        Td::num(&c.rounds.len().to_string(), c.rounds.len() as f64),
-                        Td::html(ctx.rejected_html(c)).class("rejected"),
-                        Td::text(""),
-                        Td::text(""),
-                        Td::text(""),
-                        Td::text(""),
-                        Td::text(""),
-                    ],
-                );
+                let rounds = vec![Td::num(&c.rounds.len().to_string(), c.rounds.len() as f64)];
+                t.row_with_class("rejected", ctx.rejected_cells(c, rounds, vec![], 9));
             }
         }
     }
     sort_rows(&mut rows, false, |r| r.values.get(1).copied().flatten());
     let id = format!("latency-{}", col.slug());
-    let label = format!("latency at a fixed rate by framework, {}", col_short(col));
+    let label = format!("latency at a fixed rate by framework, {}", col.label());
     let names = ["p50", "p99", "p99.9"];
     let svg = charts::bars(&BarChart {
         id: &id,
@@ -796,7 +761,7 @@ fn spectrum(ctx: &Ctx<'_>, col: Column) -> anyhow::Result<String> {
         );
     }
     let id = format!("spectrum-{}", col.slug());
-    let label = format!("latency percentile spectrum, {}", col_short(col));
+    let label = format!("latency percentile spectrum, {}", col.label());
     let svg = charts::spectrum(
         &id,
         &label,
@@ -958,16 +923,7 @@ fn cpu_bars(ctx: &Ctx<'_>, col: Column) -> anyhow::Result<String> {
     for c in &cells {
         if c.verdict.status == Status::Rejected {
             rows.push(rejected_row(ctx, c, 1));
-            t.row_with_class(
-                "rejected",
-                vec![
-                    Td::text(&c.key.framework),
-                    ctx.verdict_td(c),
-                    Td::html(ctx.rejected_html(c)).class("rejected"),
-                    Td::text(""),
-                    Td::text(""),
-                ],
-            );
+            t.row_with_class("rejected", ctx.rejected_cells(c, vec![], vec![], 5));
             continue;
         }
         let a = c
@@ -1000,7 +956,7 @@ fn cpu_bars(ctx: &Ctx<'_>, col: Column) -> anyhow::Result<String> {
     }
     sort_rows(&mut rows, false, |r| r.values[0]);
     let id = format!("cpu-{}", col.slug());
-    let label = format!("server CPU per request by framework, {}", col_short(col));
+    let label = format!("server CPU per request by framework, {}", col.label());
     let svg = charts::bars(&BarChart {
         id: &id,
         label: &label,
@@ -1035,16 +991,7 @@ fn memory_bars(ctx: &Ctx<'_>, col: Column) -> anyhow::Result<String> {
     for c in &cells {
         if c.verdict.status == Status::Rejected {
             rows.push(rejected_row(ctx, c, 3));
-            t.row_with_class(
-                "rejected",
-                vec![
-                    Td::text(&c.key.framework),
-                    ctx.verdict_td(c),
-                    Td::html(ctx.rejected_html(c)).class("rejected"),
-                    Td::text(""),
-                    Td::text(""),
-                ],
-            );
+            t.row_with_class("rejected", ctx.rejected_cells(c, vec![], vec![], 5));
             continue;
         }
         let idle = ctx
@@ -1096,7 +1043,7 @@ fn memory_bars(ctx: &Ctx<'_>, col: Column) -> anyhow::Result<String> {
     }
     sort_rows(&mut rows, false, |r| r.values[1]);
     let id = format!("memory-{}", col.slug());
-    let label = format!("server memory by framework, {}", col_short(col));
+    let label = format!("server memory by framework, {}", col.label());
     let svg = charts::bars(&BarChart {
         id: &id,
         label: &label,
@@ -1208,7 +1155,7 @@ fn environment(ctx: &Ctx<'_>) -> Section {
     let mut s = String::new();
     s.push_str(match (env.status, env.forced) {
         (CheckStatus::Fail, true) => {
-            "<p class=\"banner\"><strong>† Environment NOT accepted</strong>: preflight failed and the run was forced.</p>\n"
+            "<p class=\"banner\"><strong>† Environment NOT accepted</strong>: preflight failed and the run went ahead anyway.</p>\n"
         }
         (CheckStatus::Fail, false) => {
             "<p class=\"banner\">Preflight: <strong>fail</strong>. These results were not produced by a run that passed preflight.</p>\n"
@@ -1315,26 +1262,14 @@ fn notes(ctx: &Ctx<'_>) -> Section {
             for reason in noted(c) {
                 let _ = write!(s, "<li>{}</li>", esc(&reason.to_string()));
             }
-            if let Some(x) = &c.summary {
-                let devs: Vec<String> = x
-                    .throughput_rps
-                    .deviation_from_median
-                    .iter()
-                    .zip(&c.rounds)
-                    .map(|(d, r)| format!("{} ({:+.1}%)", thousands(r.throughput_rps), d * 100.0))
-                    .collect();
-                let _ = write!(s, "<li>req/s per round: {}</li>", devs.join(", "));
+            if let Some(rounds) = rounds_from_median(c) {
+                let _ = write!(s, "<li>req/s per round: {}</li>", esc(&rounds));
             }
             s.push_str("</ul></li>\n");
         }
         s.push_str("</ol>\n");
     }
-    let excluded: Vec<_> = r
-        .frameworks
-        .iter()
-        .filter_map(|f| f.verify.as_ref().map(|v| (f, v)))
-        .flat_map(|(f, v)| v.excluded.iter().map(move |e| (f, e)))
-        .collect();
+    let excluded = ctx.view.exclusions();
     if !excluded.is_empty() {
         s.push_str("<h3>Excluded by contract verification</h3>\n");
         let mut t = Table::new(&["framework", "scenario", "what verify found"]);
