@@ -2,6 +2,8 @@
 # Install the host packages fairground needs, from Debian's archive, once.
 #   mmdebstrap: builds base images from the Debian archive (no registry here)
 #   wrk, nginx-light: the loader speed comparison (scripts/bench-loader.sh)
+#   chromium: renders report.html headless in the browser test
+#     (tests/report_html_browser.rs)
 # Skips apt entirely when everything is already there.
 set -euo pipefail
 need=()
@@ -10,6 +12,8 @@ command -v wrk >/dev/null || need+=(wrk)
 command -v nginx >/dev/null || need+=(nginx-light)
 command -v docker >/dev/null || need+=(docker.io)
 command -v iptables >/dev/null || need+=(iptables)  # docker tests: isolation rule of internal networks
+command -v chromium >/dev/null || need+=(chromium)
+command -v unshare >/dev/null || need+=(util-linux)  # the browser test's network namespace
 if ((${#need[@]})); then
   echo "installing host packages: ${need[*]}" >&2
   if [[ $(id -u) -ne 0 ]]; then SUDO=sudo; else SUDO=; fi

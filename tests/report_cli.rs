@@ -25,12 +25,18 @@ fn writes_every_report_with_checksums_from_results_json() {
     for f in [
         "results.md",
         "stats.md",
+        "report.html",
         "results.csv",
         "SHA256SUMS",
         "hgrm/axum-plaintext-c100.hgrm",
     ] {
         assert!(dir.path().join(f).is_file(), "{f} missing");
     }
+    let html = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
+    assert!(
+        html.contains("id=\"rps-plaintext-c100\""),
+        "report.html lacks its charts"
+    );
     // results.json is rewritten byte for byte and covered by the checksums.
     let sums = std::fs::read_to_string(dir.path().join("SHA256SUMS")).unwrap();
     assert!(

@@ -247,27 +247,6 @@ fn ctrl_c_keeps_what_was_measured_and_resume_finishes_the_run() {
     assert_eq!(leftovers(&stderr), "");
 }
 
-/// A copy of the plainfw fixture under `dir/frameworks/NAME`, with its
-/// manifest renamed and `env` set: how the gate tests turn on its faults.
-fn plainfw_variant(dir: &Path, name: &str, env: &[(&str, &str)]) {
-    let src = root().join("tests/fixtures/run/frameworks/plainfw");
-    let dst = dir.join("frameworks").join(name);
-    std::fs::create_dir_all(dst.join("src")).unwrap();
-    for f in ["Cargo.toml", "Cargo.lock", "Dockerfile", "src/main.rs"] {
-        std::fs::copy(src.join(f), dst.join(f)).unwrap();
-    }
-    let mut manifest = std::fs::read_to_string(src.join("framework.yaml"))
-        .unwrap()
-        .replace("name: plainfw", &format!("name: {name}"));
-    if !env.is_empty() {
-        manifest.push_str("env:\n");
-        for (k, v) in env {
-            manifest.push_str(&format!("  {k}: \"{v}\"\n"));
-        }
-    }
-    std::fs::write(dst.join("framework.yaml"), manifest).unwrap();
-}
-
 /// Run `profile` (YAML text) against the frameworks under `dir/frameworks`;
 /// the finished run's results and fairground's stderr.
 fn run_gate_profile(dir: &Path, profile: &str) -> (Results, String) {

@@ -4,160 +4,81 @@
 //! marker linking to their note; rejected ones show the reason instead of a
 //! number; a forced (unaccepted) environment marks every figure with †.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use super::fmt::{cell as esc, micros, percent, thousands};
+use super::view::{latency_figure, noted, rejection_labels, rounds_from_median, Column, RunView};
 use super::{Exporter, Rendered};
 use crate::contract::Scenario;
-use crate::results::{Cell, CellKey, CheckStatus, Reason, Results, Status};
+use crate::results::{Cell, CellKey, CheckStatus, Results, Status};
 
 /// results.md.
 pub struct ResultsMarkdown;
 
-/// Reasons that get a note: everything except the environment flag, which is
-/// said once at the top and marked † in every table instead of 16 times.
-fn noted(cell: &Cell) -> Vec<&Reason> {
-    cell.verdict
-        .reasons
-        .iter()
-        .filter(|r| !matches!(r, Reason::EnvironmentNotAccepted))
-        .collect()
-}
-
 struct Page<'a> {
-    r: &'a Results,
-    notes: BTreeMap<&'a CellKey, usize>,
+    view: RunView<'a>,
     dagger: &'static str,
 }
 
 impl<'a> Page<'a> {
     fn new(r: &'a Results) -> Page<'a> {
-        let mut notes = BTreeMap::new();
-        for k in &r.plan {
-            if let Some(c) = r.cell(k) {
-                if !noted(c).is_empty() {
-                    let n = notes.len() + 1;
-                    notes.insert(k, n);
-                }
-            }
-        }
-        // Cells outside the plan (should not happen) still get notes.
-        for c in &r.cells {
-            if !noted(c).is_empty() && !notes.contains_key(&c.key) {
-                let n = notes.len() + 1;
-                notes.insert(&c.key, n);
-            }
-        }
         Page {
-            r,
-            notes,
+            view: RunView::new(r),
             dagger: if r.environment.forced { " †" } else { "" },
         }
     }
 
     fn note_link(&self, key: &CellKey) -> String {
-        self.notes
-            .get(key)
+        self.view
+            .note(key)
             .map(|n| format!(" [{n}](#note-{n})"))
             .unwrap_or_default()
     }
 
-    fn frameworks(&self) -> Vec<&'a str> {
-        let mut out: Vec<&str> = Vec::new();
-        for k in self
-            .r
-            .plan
-            .iter()
-            .chain(self.r.cells.iter().map(|c| &c.key))
-        {
-            if !out.contains(&k.framework.as_str()) {
-                out.push(&k.framework);
-            }
+    /// The marker a figure of `c` carries: ⚑ and its note when flagged.
+    fn flag(&self, c: &Cell) -> String {
+        if noted(c).is_empty() {
+            String::new()
+        } else {
+            format!(" ⚑{}", self.note_link(&c.key))
         }
-        out
     }
 
-    /// (scenario, concurrency, rate) columns in plan order.
-    fn loads(&self, scenario: Option<Scenario>) -> Vec<(Scenario, u32, Option<u64>)> {
-        let mut out = Vec::new();
-        for k in self
-            .r
-            .plan
-            .iter()
-            .chain(self.r.cells.iter().map(|c| &c.key))
-        {
-            let col = (k.scenario, k.concurrency, k.rate);
-            if scenario.is_none_or(|s| s == k.scenario) && !out.contains(&col) {
-                out.push(col);
-            }
-        }
-        out
-    }
-
-    fn find(&self, fw: &str, col: (Scenario, u32, Option<u64>)) -> Option<&'a Cell> {
-        self.r.cells.iter().find(|c| {
-            c.key.framework == fw
-                && c.key.scenario == col.0
-                && c.key.concurrency == col.1
-                && c.key.rate == col.2
-        })
-    }
-
-    fn skipped_reason(&self, fw: &str, scenario: Scenario) -> Option<&'a str> {
-        self.r
-            .skipped
-            .iter()
-            .find(|s| s.framework == fw && s.scenario.is_none_or(|x| x == scenario))
-            .map(|s| s.reason.as_str())
+    /// What a rejected cell shows instead of its figures.
+    fn rejected(&self, c: &Cell) -> String {
+        format!(
+            "✗ {}{}",
+            rejection_labels(c).join(", "),
+            self.note_link(&c.key)
+        )
     }
 
     /// The req/s figure as a table shows it, with its marker.
     fn headline(&self, c: &Cell) -> String {
         match c.verdict.status {
-            Status::Rejected => {
-                let labels: Vec<&str> = c
-                    .verdict
-                    .labels(true)
-                    .into_iter()
-                    .filter(|l| *l != Reason::EnvironmentNotAccepted.label())
-                    .collect();
-                format!("✗ {}{}", labels.join(", "), self.note_link(&c.key))
-            }
+            Status::Rejected => self.rejected(c),
             _ => {
                 let v = c
                     .summary
                     .as_ref()
                     .map(|s| thousands(s.throughput_rps.median))
                     .unwrap_or_else(|| "–".into());
-                let flag = if noted(c).is_empty() {
-                    String::new()
-                } else {
-                    format!(" ⚑{}", self.note_link(&c.key))
-                };
-                format!("{v}{}{flag}", self.dagger)
+                format!("{v}{}{}", self.dagger, self.flag(c))
             }
         }
     }
 
-    fn missing(&self, fw: &str, col: (Scenario, u32, Option<u64>)) -> String {
-        if self.skipped_reason(fw, col.0).is_some() {
-            "skipped".into()
-        } else if self.r.plan.iter().any(|k| {
-            k.framework == fw && k.scenario == col.0 && k.concurrency == col.1 && k.rate == col.2
-        }) {
-            "not measured".into()
-        } else {
-            "–".into()
+    /// A fixed-rate cell's headline: latency measured from each request's
+    /// scheduled send (p50 / p99 / p99.9), and the rate it achieved. Every
+    /// framework that keeps up shows the target as its req/s, so req/s
+    /// ranks nothing there.
+    fn latency_headline(&self, c: &Cell) -> String {
+        match (c.verdict.status, latency_figure(c)) {
+            (Status::Rejected, _) => self.rejected(c),
+            (_, None) => "–".into(),
+            (_, Some(figure)) => format!("{figure}{}{}", self.dagger, self.flag(c)),
         }
-    }
-}
-
-fn col_label(col: (Scenario, u32, Option<u64>)) -> String {
-    match col.2 {
-        Some(rate) => format!("{} c={} @{}/s", col.0, col.1, thousands(rate as f64)),
-        None => format!("{} c={}", col.0, thousands(f64::from(col.1))),
     }
 }
 
@@ -299,23 +220,55 @@ fn method(s: &mut String, r: &Results) {
 }
 
 fn summary(s: &mut String, page: &Page<'_>) {
-    let cols = page.loads(None);
+    let (fixed, closed): (Vec<Column>, Vec<Column>) = page
+        .view
+        .columns(None)
+        .into_iter()
+        .partition(Column::fixed_rate);
+    summary_table(
+        s,
+        page,
+        "## Summary: req/s, median of rounds\n\n",
+        &closed,
+        |p, c| p.headline(c),
+    );
+    summary_table(
+        s,
+        page,
+        "## Summary: latency at a fixed rate\n\n\
+         Latency from each request's scheduled send time (no coordinated omission), all \
+         rounds' histograms merged: p50 / p99 / p99.9, then the request rate achieved \
+         (median of rounds). At a fixed rate every framework that keeps up shows the target \
+         as its req/s, so latency is the figure that ranks them.\n\n",
+        &fixed,
+        |p, c| p.latency_headline(c),
+    );
+}
+
+fn summary_table<'a>(
+    s: &mut String,
+    page: &Page<'a>,
+    title: &str,
+    cols: &[Column],
+    headline: impl Fn(&Page<'a>, &Cell) -> String,
+) {
     if cols.is_empty() {
         return;
     }
-    s.push_str("## Summary: req/s, median of rounds\n\n| framework |");
-    for c in &cols {
-        let _ = write!(s, " {} |", col_label(*c));
+    s.push_str(title);
+    s.push_str("| framework |");
+    for c in cols {
+        let _ = write!(s, " {} |", c.label());
     }
     s.push_str("\n|---|");
     s.push_str(&"--:|".repeat(cols.len()));
     s.push('\n');
-    for fw in page.frameworks() {
+    for fw in page.view.frameworks() {
         let _ = write!(s, "| {fw} |");
-        for col in &cols {
-            let text = match page.find(fw, *col) {
-                Some(c) => page.headline(c),
-                None => page.missing(fw, *col),
+        for col in cols {
+            let text = match page.view.find(fw, *col) {
+                Some(c) => headline(page, c),
+                None => page.view.missing(fw, *col).text().to_string(),
             };
             let _ = write!(s, " {} |", esc(&text));
         }
@@ -331,14 +284,14 @@ fn scenario_table(s: &mut String, page: &Page<'_>, scenario: Scenario) {
          |---|--:|--:|--:|--:|--:|--:|--:|---|\n",
     );
     let d = page.dagger;
-    for col in page.loads(Some(scenario)) {
-        for fw in page.frameworks() {
-            let Some(c) = page.find(fw, col) else {
-                if let Some(reason) = page.skipped_reason(fw, scenario) {
+    for col in page.view.columns(Some(scenario)) {
+        for fw in page.view.frameworks() {
+            let Some(c) = page.view.find(fw, col) else {
+                if let Some(reason) = page.view.skipped_reason(fw, scenario) {
                     let _ = writeln!(
                         s,
                         "| {fw} | {} | skipped | | | | | | {} |",
-                        thousands(f64::from(col.1)),
+                        thousands(f64::from(col.concurrency)),
                         esc(reason)
                     );
                 }
@@ -391,14 +344,14 @@ fn scenario_table(s: &mut String, page: &Page<'_>, scenario: Scenario) {
 }
 
 fn notes(s: &mut String, page: &Page<'_>) {
-    if page.notes.is_empty() {
+    if page.view.notes.is_empty() {
         return;
     }
     s.push_str("## Notes on flagged and rejected cells\n\n");
-    let mut ordered: Vec<(&&CellKey, &usize)> = page.notes.iter().collect();
-    ordered.sort_by_key(|(_, n)| **n);
-    for (key, n) in ordered {
-        let Some(c) = page.r.cell(key) else { continue };
+    for (n, key) in page.view.notes_in_order() {
+        let Some(c) = page.view.r.cell(key) else {
+            continue;
+        };
         let _ = writeln!(
             s,
             "<a id=\"note-{n}\"></a>**{n}. {}: {}**\n",
@@ -407,27 +360,15 @@ fn notes(s: &mut String, page: &Page<'_>) {
         for reason in noted(c) {
             let _ = writeln!(s, "- {}", esc(&reason.to_string()));
         }
-        if let Some(x) = &c.summary {
-            let devs: Vec<String> = x
-                .throughput_rps
-                .deviation_from_median
-                .iter()
-                .zip(&c.rounds)
-                .map(|(d, r)| format!("{} ({:+.1}%)", thousands(r.throughput_rps), d * 100.0))
-                .collect();
-            let _ = writeln!(s, "- req/s per round: {}", devs.join(", "));
+        if let Some(rounds) = rounds_from_median(c) {
+            let _ = writeln!(s, "- req/s per round: {rounds}");
         }
         s.push('\n');
     }
 }
 
 fn exclusions(s: &mut String, r: &Results) {
-    let excluded: Vec<_> = r
-        .frameworks
-        .iter()
-        .filter_map(|f| f.verify.as_ref().map(|v| (f, v)))
-        .flat_map(|(f, v)| v.excluded.iter().map(move |e| (f, e)))
-        .collect();
+    let excluded = RunView::new(r).exclusions();
     if !excluded.is_empty() {
         s.push_str("## Excluded by contract verification\n\n| framework | scenario | what verify found |\n|---|---|---|\n");
         for (f, e) in excluded {

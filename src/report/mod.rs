@@ -1,7 +1,7 @@
 //! Reports: one exporter per output format, each turning [`Results`] into
 //! bytes (so each is snapshot-tested), and the writer that lays a run
-//! directory out: results.md, stats.md, results.json, results.csv, hgrm/,
-//! SHA256SUMS, plus the `output/latest` symlink.
+//! directory out: results.md, stats.md, report.html, results.json,
+//! results.csv, hgrm/, SHA256SUMS, plus the `output/latest` symlink.
 //!
 //! Exporters only render what results.json holds; they measure and judge
 //! nothing, and never touch the disk (only [`write_run`] does).
@@ -9,9 +9,11 @@
 mod csv;
 pub mod fmt;
 mod hgrm;
+pub mod html;
 mod json;
 mod markdown;
 mod stats_md;
+mod view;
 
 use std::path::{Path, PathBuf};
 
@@ -23,6 +25,7 @@ use crate::results::Results;
 
 pub use self::csv::CsvExporter;
 pub use self::hgrm::{hgrm_text, HgrmExporter};
+pub use self::html::{HtmlReport, REPORT_HTML};
 pub use self::json::JsonExporter;
 pub use self::markdown::ResultsMarkdown;
 pub use self::stats_md::StatsMarkdown;
@@ -53,6 +56,7 @@ pub fn exporters() -> Vec<Box<dyn Exporter>> {
         Box::new(StatsMarkdown),
         Box::new(CsvExporter),
         Box::new(HgrmExporter),
+        Box::new(HtmlReport),
     ]
 }
 
@@ -197,6 +201,7 @@ mod tests {
         for name in [
             "results.md",
             "stats.md",
+            "report.html",
             "results.json",
             "results.csv",
             SUMS_FILE,

@@ -1,0 +1,304 @@
+//! What the human-readable run reports (results.md, report.html) must show
+//! the same way: the order of frameworks and load columns, which cell sits
+//! where, which cells get a numbered note (so "note 3" is the same cell in
+//! both files), and the figures a fixed-rate headline is made of.
+//!
+//! It only looks things up in [`Results`]; formatting is each exporter's.
+
+use std::collections::BTreeMap;
+
+use super::fmt::{micros, thousands};
+use crate::contract::Scenario;
+use crate::results::{Cell, CellKey, Exclusion, FrameworkFacts, Reason, Results, Status};
+use crate::stats;
+
+/// One load column of the tables and charts: scenario, connections and the
+/// target rate in fixed-rate mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Column {
+    /// Contract scenario.
+    pub scenario: Scenario,
+    /// Connections.
+    pub concurrency: u32,
+    /// Target rate, req/s (fixed-rate mode only).
+    pub rate: Option<u64>,
+}
+
+impl Column {
+    fn of(k: &CellKey) -> Column {
+        Column {
+            scenario: k.scenario,
+            concurrency: k.concurrency,
+            rate: k.rate,
+        }
+    }
+
+    /// Whether `key` is a cell of this column.
+    pub fn holds(&self, key: &CellKey) -> bool {
+        Column::of(key) == *self
+    }
+
+    /// Whether the column is measured at a fixed rate, where latency, not
+    /// req/s, is the headline.
+    pub fn fixed_rate(&self) -> bool {
+        self.rate.is_some()
+    }
+
+    /// The column's heading in tables: `json c=100` or `json c=100 @5,000/s`.
+    pub fn label(&self) -> String {
+        match self.rate {
+            Some(rate) => format!(
+                "{} c={} @{}/s",
+                self.scenario,
+                self.concurrency,
+                thousands(rate as f64)
+            ),
+            None => format!(
+                "{} c={}",
+                self.scenario,
+                thousands(f64::from(self.concurrency))
+            ),
+        }
+    }
+
+    /// A file-name-safe slug, e.g. `plaintext-c256` or `json-c64-r20000`
+    /// (a cell's stem without the framework).
+    pub fn slug(&self) -> String {
+        let mut s = format!("{}-c{}", self.scenario, self.concurrency);
+        if let Some(r) = self.rate {
+            s.push_str(&format!("-r{r}"));
+        }
+        s
+    }
+}
+
+/// Reasons that get a note: everything except the environment flag, which
+/// is said once at the top and marked † on every figure instead.
+pub(crate) fn noted(cell: &Cell) -> Vec<&Reason> {
+    cell.verdict
+        .reasons
+        .iter()
+        .filter(|r| !matches!(r, Reason::EnvironmentNotAccepted))
+        .collect()
+}
+
+/// The labels a rejected cell shows instead of its number (the environment
+/// flag left out: it is said once for the whole run).
+pub(crate) fn rejection_labels(c: &Cell) -> Vec<&'static str> {
+    c.verdict
+        .labels(true)
+        .into_iter()
+        .filter(|l| *l != Reason::EnvironmentNotAccepted.label())
+        .collect()
+}
+
+/// The achieved request rate of a fixed-rate cell: the median over rounds
+/// of requests sent per measured second, req/s.
+pub(crate) fn achieved_rps(c: &Cell) -> Option<f64> {
+    let achieved: Vec<f64> = c
+        .rounds
+        .iter()
+        .filter_map(|r| r.rate.as_ref().map(|f| f.achieved_rps))
+        .collect();
+    stats::median(&achieved)
+}
+
+/// A fixed-rate cell's headline without its marker: `p50 / p99 / p99.9`
+/// of the merged histogram (latency from each scheduled send), then the
+/// achieved rate; none without a summary.
+pub(crate) fn latency_figure(c: &Cell) -> Option<String> {
+    let s = c.summary.as_ref()?;
+    let achieved = achieved_rps(c)
+        .map(|a| format!(" at {} req/s", thousands(a)))
+        .unwrap_or_default();
+    Some(format!(
+        "{} / {} / {}{achieved}",
+        micros(s.latency.p50_us as f64),
+        micros(s.latency.p99_us as f64),
+        micros(s.latency.p999_us as f64)
+    ))
+}
+
+/// Each round's req/s and its deviation from the cell's median, in round
+/// order: `120,000 (-0.5%), 120,600 (+0.0%)`; none without a summary.
+pub(crate) fn rounds_from_median(c: &Cell) -> Option<String> {
+    let x = c.summary.as_ref()?;
+    let devs: Vec<String> = x
+        .throughput_rps
+        .deviation_from_median
+        .iter()
+        .zip(&c.rounds)
+        .map(|(d, r)| format!("{} ({:+.1}%)", thousands(r.throughput_rps), d * 100.0))
+        .collect();
+    Some(devs.join(", "))
+}
+
+/// Why a table position holds no cell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Missing {
+    /// The framework does not take part in the scenario.
+    Skipped,
+    /// Planned, not measured (yet).
+    NotMeasured,
+    /// Not part of the plan at all.
+    NotPlanned,
+}
+
+impl Missing {
+    /// The words a table shows.
+    pub fn text(self) -> &'static str {
+        match self {
+            Missing::Skipped => "skipped",
+            Missing::NotMeasured => "not measured",
+            Missing::NotPlanned => "–",
+        }
+    }
+}
+
+/// A run as the reports lay it out.
+pub(crate) struct RunView<'a> {
+    /// The run.
+    pub r: &'a Results,
+    /// Note number of every cell with a flag or rejection, in plan order.
+    pub notes: BTreeMap<&'a CellKey, usize>,
+}
+
+impl<'a> RunView<'a> {
+    /// Number the notes of `r`.
+    pub fn new(r: &'a Results) -> RunView<'a> {
+        let mut notes = BTreeMap::new();
+        for k in &r.plan {
+            if let Some(c) = r.cell(k) {
+                if !noted(c).is_empty() {
+                    let n = notes.len() + 1;
+                    notes.insert(k, n);
+                }
+            }
+        }
+        // Cells outside the plan (should not happen) still get notes.
+        for c in &r.cells {
+            if !noted(c).is_empty() && !notes.contains_key(&c.key) {
+                let n = notes.len() + 1;
+                notes.insert(&c.key, n);
+            }
+        }
+        RunView { r, notes }
+    }
+
+    /// The note number of the cell at `key`, if it has one.
+    pub fn note(&self, key: &CellKey) -> Option<usize> {
+        self.notes.get(key).copied()
+    }
+
+    /// Notes in number order.
+    pub fn notes_in_order(&self) -> Vec<(usize, &'a CellKey)> {
+        let mut ordered: Vec<(usize, &CellKey)> =
+            self.notes.iter().map(|(k, n)| (*n, *k)).collect();
+        ordered.sort_by_key(|(n, _)| *n);
+        ordered
+    }
+
+    fn keys(&self) -> impl Iterator<Item = &'a CellKey> + 'a {
+        let r = self.r;
+        r.plan.iter().chain(r.cells.iter().map(|c| &c.key))
+    }
+
+    /// Frameworks in plan order.
+    pub fn frameworks(&self) -> Vec<&'a str> {
+        let mut out: Vec<&str> = Vec::new();
+        for k in self.keys() {
+            if !out.contains(&k.framework.as_str()) {
+                out.push(&k.framework);
+            }
+        }
+        out
+    }
+
+    /// Load columns in plan order, of one scenario or of all.
+    pub fn columns(&self, scenario: Option<Scenario>) -> Vec<Column> {
+        let mut out = Vec::new();
+        for k in self.keys() {
+            let col = Column::of(k);
+            if scenario.is_none_or(|s| s == k.scenario) && !out.contains(&col) {
+                out.push(col);
+            }
+        }
+        out
+    }
+
+    /// The cell of `fw` in `col`, if measured.
+    pub fn find(&self, fw: &str, col: Column) -> Option<&'a Cell> {
+        self.r
+            .cells
+            .iter()
+            .find(|c| c.key.framework == fw && col.holds(&c.key))
+    }
+
+    /// Why `fw` was not run on `scenario`, if it was skipped.
+    pub fn skipped_reason(&self, fw: &str, scenario: Scenario) -> Option<&'a str> {
+        self.r
+            .skipped
+            .iter()
+            .find(|s| s.framework == fw && s.scenario.is_none_or(|x| x == scenario))
+            .map(|s| s.reason.as_str())
+    }
+
+    /// Why `fw` has no cell in `col`.
+    pub fn missing(&self, fw: &str, col: Column) -> Missing {
+        if self.skipped_reason(fw, col.scenario).is_some() {
+            Missing::Skipped
+        } else if self
+            .r
+            .plan
+            .iter()
+            .any(|k| k.framework == fw && col.holds(k))
+        {
+            Missing::NotMeasured
+        } else {
+            Missing::NotPlanned
+        }
+    }
+
+    /// Scenarios contract verification excluded, with the framework.
+    pub fn exclusions(&self) -> Vec<(&'a FrameworkFacts, &'a Exclusion)> {
+        self.r
+            .frameworks
+            .iter()
+            .filter_map(|f| f.verify.as_ref().map(|v| (f, v)))
+            .flat_map(|(f, v)| v.excluded.iter().map(move |e| (f, e)))
+            .collect()
+    }
+
+    /// Cells with the given status.
+    pub fn count(&self, status: Status) -> usize {
+        self.r
+            .cells
+            .iter()
+            .filter(|c| c.verdict.status == status)
+            .count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::testdata::sample_results;
+
+    #[test]
+    fn notes_follow_the_plan_and_columns_keep_plan_order() {
+        let r = sample_results();
+        let v = RunView::new(&r);
+        let order: Vec<String> = v
+            .notes_in_order()
+            .iter()
+            .map(|(_, k)| k.to_string())
+            .collect();
+        assert_eq!(order[0], "axum plaintext c=10000");
+        assert_eq!(order.len(), 6);
+        let cols: Vec<String> = v.columns(None).iter().map(Column::slug).collect();
+        assert_eq!(cols[..2], ["plaintext-c100", "plaintext-c10000"]);
+        assert_eq!(v.frameworks(), ["axum", "express", "fastapi"]);
+        let param = v.columns(Some(Scenario::Param))[0];
+        assert_eq!(v.missing("fastapi", param), Missing::Skipped);
+    }
+}
