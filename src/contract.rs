@@ -386,6 +386,99 @@ pub fn expected_response(scenario: Scenario, request: &Request) -> (u16, Expecte
     }
 }
 
+/// Whether `body` is what `expected` says: exact bytes, or a JSON text
+/// that parses to the expected value (whitespace and key order free). The
+/// error says what came and what was expected.
+pub fn check_body(body: &[u8], expected: &ExpectedBody) -> Result<(), String> {
+    match expected {
+        ExpectedBody::Exact(text) if body == text.as_bytes() => Ok(()),
+        ExpectedBody::Exact(text) => Err(format!(
+            "body {}, expected exactly {}",
+            quote_bytes(body),
+            quote_bytes(text.as_bytes())
+        )),
+        ExpectedBody::Json(want) => {
+            let got: serde_json::Value = serde_json::from_slice(body)
+                .map_err(|e| format!("body is not JSON ({e}): {}", quote_bytes(body)))?;
+            if json_equal(&got, want) {
+                Ok(())
+            } else {
+                Err(format!(
+                    "body {}, expected JSON equal to {}",
+                    quote_bytes(got.to_string().as_bytes()),
+                    quote_bytes(want.to_string().as_bytes())
+                ))
+            }
+        }
+    }
+}
+
+/// Check a successful (2xx) answer to `request` (a request of `scenario`):
+/// the status and body a correct framework gives.
+pub fn check_answer(
+    scenario: Scenario,
+    request: &Request,
+    status: u16,
+    body: &[u8],
+) -> Result<(), String> {
+    let (want_status, want_body) = expected_response(scenario, request);
+    if status != want_status {
+        return Err(format!(
+            "{} {}: status {status}, expected {want_status}",
+            request.method, request.path
+        ));
+    }
+    check_body(body, &want_body).map_err(|e| format!("{} {}: {e}", request.method, request.path))
+}
+
+/// JSON equality as JSON defines it: one number type, so `825.0` and `825`
+/// are the same value (JavaScript's JSON.stringify writes the first as the
+/// second); integers that both sides write as integers compare exactly.
+pub fn json_equal(a: &serde_json::Value, b: &serde_json::Value) -> bool {
+    use serde_json::Value as V;
+    match (a, b) {
+        (V::Number(x), V::Number(y)) => match (x.as_i128(), y.as_i128()) {
+            (Some(i), Some(j)) => i == j,
+            _ => x.as_f64() == y.as_f64(),
+        },
+        (V::Array(x), V::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| json_equal(p, q))
+        }
+        (V::Object(x), V::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| json_equal(v, w)))
+        }
+        _ => a == b,
+    }
+}
+
+/// Longest excerpt of a body quoted in a message.
+const QUOTE: usize = 120;
+
+/// `text` quoted for a message: at most [`QUOTE`] characters, control
+/// characters escaped so a quoted body stays on one line.
+pub fn quote(text: &str) -> String {
+    let mut out = String::new();
+    for c in text.chars().take(QUOTE) {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() => out.push_str(&c.escape_unicode().to_string()),
+            c => out.push(c),
+        }
+    }
+    if text.chars().count() > QUOTE {
+        out.push('…');
+    }
+    format!("`{out}`")
+}
+
+fn quote_bytes(b: &[u8]) -> String {
+    quote(&String::from_utf8_lossy(b))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

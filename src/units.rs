@@ -62,6 +62,27 @@ pub fn percent(f: f64) -> String {
     format!("{:.1}%", f * 100.0)
 }
 
+/// `value` and `limit` with `min_decimals` decimals, or more until they
+/// print differently (at most 6): a figure that failed its threshold never
+/// reads as equal to it.
+pub fn numbers_apart(value: f64, limit: f64, min_decimals: usize) -> (String, String) {
+    let mut d = min_decimals;
+    loop {
+        let (v, l) = (format!("{value:.d$}"), format!("{limit:.d$}"));
+        if v != l || value == limit || d >= 6 {
+            return (v, l);
+        }
+        d += 1;
+    }
+}
+
+/// Two fractions as percentages with one decimal, or more until they print
+/// differently: `0.104%` against `0.100%`, not `0.1%` against `0.1%`.
+pub fn percents_apart(value: f64, limit: f64) -> (String, String) {
+    let (v, l) = numbers_apart(value * 100.0, limit * 100.0, 1);
+    (format!("{v}%"), format!("{l}%"))
+}
+
 /// Three significant digits, no exponent: 1.66, 16.6, 166. The digits are
 /// chosen on the rounded value, so 9.996 prints `10.0`, not `10.00`.
 pub fn sig3(v: f64) -> String {
@@ -90,6 +111,15 @@ mod tests {
         assert_eq!(bytes(512.0), "512 B");
         assert_eq!(percent(0.049), "4.9%");
         assert_eq!(micros(999.6), "1.00 ms");
+        assert_eq!(
+            percents_apart(0.00104, 0.001),
+            ("0.104%".to_string(), "0.100%".to_string())
+        );
+        assert_eq!(percents_apart(0.5, 0.9), ("50.0%".into(), "90.0%".into()));
+        assert_eq!(
+            numbers_apart(0.504, 0.5, 2),
+            ("0.504".into(), "0.500".into())
+        );
         assert_eq!(micros(999_996.0), "1.00 s");
         assert_eq!(sig3(9.996), "10.0");
         assert_eq!(bytes(1023.9 * 1024.0), "1024 KiB");

@@ -76,7 +76,7 @@ fn fixed_rate_sends_the_target_rate_and_no_more() {
         "-d",
         "1500ms",
     ]);
-    let total = r.responses.total as f64;
+    let total = r.responses.total() as f64;
     // Never more than the schedule (+ rounding at the window edges); less
     // only by what a descheduled test process on a busy machine misses.
     assert!((2700.0..=3010.0).contains(&total), "{total} responses");

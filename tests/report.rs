@@ -341,7 +341,7 @@ fn standard_sized() -> Results {
                 round.warmup_s = 1.0;
                 round.windows_rps = (0..3).map(|_| rps * (0.97 + 0.06 * next())).collect();
                 round.throughput_rps = rps * (0.97 + 0.06 * next());
-                round.responses.s2xx = (round.throughput_rps * 3.0) as u64;
+                round.responses.status_2xx = (round.throughput_rps * 3.0) as u64;
             }
             cell.summary = CellSummary::of(&cell.rounds).unwrap();
             cell.verdict = match (i * 4 + j) % 3 {

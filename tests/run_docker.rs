@@ -127,7 +127,7 @@ fn runs_a_profile_end_to_end_and_writes_the_report() {
         cell.verdict
     );
     for round in &cell.rounds {
-        assert!(round.responses.s2xx > 0);
+        assert!(round.responses.status_2xx > 0);
         assert_eq!(round.connections.established, 8);
         assert!(
             round.server.cpu_us_per_request.is_some_and(|us| us > 0.0),
@@ -348,7 +348,7 @@ fn a_server_that_drops_connections_or_runs_out_of_memory_is_rejected_and_the_res
     assert!(healthy
         .rounds
         .iter()
-        .all(|x| x.responses.s2xx > 0 && x.errors_total() == 0));
+        .all(|x| x.responses.status_2xx > 0 && x.errors_total() == 0));
 }
 
 #[test]
@@ -378,7 +378,7 @@ fn a_loader_starved_of_cpu_is_flagged_client_bound() {
         round.loader
     );
     assert!(
-        round.responses.s2xx > 0 && round.errors_total() == 0,
+        round.responses.status_2xx > 0 && round.errors_total() == 0,
         "{round:?}"
     );
     assert_eq!(
@@ -407,7 +407,7 @@ fn host_network_mode_measures_the_server_on_127_0_0_1() {
     assert_ne!(status, Status::Rejected, "{why}\n{stderr}");
     let round = &r.cells[0].rounds[0];
     assert!(
-        round.responses.s2xx > 0 && round.errors_total() == 0,
+        round.responses.status_2xx > 0 && round.errors_total() == 0,
         "{round:?}"
     );
     assert_eq!(round.connections.established, 8);

@@ -26,7 +26,7 @@ use crate::framework::{self, Framework};
 use crate::preflight::{self, EnvReport, PreflightInput};
 use crate::profile::{self, HostFacts, Placement, Profile};
 use crate::report;
-use crate::results::{Results, Status};
+use crate::results::{ResumedEnvironment, Results, Status};
 
 /// Longest wait for a lagging load average on an otherwise quiet host before
 /// preflight judges it: about three time constants of the 1-minute average.
@@ -192,32 +192,11 @@ fn setup(args: &RunArgs) -> anyhow::Result<Setup> {
     })
 }
 
-/// Step 2: the results store. A new run judges the environment first
-/// (preflight) and records it; a resumed run keeps the verdict it started
-/// with. Returns the store and, for a new run, the preflight report.
-async fn open_store(
-    args: &RunArgs,
-    setup: &mut Setup,
-) -> anyhow::Result<(Store, Option<EnvReport>)> {
-    if let Some(s) = setup.resumed.take() {
-        eprintln!(
-            "resuming {}: {} cell(s) left",
-            s.dir().display(),
-            s.results().remaining().len()
-        );
-        return Ok((s, None));
-    }
-    let profile = &setup.profile;
-    let started = Utc::now();
-    let dir_name = report::run_dir_name(started, &profile.name);
-    let input = PreflightInput {
-        run_id: Some(dir_name.clone()),
-        ..PreflightInput::from_profile(profile, &setup.host)
-    };
-    let cores = setup.host.cores_online.len();
+/// Measure and judge the environment (preflight), printing what is not a
+/// pass. `make bench` compiles right before the run: the load average that
+/// compile left behind is waited out, not held against the run.
+async fn judge_environment(input: PreflightInput, cores: usize) -> anyhow::Result<EnvReport> {
     let rep = tokio::task::spawn_blocking(move || {
-        // `make bench` compiles right before the run: do not refuse the run
-        // for the load average that compile left behind.
         preflight::load::wait_for_quiet(
             Path::new("/"),
             cores,
@@ -240,7 +219,40 @@ async fn open_store(
             c.verdict, c.id, c.measured, c.threshold
         );
     }
+    Ok(rep)
+}
+
+/// Step 2: the results store. A new run judges the environment (preflight)
+/// and records it; a resumed run judges it again, refuses it by the same
+/// rule, and keeps the new verdict beside the first. Returns the store and
+/// the preflight report of this invocation.
+async fn open_store(args: &RunArgs, setup: &mut Setup) -> anyhow::Result<(Store, EnvReport)> {
+    let profile = &setup.profile;
+    let started = Utc::now();
+    let dir_name = match &setup.resumed {
+        Some(s) => s.results().run_id.clone(),
+        None => report::run_dir_name(started, &profile.name),
+    };
+    let input = PreflightInput {
+        run_id: Some(dir_name.clone()),
+        ..PreflightInput::from_profile(profile, &setup.host)
+    };
+    let rep = judge_environment(input, setup.host.cores_online.len()).await?;
     let environment = environment::admit(&rep, args.accept_env, profile.thresholds.preflight)?;
+    if let Some(mut s) = setup.resumed.take() {
+        eprintln!(
+            "resuming {}: {} cell(s) left",
+            s.dir().display(),
+            s.results().remaining().len()
+        );
+        s.update(|r| {
+            r.resumed_environments.push(ResumedEnvironment {
+                at: started,
+                environment,
+            });
+        })?;
+        return Ok((s, rep));
+    }
     let results = super::new_results(
         &dir_name,
         started,
@@ -251,7 +263,7 @@ async fn open_store(
     );
     let store = Store::create(&args.output.join(&dir_name), results)?;
     report::link_latest(&args.output, &dir_name)?;
-    Ok((store, Some(rep)))
+    Ok((store, rep))
 }
 
 /// Step 3: Ctrl-C. The first stops the run cleanly (the returned token is
@@ -290,6 +302,19 @@ async fn measure(
     let mut opts = ImageOptions::new(root, run.clone());
     opts.progress = std::sync::Arc::new(|line: &str| eprintln!("  {line}"));
     let engine = DockerEngine::connect(opts).await?;
+    // An interrupted invocation of this run (killed, or Ctrl-C twice) may
+    // have left its server running on the server's cores: remove it before
+    // anything is measured, and say so.
+    for old in store.results().docker_runs.clone() {
+        let gone = engine
+            .cleanup(&RunId(old.clone()))
+            .await
+            .with_context(|| format!("removing what run {old} left behind; `fairground clean --run {old}` does it too"))?;
+        if !gone.is_empty() {
+            eprintln!("removed what an earlier invocation of this run left: {}", gone.summary());
+        }
+    }
+    store.update(|r| r.docker_runs.push(run.as_str().to_string()))?;
     let images = tokio::select! {
         images = engine.ensure_images(&setup.frameworks) => images.context("building the images")?,
         () = cancel.cancelled() => return Ok(RunOutcome::Interrupted),
@@ -298,7 +323,13 @@ async fn measure(
     let spec = RunSpec::resolve(&setup.profile, &setup.placement, &setup.frameworks, &images)?;
     let rules = RunRules {
         thresholds: store.results().thresholds,
-        environment_forced: store.results().environment.forced,
+        // A resumed run is judged by its latest environment as well.
+        environment_forced: store.results().environment.forced
+            || store
+                .results()
+                .resumed_environments
+                .last()
+                .is_some_and(|e| e.environment.forced),
     };
     let mut lab = DockerLab::open(&engine, run.clone(), setup.profile.network).await?;
     lab.keep_logs_in(store.dir().join(report::LOGS_DIR));
@@ -330,7 +361,7 @@ async fn measure(
 fn finish(
     store: &mut Store,
     outcome: anyhow::Result<RunOutcome>,
-    env_report: Option<&EnvReport>,
+    env_report: &EnvReport,
 ) -> anyhow::Result<ExitCode> {
     let interrupted = matches!(outcome, Ok(RunOutcome::Interrupted));
     store.update(|r| {
@@ -340,8 +371,10 @@ fn finish(
         if !interrupted {
             r.finished_at = Some(Utc::now());
         }
-        if let Some(rep) = env_report {
-            environment::add_after_run(&mut r.environment, &preflight::after_run(rep));
+        let after = preflight::after_run(env_report);
+        match r.resumed_environments.last_mut() {
+            Some(resumed) => environment::add_after_run(&mut resumed.environment, &after),
+            None => environment::add_after_run(&mut r.environment, &after),
         }
     })?;
     let files = report::write_run(store.dir(), store.results())?;
@@ -404,5 +437,5 @@ async fn run_async(args: &RunArgs) -> anyhow::Result<ExitCode> {
         run.as_str()
     );
     let outcome = measure(&mut store, &setup, &run, &cancel).await;
-    finish(&mut store, outcome, env_report.as_ref())
+    finish(&mut store, outcome, &env_report)
 }

@@ -18,9 +18,8 @@ use tokio::sync::Notify;
 use super::gates::{finish_cell, GateContext};
 use super::lab::{Lab, Measurement};
 use super::plan::{FrameworkPlan, Plan, Step};
-use super::spec::{RoundTiming, RunSpec};
+use super::spec::RunSpec;
 use super::store::Store;
-use crate::profile::Warmup;
 use crate::results::{Cell, CellKey, Incident, Round, Skipped, Thresholds, VerifyOutcome};
 
 /// A cancellation flag that can also be awaited (set by the Ctrl-C handler).
@@ -327,6 +326,12 @@ impl<L: Lab> Runner<'_, L> {
             environment_forced: self.job.rules.environment_forced,
             verify_failure: None,
             rounds_planned: self.job.plan.rounds,
+            closed_loop_pipeline: self
+                .job
+                .plan
+                .rate
+                .is_none()
+                .then_some(self.job.plan.pipeline),
         }
     }
 
@@ -479,46 +484,15 @@ fn running<S>(slot: &Option<Running<S>>) -> anyhow::Result<&Running<S>> {
         .ok_or_else(|| anyhow::anyhow!("no server is running"))
 }
 
-/// Measure one round of a step: warm up first when the profile asks for a
-/// warm-up until throughput is stable (separate loader runs of one window
-/// each, until the last [`crate::profile::STABLE_WINDOWS`] vary by no more
-/// than its CV or its time is up), then the round's own loader run.
+/// Measure one round of a step: one loader run warms up (for a fixed time,
+/// or until stable: the loader decides) and measures on the same
+/// connections.
 async fn measure_round<L: Lab>(
     lab: &mut L,
     spec: &RunSpec,
     step: &Step,
     running: &Running<L::Server>,
 ) -> anyhow::Result<Measurement> {
-    let (key, round) = (&step.key, step.round);
-    let warmed = match spec.warmup {
-        Warmup::Fixed { .. } => None,
-        Warmup::UntilStable {
-            window,
-            max_cv,
-            max_duration,
-        } => {
-            let started = std::time::Instant::now();
-            let one = RoundTiming {
-                warmup: std::time::Duration::ZERO,
-                duration: window,
-            };
-            let mut tputs = Vec::new();
-            while started.elapsed() < max_duration {
-                let i = tputs.len() as u32;
-                let loader = spec.loader(key, round, Some(i), &running.url, one);
-                let m = lab.measure(&running.server, &loader).await?;
-                tputs.push(m.throughput_rps());
-                if crate::stats::stable(&tputs, crate::profile::STABLE_WINDOWS as usize, max_cv) {
-                    break;
-                }
-            }
-            Some(started.elapsed().as_secs_f64())
-        }
-    };
-    let loader = spec.loader(key, round, None, &running.url, spec.round_timing());
-    let mut m = lab.measure(&running.server, &loader).await?;
-    if let Some(w) = warmed {
-        m.warmup_s = w;
-    }
-    Ok(m)
+    let loader = spec.loader(&step.key, step.round, &running.url);
+    lab.measure(&running.server, &loader).await
 }

@@ -15,40 +15,74 @@ use crate::contract::Scenario;
 use crate::docker::container::{LoaderSpec, ServerSpec};
 use crate::results::histogram;
 use crate::results::{
-    AppliedLimits, Connections, ErrorCounts, Exclusion, HostUse, StatusCounts, VerifyOutcome,
+    AnswerChecks, AppliedLimits, Connections, ErrorCounts, Exclusion, HostUse, RequestAccounting,
+    StatusCounts, VerifyOutcome, WindowTimes,
 };
 
-/// Clean figures for one 10 s round at `concurrency` doing `rps` req/s.
+/// Clean figures for one 10 s round at `concurrency` doing `rps` req/s:
+/// every request sent in the window answered, latency whose mean obeys
+/// Little's law (concurrency / rps).
 pub(crate) fn measurement(concurrency: u32, rps: f64) -> Measurement {
     let ok = (rps * 10.0).round() as u64;
-    let base = ((f64::from(concurrency) / rps.max(1.0)) * 1e6).max(1.0) as u64;
+    // 90% at x and 10% at 3x: a mean of 1.2x = concurrency / rps.
+    let x = ((f64::from(concurrency) / rps.max(1.0)) * 1e6 / 1.2).max(1.0) as u64;
     let mut h = Histogram::<u64>::new(3).unwrap();
-    h.record_n(base, ok * 9 / 10).unwrap();
-    h.record_n(base * 3, ok - ok * 9 / 10).unwrap();
+    h.record_n(x, ok * 9 / 10).unwrap();
+    h.record_n(x * 3, ok - ok * 9 / 10).unwrap();
+    let c = u64::from(concurrency);
+    let answered = StatusCounts {
+        status_2xx: ok,
+        ..StatusCounts::default()
+    };
     Measurement {
         started_at: Utc.with_ymd_and_hms(2026, 11, 30, 0, 0, 0).unwrap(),
+        window: WindowTimes {
+            connects_mono_ns: 1_000_000_000,
+            start_mono_ns: 3_000_000_000,
+            end_mono_ns: 13_000_000_000,
+            start_unix_ns: 1_796_000_000_000_000_000,
+            end_unix_ns: 1_796_000_010_000_000_000,
+        },
         warmup_s: 2.0,
+        warmup_stable: None,
+        warmup_windows_ok: vec![ok / 10; 2],
         duration_s: 10.0,
-        responses: StatusCounts {
-            s2xx: ok,
-            ..StatusCounts::default()
+        responses: answered,
+        requests: RequestAccounting {
+            sent: ok,
+            answered,
+            lost: ErrorCounts::default(),
         },
         errors: ErrorCounts::default(),
+        drain_s: 0.01,
         histogram: histogram::encode(&h).unwrap(),
         connections: Connections {
-            requested: concurrency,
-            established: concurrency,
+            requested: c,
+            attempted: c,
+            established: c,
+            serving: c,
+            peak_open: c,
+            reconnects: 0,
+            reconnects_whole_run: 0,
         },
         wire_bytes_per_response: Some(120.0),
         rate: None,
+        answers: AnswerChecks {
+            checked: ok / 1000,
+            wrong: 0,
+            example: None,
+        },
         windows_ok: vec![ok / 10; 10],
         loader_cpus: 1.0,
+        loader_threads: 1,
         loader_cpu_us: 6_000_000,
         loader_throttled_fraction: None,
         server_cpu_us: ok * 20,
-        memory_idle_bytes: Some(1 << 20),
+        memory_before_bytes: Some(1 << 20),
         memory_samples_bytes: vec![2 << 20; 10],
-        memory_peak_bytes: Some(3 << 20),
+        memory_window_peak_bytes: Some(3 << 20),
+        memory_peak_source: "high-water mark".into(),
+        memory_lifetime_peak_bytes: Some(4 << 20),
         oom_kills: 0,
         restarts: 0,
         host: Some(HostUse {
@@ -252,8 +286,9 @@ impl Lab for FakeLab {
         }
         let mut m = measurement(concurrency, script.rps);
         m.loader_cpu_us = (script.loader_fraction * 10.0 * 1e6) as u64;
-        m.connections.established =
-            (f64::from(concurrency) * script.established_fraction).round() as u32;
+        let served = (f64::from(concurrency) * script.established_fraction).round() as u64;
+        m.connections.established = served;
+        m.connections.serving = served;
         if script.oom_at == at {
             m.oom_kills = 1;
             self.dead.insert(s.id);

@@ -12,11 +12,6 @@
 use crate::results::histogram::HistogramError;
 use crate::results::{Cell, CellKey, CellSummary, Reason, Round, Thresholds, Verdict};
 
-/// Relative tolerance when checking throughput == 2xx / window. Throughput is
-/// computed from integers and a duration, so anything beyond float rounding
-/// means something else was counted.
-const INVARIANT_TOLERANCE: f64 = 1e-9;
-
 /// What the gates need to know besides the rounds.
 #[derive(Debug, Clone, Copy)]
 pub struct GateContext<'a> {
@@ -28,6 +23,10 @@ pub struct GateContext<'a> {
     pub verify_failure: Option<&'a str>,
     /// Rounds the profile asked for.
     pub rounds_planned: u32,
+    /// Closed loop: requests in flight per connection (Little's law is
+    /// checked against connections served × this); `None` at a fixed rate,
+    /// where the number in flight is not the connection count.
+    pub closed_loop_pipeline: Option<u32>,
 }
 
 /// Summarise `rounds` and judge them: the finished cell.
@@ -61,16 +60,18 @@ pub fn judge(rounds: &[Round], summary: Option<&CellSummary>, ctx: &GateContext<
         reasons.push(Reason::EnvironmentNotAccepted);
     }
 
-    // Connections: the worst round decides (the 10K test that was really 1K).
+    // Connections: the worst round decides (the 10K test that was really
+    // 1K, or 10K connected of which the server served 1K).
     if let Some(r) = rounds
         .iter()
-        .filter(|r| r.connections.established < r.connections.requested)
-        .min_by_key(|r| r.connections.established)
+        .filter(|r| r.connections.serving < r.connections.requested)
+        .min_by_key(|r| r.connections.serving)
     {
         reasons.push(Reason::ConnectionsShort {
             round: r.index,
             requested: r.connections.requested,
             established: r.connections.established,
+            serving: r.connections.serving,
         });
     }
 
@@ -83,20 +84,22 @@ pub fn judge(rounds: &[Round], summary: Option<&CellSummary>, ctx: &GateContext<
         reasons.push(Reason::Crashed { restarts });
     }
 
-    for r in rounds {
-        let expected = if r.duration_s > 0.0 {
-            r.responses.s2xx as f64 / r.duration_s
-        } else {
-            0.0
-        };
-        let off = (r.throughput_rps - expected).abs();
-        if off > INVARIANT_TOLERANCE * expected.max(1.0) {
-            reasons.push(Reason::ThroughputNotFrom2xx {
-                round: r.index,
-                recorded_rps: r.throughput_rps,
-                expected_rps: expected,
-            });
-        }
+    for r in rounds.iter().filter(|r| !r.requests.balanced()) {
+        reasons.push(Reason::RequestsUnaccounted {
+            round: r.index,
+            sent: r.requests.sent,
+            answered: r.requests.answered.total(),
+            lost: r.requests.lost.total(),
+        });
+    }
+    let checked: u64 = rounds.iter().map(|r| r.answers.checked).sum();
+    if let Some(first) = rounds.iter().find(|r| r.answers.wrong > 0) {
+        reasons.push(Reason::WrongAnswers {
+            round: first.index,
+            checked,
+            wrong: rounds.iter().map(|r| r.answers.wrong).sum(),
+            example: first.answers.example.clone().unwrap_or_default(),
+        });
     }
 
     let errors: u64 = rounds.iter().map(Round::errors_total).sum();
@@ -114,8 +117,37 @@ pub fn judge(rounds: &[Round], summary: Option<&CellSummary>, ctx: &GateContext<
             attempts,
         });
     }
-    if !rounds.is_empty() && rounds.iter().all(|r| r.responses.s2xx == 0) {
+    if !rounds.is_empty() && rounds.iter().all(|r| r.responses.status_2xx == 0) {
         reasons.push(Reason::NoSuccess);
+    }
+
+    // Little's law (closed loop): what the figures say was in use must be
+    // what was served. The round furthest off decides.
+    if let Some(pipeline) = ctx.closed_loop_pipeline {
+        if let Some((r, expected, gap)) = rounds
+            .iter()
+            .filter_map(|r: &Round| {
+                let expected = r.connections.serving as f64 * f64::from(pipeline);
+                (expected > 0.0 && r.latency.count > 0)
+                    .then(|| (r, expected, (r.connections_in_use / expected - 1.0).abs()))
+            })
+            .max_by(|a, b| a.2.total_cmp(&b.2))
+        {
+            if gap > t.littles_law_tolerance {
+                reasons.push(Reason::LittlesLaw {
+                    round: r.index,
+                    in_use: r.connections_in_use,
+                    expected,
+                    tolerance: t.littles_law_tolerance,
+                });
+            }
+        }
+    }
+    for r in rounds.iter().filter(|r| r.warmup_stable == Some(false)) {
+        reasons.push(Reason::NotStable {
+            round: r.index,
+            warmup_s: r.warmup_s,
+        });
     }
 
     // Loader ceiling: the figure is a floor for the server.
@@ -222,6 +254,7 @@ mod tests {
             environment_forced: false,
             verify_failure: None,
             rounds_planned: 3,
+            closed_loop_pipeline: None,
         };
         finish_cell(key(), rounds, &ctx).unwrap()
     }
@@ -242,19 +275,124 @@ mod tests {
     fn rejects_cell_that_never_reached_requested_connections() {
         let mut rounds: Vec<Round> = (0..3).map(|i| round(i, 10_000, 10_000.0)).collect();
         rounds[1].connections.established = 1_021;
+        rounds[1].connections.serving = 1_021;
         let cell = judge_rounds(rounds, &Thresholds::default());
         assert_eq!(cell.verdict.status, Status::Rejected);
         assert!(cell.verdict.reasons.contains(&Reason::ConnectionsShort {
             round: 1,
             requested: 10_000,
-            established: 1_021
+            established: 1_021,
+            serving: 1_021,
         }));
+    }
+
+    #[test]
+    fn rejects_connections_established_but_never_served() {
+        // A server that stops calling accept(): the handshakes complete in
+        // its backlog, the connections never get an answer.
+        let mut rounds = steady();
+        rounds[0].connections.serving = 10;
+        let cell = judge_rounds(rounds, &Thresholds::default());
+        assert_eq!(cell.verdict.status, Status::Rejected);
+        let text = cell.verdict.reasons[0].to_string();
+        assert!(
+            text.contains("only 10 of 100 requested connections were served"),
+            "{text}"
+        );
+        assert!(text.contains("100 established"), "{text}");
+    }
+
+    #[test]
+    fn rejects_wrong_answers_under_load_with_the_example() {
+        let mut rounds = steady();
+        rounds[1].answers.wrong = 2;
+        rounds[1].answers.example = Some("GET /: body `Hello, World?`".into());
+        let cell = judge_rounds(rounds, &Thresholds::default());
+        assert_eq!(cell.verdict.status, Status::Rejected);
+        assert!(
+            cell.verdict.reasons.iter().any(|r| matches!(r,
+                Reason::WrongAnswers { round: 1, wrong: 2, example, .. } if example.contains("World?"))),
+            "{:?}",
+            cell.verdict
+        );
+    }
+
+    #[test]
+    fn flags_a_closed_loop_cell_that_breaks_littles_law() {
+        let ctx_rounds = |gap: f64| {
+            let mut rounds = steady();
+            rounds[2].connections_in_use = 100.0 * gap;
+            let t = Thresholds::default();
+            let ctx = GateContext {
+                thresholds: &t,
+                environment_forced: false,
+                verify_failure: None,
+                rounds_planned: 3,
+                closed_loop_pipeline: Some(1),
+            };
+            finish_cell(key(), rounds, &ctx).unwrap()
+        };
+        // The sample rounds obey it: in use = served connections.
+        assert_eq!(ctx_rounds(1.0).verdict.status, Status::Accepted);
+        assert_eq!(ctx_rounds(1.05).verdict.status, Status::Accepted);
+        // Express at 1,000 connections: 4,918 req/s × 53 ms = 261 in use.
+        let cell = ctx_rounds(0.261);
+        assert!(
+            cell.verdict.reasons.iter().any(|r| matches!(r,
+                Reason::LittlesLaw { round: 2, expected, .. } if *expected == 100.0)),
+            "{:?}",
+            cell.verdict
+        );
+    }
+
+    #[test]
+    fn rejects_requests_the_loader_lost_track_of() {
+        let mut rounds = steady();
+        rounds[0].requests.sent += 3;
+        let cell = judge_rounds(rounds, &Thresholds::default());
+        assert_eq!(cell.verdict.status, Status::Rejected);
+        assert!(cell
+            .verdict
+            .reasons
+            .iter()
+            .any(|r| matches!(r, Reason::RequestsUnaccounted { round: 0, .. })));
+    }
+
+    #[test]
+    fn stuck_requests_count_as_errors_and_reject() {
+        let mut rounds = steady();
+        // 1 request in 100 of one round never answered: lost to timeouts.
+        let stuck = rounds[0].requests.sent / 100;
+        rounds[0].requests.answered.status_2xx -= stuck;
+        rounds[0].requests.lost.timeout = stuck;
+        rounds[0].errors.timeout = stuck;
+        let cell = judge_rounds(rounds, &Thresholds::default());
+        assert!(
+            matches!(cell.verdict.reasons[0], Reason::ErrorRate { errors, .. } if errors == stuck),
+            "{:?}",
+            cell.verdict
+        );
+    }
+
+    #[test]
+    fn flags_an_until_stable_warm_up_that_never_settled() {
+        let mut rounds = steady();
+        rounds[1].warmup_stable = Some(false);
+        let cell = judge_rounds(rounds, &Thresholds::default());
+        assert_eq!(cell.verdict.status, Status::Flagged);
+        assert!(cell
+            .verdict
+            .reasons
+            .iter()
+            .any(|r| matches!(r, Reason::NotStable { round: 1, .. })));
     }
 
     #[test]
     fn rejects_error_rate_above_limit_counting_non_2xx_as_errors() {
         let mut rounds = steady();
-        rounds[0].responses.s5xx = rounds[0].responses.s2xx / 100;
+        let bad = rounds[0].requests.answered.status_2xx / 100;
+        rounds[0].requests.answered.status_2xx -= bad;
+        rounds[0].requests.answered.status_5xx = bad;
         let cell = judge_rounds(rounds, &Thresholds::default());
         assert!(
             matches!(cell.verdict.reasons[0], Reason::ErrorRate { rate, .. } if rate > 0.001),
@@ -278,28 +416,6 @@ mod tests {
             .verdict
             .reasons
             .contains(&Reason::Crashed { restarts: 1 }));
-    }
-
-    #[test]
-    fn rejects_throughput_that_counted_non_2xx() {
-        let mut rounds = steady();
-        rounds[0].responses.s4xx = 5;
-        rounds[0].throughput_rps += 5.0 / rounds[0].duration_s;
-        let cell = judge_rounds(
-            rounds,
-            &Thresholds {
-                max_error_rate: 1.0,
-                ..Thresholds::default()
-            },
-        );
-        assert!(
-            cell.verdict
-                .reasons
-                .iter()
-                .any(|r| matches!(r, Reason::ThroughputNotFrom2xx { round: 0, .. })),
-            "{:?}",
-            cell.verdict
-        );
     }
 
     #[test]
@@ -380,6 +496,7 @@ mod tests {
             environment_forced: true,
             verify_failure: None,
             rounds_planned: 3,
+            closed_loop_pipeline: None,
         };
         let cell = finish_cell(key(), rounds, &ctx).unwrap();
         assert!(cell
@@ -414,6 +531,7 @@ mod tests {
             environment_forced: false,
             verify_failure: Some("body was `Hello` not `Hello, World!`"),
             rounds_planned: 3,
+            closed_loop_pipeline: None,
         };
         let cell = finish_cell(key(), steady(), &ctx).unwrap();
         assert_eq!(cell.verdict.status, Status::Rejected);

@@ -16,8 +16,8 @@ use crate::contract::Scenario;
 use crate::docker::container::{LoaderSpec, ServerSpec};
 use crate::results::histogram::{self, HistogramError, Latency};
 use crate::results::{
-    AppliedLimits, Connections, ErrorCounts, HostUse, LoaderUse, RateFigures, Round, ServerUse,
-    StatusCounts, VerifyOutcome,
+    AnswerChecks, AppliedLimits, Connections, ErrorCounts, HostUse, LoaderUse, RateFigures,
+    RequestAccounting, Round, ServerUse, StatusCounts, VerifyOutcome, WindowTimes,
 };
 use crate::stats;
 
@@ -40,38 +40,57 @@ pub struct Started {
 pub struct Measurement {
     /// When the measured window started.
     pub started_at: DateTime<Utc>,
+    /// The window's instants, as the loader timed them.
+    pub window: WindowTimes,
     /// Warm-up before the window, seconds.
     pub warmup_s: f64,
+    /// Until-stable: whether the warm-up became stable.
+    pub warmup_stable: Option<bool>,
+    /// 2xx responses in each second of the warm-up.
+    pub warmup_windows_ok: Vec<u64>,
     /// Measured window, seconds (as the loader really timed it).
     pub duration_s: f64,
-    /// Responses by status class.
+    /// Responses completed inside the window, by status class.
     pub responses: StatusCounts,
-    /// Socket errors by kind.
+    /// Requests sent inside the window, answered or lost.
+    pub requests: RequestAccounting,
+    /// Errors of the window.
     pub errors: ErrorCounts,
-    /// Latency histogram of the window (µs), base64 HdrHistogram V2 + deflate.
+    /// The drain after the window, seconds.
+    pub drain_s: f64,
+    /// Latency histogram of the window's requests (µs), base64 HdrHistogram
+    /// V2 + deflate.
     pub histogram: String,
-    /// Connections requested and most open at once.
+    /// Connections requested, established, serving.
     pub connections: Connections,
-    /// Mean bytes read per response.
+    /// Mean bytes read per answer.
     pub wire_bytes_per_response: Option<f64>,
     /// Fixed-rate figures.
     pub rate: Option<RateFigures>,
+    /// Answers checked against the contract under load.
+    pub answers: AnswerChecks,
     /// 2xx responses in each 1 s window.
     pub windows_ok: Vec<u64>,
     /// CPUs allotted to the loader.
     pub loader_cpus: f64,
+    /// The loader's worker threads.
+    pub loader_threads: u32,
     /// Loader CPU time (user + system) during the window, µs.
     pub loader_cpu_us: u64,
     /// Share of the loader's CPU-quota periods throttled in the window.
     pub loader_throttled_fraction: Option<f64>,
-    /// Server cgroup CPU time during the window, µs.
+    /// Server cgroup CPU time inside the window, µs.
     pub server_cpu_us: u64,
-    /// Server memory just before load started, bytes.
-    pub memory_idle_bytes: Option<u64>,
-    /// Server memory sampled every second during the window, bytes.
+    /// Server memory before the round's load started, bytes.
+    pub memory_before_bytes: Option<u64>,
+    /// Server memory sampled inside the window, bytes.
     pub memory_samples_bytes: Vec<u64>,
-    /// The cgroup's memory high-water mark, bytes.
-    pub memory_peak_bytes: Option<u64>,
+    /// Highest memory inside the window, bytes.
+    pub memory_window_peak_bytes: Option<u64>,
+    /// How the window's peak was measured.
+    pub memory_peak_source: String,
+    /// The container's lifetime high-water mark, bytes.
+    pub memory_lifetime_peak_bytes: Option<u64>,
     /// OOM kills during the round.
     pub oom_kills: u64,
     /// Server exits or restarts during the round.
@@ -83,40 +102,54 @@ pub struct Measurement {
 impl Measurement {
     /// 2xx responses per second of the window.
     pub fn throughput_rps(&self) -> f64 {
-        if self.duration_s > 0.0 {
-            self.responses.s2xx as f64 / self.duration_s
-        } else {
-            0.0
-        }
+        per_second(self.responses.status_2xx, self.duration_s)
     }
 
     /// The round these figures make: throughput from 2xx only, latency from
-    /// the histogram, CPU per request from the server's cgroup.
+    /// the histogram, CPU per request from the server's cgroup, loader use
+    /// relative to the CPU its threads can use, Little's law.
     pub fn into_round(self, index: u32) -> Result<Round, HistogramError> {
         let h = histogram::decode(&self.histogram)?;
         let throughput_rps = self.throughput_rps();
-        let allot_us = self.loader_cpus * self.duration_s * 1e6;
+        let latency = Latency::of(&h);
+        // A thread runs on one core at a time: a loader of 1 thread on a
+        // 2-CPU allotment is saturated at 1 CPU, not 2.
+        let usable = if self.loader_threads > 0 {
+            self.loader_cpus.min(f64::from(self.loader_threads))
+        } else {
+            self.loader_cpus
+        };
+        let allot_us = usable * self.duration_s * 1e6;
         let samples: Vec<f64> = self
             .memory_samples_bytes
             .iter()
             .map(|&b| b as f64)
             .collect();
+        let completed_rps = per_second(self.responses.total(), self.duration_s);
         Ok(Round {
             index,
             started_at: self.started_at,
+            window: self.window,
             warmup_s: self.warmup_s,
+            warmup_stable: self.warmup_stable,
+            warmup_windows_rps: self.warmup_windows_ok.iter().map(|&n| n as f64).collect(),
             duration_s: self.duration_s,
             responses: self.responses,
+            requests: self.requests,
             errors: self.errors,
+            drain_s: self.drain_s,
             throughput_rps,
-            latency: Latency::of(&h),
+            connections_in_use: completed_rps * latency.mean_us / 1e6,
+            latency,
             histogram: self.histogram,
             connections: self.connections,
             wire_bytes_per_response: self.wire_bytes_per_response,
             rate: self.rate,
+            answers: self.answers,
             windows_rps: self.windows_ok.iter().map(|&n| n as f64).collect(),
             loader: LoaderUse {
                 cpus: self.loader_cpus,
+                threads: self.loader_threads,
                 cpu_fraction: if allot_us > 0.0 {
                     self.loader_cpu_us as f64 / allot_us
                 } else {
@@ -126,18 +159,28 @@ impl Measurement {
             },
             server: ServerUse {
                 cpu_time_us: self.server_cpu_us,
-                cpu_us_per_request: (self.responses.s2xx > 0)
-                    .then(|| self.server_cpu_us as f64 / self.responses.s2xx as f64),
-                memory_idle_bytes: self.memory_idle_bytes,
+                cpu_us_per_request: (self.responses.status_2xx > 0)
+                    .then(|| self.server_cpu_us as f64 / self.responses.status_2xx as f64),
+                memory_before_bytes: self.memory_before_bytes,
                 memory_median_bytes: stats::median(&samples).map(|m| m.round() as u64),
                 memory_max_bytes: self.memory_samples_bytes.iter().copied().max(),
-                memory_peak_bytes: self.memory_peak_bytes,
+                memory_window_peak_bytes: self.memory_window_peak_bytes,
+                memory_peak_source: self.memory_peak_source,
+                memory_lifetime_peak_bytes: self.memory_lifetime_peak_bytes,
                 memory_samples_bytes: self.memory_samples_bytes,
                 oom_kills: self.oom_kills,
                 restarts: self.restarts,
             },
             host: self.host,
         })
+    }
+}
+
+fn per_second(n: u64, seconds: f64) -> f64 {
+    if seconds > 0.0 {
+        n as f64 / seconds
+    } else {
+        0.0
     }
 }
 
@@ -192,7 +235,7 @@ mod tests {
     #[test]
     fn round_counts_only_2xx_and_divides_cpu_by_them() {
         let mut m = measurement(100, 10_000.0);
-        m.responses.s5xx = 500;
+        m.responses.status_5xx = 500;
         m.server_cpu_us = 1_500_000;
         m.loader_cpu_us = 9_000_000;
         let r = m.into_round(2).unwrap();

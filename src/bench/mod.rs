@@ -58,5 +58,7 @@ pub fn new_results(
         skipped: plan.skipped.clone(),
         cells: Vec::new(),
         incidents: Vec::new(),
+        resumed_environments: Vec::new(),
+        docker_runs: Vec::new(),
     }
 }

@@ -42,6 +42,8 @@ pub struct Plan {
     pub rounds: u32,
     /// Target rate in fixed-rate mode.
     pub rate: Option<u64>,
+    /// Requests in flight per connection.
+    pub pipeline: u32,
     /// Whether the server restarts before each round.
     pub restart_between_rounds: bool,
     /// Combinations the profile asks for that will not run, with the reason.
@@ -98,6 +100,7 @@ impl Plan {
                 LoadMode::Closed => None,
                 LoadMode::FixedRate { rate } => Some(rate),
             },
+            pipeline: profile.load.pipeline,
             restart_between_rounds: profile.restart_between_rounds,
             skipped,
             step_time: profile.warmup.max() + profile.duration,

@@ -26,14 +26,14 @@ pub fn round_line(cell: &Cell, round: &Round) -> String {
         s => format!(" [{s}: {}]", labels.join(", ")),
     };
     format!(
-        "{} round {}/{}: {} req/s, p99 {}, {} errors, {}/{} connections{mark}",
+        "{} round {}/{}: {} req/s, p99 {}, {} errors, {}/{} connections served{mark}",
         cell.key,
         round.index + 1,
         cell.rounds_planned,
         thousands(round.throughput_rps),
         micros(round.latency.p99_us as f64),
         thousands(round.errors_total() as f64),
-        round.connections.established,
+        round.connections.serving,
         round.connections.requested,
     )
 }

@@ -16,9 +16,8 @@ use crate::load::args::LoadArgs;
 use crate::profile::{Limits, LoadMode, Placement, Profile, Warmup};
 use crate::results::CellKey;
 
-/// Time a loader container may take on top of its warm-up and window:
-/// container start, opening every connection (bounded by the loader's
-/// connect timeout) and writing the report.
+/// Time a loader container may take on top of its warm-up, window, drain
+/// and connect timeout: container start and writing the report.
 const LOADER_SLACK: Duration = Duration::from_secs(60);
 
 /// Everything a run's containers get, resolved once.
@@ -29,21 +28,10 @@ pub struct RunSpec {
     /// The loader of every round, aimed nowhere yet (no URL, scenario,
     /// connection count or rate).
     loader: LoaderSpec,
-    /// Warm-up before each measured window.
-    pub warmup: Warmup,
     /// Measured window.
     pub duration: Duration,
     /// Idle wait after a server start before its idle memory is read.
     pub idle_settle: Duration,
-}
-
-/// One loader run of a round: how long it warms up and measures.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RoundTiming {
-    /// Load before measuring, on the same connections.
-    pub warmup: Duration,
-    /// Measured time.
-    pub duration: Duration,
 }
 
 impl RunSpec {
@@ -77,6 +65,13 @@ impl RunSpec {
         args.timeout = profile.load.timeout;
         args.json = true;
         args.progress = true;
+        // The warm-up runs on the connections the window then measures; an
+        // until-stable one ends as soon as it is stable (the loader decides).
+        args.warmup = profile.warmup.max();
+        if let Warmup::UntilStable { window, max_cv, .. } = profile.warmup {
+            args.warmup_until_stable = Some(window);
+            args.stable_cv = Some(max_cv);
+        }
         let loader = LoaderSpec {
             label: String::new(),
             image: images.fairground.tag.clone(),
@@ -88,7 +83,6 @@ impl RunSpec {
         Ok(RunSpec {
             servers,
             loader,
-            warmup: profile.warmup,
             duration: profile.duration,
             idle_settle: profile.idle_settle,
         })
@@ -101,43 +95,23 @@ impl RunSpec {
             .ok_or_else(|| anyhow::anyhow!("framework `{framework}` is not part of this run"))
     }
 
-    /// The loader for one run of round `round` (0-based) of cell `key`
-    /// against the server at `url`; `warm` numbers the until-stable warm-up
-    /// windows before the round.
-    pub fn loader(
-        &self,
-        key: &CellKey,
-        round: u32,
-        warm: Option<u32>,
-        url: &str,
-        window: RoundTiming,
-    ) -> LoaderSpec {
+    /// The loader for round `round` (0-based) of cell `key` against the
+    /// server at `url`: its warm-up (fixed, or until stable) and window on
+    /// the same connections, then the drain.
+    pub fn loader(&self, key: &CellKey, round: u32, url: &str) -> LoaderSpec {
         let mut l = self.loader.clone();
-        l.label = match warm {
-            None => format!("{}-r{round}", key.stem()),
-            Some(i) => format!("{}-r{round}-warm{i}", key.stem()),
-        };
+        l.label = format!("{}-r{round}", key.stem());
         l.args.url = url.to_string();
         l.args.scenario = Some(key.scenario);
         l.args.connections = key.concurrency as usize;
         l.args.rate = key.rate.map(|r| r as f64);
-        l.args.warmup = window.warmup;
-        l.args.duration = window.duration;
-        l.time_limit = window.warmup + window.duration + LOADER_SLACK;
+        l.args.duration = self.duration;
+        l.time_limit = l.args.connect_timeout
+            + l.args.warmup
+            + l.args.duration
+            + l.args.timeout
+            + LOADER_SLACK;
         l
-    }
-
-    /// The measured round's window: the fixed warm-up and the window on the
-    /// same connections, or (until-stable) no warm-up, the executor having
-    /// warmed the server up already.
-    pub fn round_timing(&self) -> RoundTiming {
-        RoundTiming {
-            warmup: match self.warmup {
-                Warmup::Fixed { duration } => duration,
-                Warmup::UntilStable { .. } => Duration::ZERO,
-            },
-            duration: self.duration,
-        }
     }
 
     /// CPUs the loader is given.
@@ -222,8 +196,9 @@ pub(crate) mod tests {
             concurrency: 7,
             rate: rate(&profile),
         };
-        let l = spec.loader(&key, 1, None, "http://10.0.0.2:8080", spec.round_timing());
+        let l = spec.loader(&key, 1, "http://10.0.0.2:8080");
         assert_eq!(l.label, "a-json-c7-r5000-r1");
+        assert_eq!(l.args.warmup_until_stable, None);
         assert_eq!(l.resources.cpuset.as_deref(), Some("1"));
         assert_eq!(l.resources.cpus, Some(0.5));
         assert_eq!(l.args.rate, Some(5_000.0));
@@ -231,6 +206,35 @@ pub(crate) mod tests {
         assert_eq!(l.args.scenario, Some(Scenario::Json));
         assert_eq!(l.args.warmup, profile.warmup.max());
         assert!(l.args.json && l.args.progress);
+        assert!(l.time_limit > l.args.warmup + l.args.duration + l.args.timeout);
         assert!(spec.server("b").is_err());
+    }
+
+    #[test]
+    fn an_until_stable_warm_up_is_the_loaders_to_decide() {
+        let fw = crate::bench::plan::tests::framework("a", &[Scenario::Plaintext]);
+        let mut profile = crate::bench::plan::tests::profile();
+        profile.warmup = Warmup::UntilStable {
+            window: Duration::from_millis(500),
+            max_cv: 0.05,
+            max_duration: Duration::from_secs(20),
+        };
+        let placement = profile.placement(&HostFacts::with_cores(4)).unwrap();
+        let fws = std::slice::from_ref(&fw);
+        let spec = RunSpec::resolve(&profile, &placement, fws, &images(fws)).unwrap();
+        let key = CellKey {
+            framework: "a".into(),
+            scenario: Scenario::Plaintext,
+            concurrency: 4,
+            rate: None,
+        };
+        let l = spec.loader(&key, 0, "http://10.0.0.2:8080");
+        assert_eq!(
+            l.args.warmup,
+            Duration::from_secs(20),
+            "the longest it may take"
+        );
+        assert_eq!(l.args.warmup_until_stable, Some(Duration::from_millis(500)));
+        assert_eq!(l.args.stable_cv, Some(0.05));
     }
 }

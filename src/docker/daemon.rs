@@ -28,7 +28,7 @@ use super::network::{self, NetworkInfo};
 use super::ready::ReadyReport;
 use super::{bases, RunId};
 use crate::framework::Framework;
-use crate::probe::{CgroupFs, CgroupReading, Sampler, SamplerSource};
+use crate::probe::{CgroupFs, CgroupReading, PeakWatch, Sampler, SamplerSource};
 
 /// How long the log follower may lag behind a container's exit before the
 /// rest of its lines are given up (they are still in the collected output).
@@ -512,6 +512,15 @@ impl Engine for DockerEngine {
             },
         };
         Ok(Sampler::start(source, every))
+    }
+
+    async fn peak_watch(&self, h: &Handle) -> anyhow::Result<Option<PeakWatch>> {
+        if !super::daemon_is_local() {
+            return Ok(None);
+        }
+        Ok(h.pid
+            .and_then(|pid| self.cgroup.for_pid(pid).ok())
+            .and_then(|paths| paths.peak_watch().ok()))
     }
 
     async fn exit_state(&self, h: &Handle) -> anyhow::Result<ExitState> {

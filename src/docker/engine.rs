@@ -28,7 +28,7 @@ use super::images::ImageInfo;
 use super::network::NetworkInfo;
 use super::RunId;
 use crate::framework::Framework;
-use crate::probe::Sampler;
+use crate::probe::{PeakWatch, Sampler};
 
 /// A started container.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -153,6 +153,14 @@ pub trait Engine: Send + Sync {
         h: &Handle,
         every: Duration,
     ) -> impl Future<Output = anyhow::Result<Sampler>> + Send;
+    /// A watch on a container's memory high-water mark, to reset as a
+    /// window opens and read as it closes; `None` where its cgroup cannot be
+    /// written (a remote daemon, no privilege): the window's peak is then
+    /// its largest sample.
+    fn peak_watch(
+        &self,
+        h: &Handle,
+    ) -> impl Future<Output = anyhow::Result<Option<PeakWatch>>> + Send;
     /// Whether the container still runs, or how it ended (crash, OOM kill).
     fn exit_state(&self, h: &Handle) -> impl Future<Output = anyhow::Result<ExitState>> + Send;
     /// Its last `lines` log lines (stdout and stderr).

@@ -16,7 +16,7 @@ use super::images::{self, ImageInfo};
 use super::network::NetworkInfo;
 use super::{DockerError, RunId};
 use crate::framework::Framework;
-use crate::probe::{CgroupReading, Sampler, SamplerSource};
+use crate::probe::{CgroupReading, PeakWatch, Sampler, SamplerSource};
 
 /// Scripted behaviour of the [`FakeEngine`].
 #[derive(Debug, Clone)]
@@ -267,6 +267,11 @@ impl Engine for FakeEngine {
             SamplerSource::Scripted(self.script.samples.clone()),
             every,
         ))
+    }
+
+    async fn peak_watch(&self, h: &Handle) -> anyhow::Result<Option<PeakWatch>> {
+        self.log(format!("peak_watch {}", h.name));
+        Ok(None)
     }
 
     async fn exit_state(&self, h: &Handle) -> anyhow::Result<ExitState> {

@@ -33,9 +33,18 @@ pub struct LoadArgs {
     /// Measured duration (humantime: `10s`, `1m`, `500ms`).
     #[arg(short = 'd', long, default_value = "10s", value_parser = humantime::parse_duration)]
     pub duration: Duration,
-    /// Load before measuring, not counted.
+    /// Load before measuring, not counted; with --warmup-until-stable, the
+    /// longest the warm-up may take.
     #[arg(long, default_value = "0s", value_parser = humantime::parse_duration)]
     pub warmup: Duration,
+    /// End the warm-up as soon as the last three windows of this length
+    /// vary by no more than --stable-cv (throughput in closed loop, mean
+    /// latency at a fixed rate), on the connections the window then uses.
+    #[arg(long, value_parser = humantime::parse_duration, requires = "stable_cv")]
+    pub warmup_until_stable: Option<Duration>,
+    /// Largest CV of the last three warm-up windows that counts as stable.
+    #[arg(long, requires = "warmup_until_stable")]
+    pub stable_cv: Option<f64>,
     /// Fixed rate in requests per second (open loop, latency corrected for
     /// coordinated omission). Without it: closed loop.
     #[arg(short = 'R', long)]
@@ -104,6 +113,14 @@ impl LoadArgs {
             "--warmup".into(),
             dur(self.warmup),
         ]);
+        if let (Some(w), Some(cv)) = (self.warmup_until_stable, self.stable_cv) {
+            a.extend([
+                "--warmup-until-stable".into(),
+                dur(w),
+                "--stable-cv".into(),
+                cv.to_string(),
+            ]);
+        }
         if let Some(r) = self.rate {
             a.extend(["--rate".into(), r.to_string()]);
         }
@@ -171,6 +188,7 @@ impl LoadArgs {
         cfg.timeout = self.timeout;
         cfg.connect_timeout = self.connect_timeout;
         cfg.max_requests = self.requests;
+        cfg.until_stable = self.warmup_until_stable.zip(self.stable_cv);
         cfg.progress = self.progress;
         cfg.seed = self.seed;
         cfg.validate()?;
@@ -226,6 +244,8 @@ mod tests {
         a.pipeline = 4;
         a.timeout = Duration::from_secs(7);
         a.requests = Some(10);
+        a.warmup_until_stable = Some(Duration::from_millis(500));
+        a.stable_cv = Some(0.05);
         a.json = true;
         a.progress = true;
         a.seed = 42;

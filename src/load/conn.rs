@@ -4,9 +4,20 @@
 //! pre-serialized requests, framing responses out of a reused buffer,
 //! timeouts, reconnects, and per-thread counting. Per request there is no
 //! allocation, no lock, no channel and no atomic read-modify-write: counters
-//! live in the thread's `RefCell`, the histograms are per thread, and the
-//! live progress counters are plain stores to a cache line only this thread
-//! writes.
+//! live in the thread's `RefCell`, the histograms are per thread, the
+//! window's edges are two relaxed loads, and the live progress counters are
+//! plain stores to a cache line only this thread writes. (Answers checked
+//! against the contract, one in [`CHECK_EVERY`], allocate; they are rare on
+//! purpose.)
+//!
+//! Accounting (docs/loader.md): a request belongs to the window when it was
+//! sent (closed loop) or due (fixed rate) inside it; its answer is recorded
+//! whenever it comes, the drain after the window included, and a request
+//! that never gets one is a timeout. Throughput counts the answers that
+//! complete inside the window, whenever their request was sent: with N
+//! connections each waiting L per answer that is N/L, whatever L is next to
+//! the window. The window's edges are set by the main thread ([`Shared`]);
+//! this module only reads them.
 //!
 //! Timeouts cost no timer operation per request: a connection only stores
 //! the deadline of its oldest request in flight in its slot of the thread's
@@ -41,8 +52,9 @@ use super::histogram::new_histogram;
 use super::limits::now_ns;
 use super::open::{intended_ns, Pacer};
 use super::parse::{Parsed, ResponseParser};
-use super::report::{ErrorCounts, ErrorKind};
+use super::report::{AnswerChecks, ErrorCounts, ErrorKind, RequestAccounting, StatusCounts};
 use super::request::{RequestGen, RequestSet};
+use crate::contract::{self, Scenario};
 
 /// Initial read buffer per connection; grows (rarely) for larger heads.
 pub const READ_BUF: usize = 8 * 1024;
@@ -55,10 +67,23 @@ pub const CONNECTS_IN_FLIGHT: usize = 128;
 pub const FIRST_BACKOFF: Duration = Duration::from_millis(10);
 /// Longest retry delay after repeated connect failures.
 pub const MAX_BACKOFF: Duration = Duration::from_millis(500);
+/// One answer to a window request in this many (per connection) is checked
+/// against the contract: often enough that a server that starts lying under
+/// load is caught within the first few thousand answers, rarely enough that
+/// the copy and the JSON parse cost nothing measurable. Every answer that
+/// completes in the drain is checked too.
+pub const CHECK_EVERY: u64 = 1000;
+/// How often a worker thread looks whether its part of the run is over.
+const DONE_POLL: Duration = Duration::from_millis(2);
 
 /// The run's parameters, shared read-only by every thread.
 #[derive(Debug)]
 pub struct LoadPlan {
+    /// Fixed warm-up from the gate's opening to the window, ns; `None` when
+    /// the main thread ends the warm-up once it is stable.
+    pub fixed_warmup_ns: Option<u64>,
+    /// The window's length, ns.
+    pub duration_ns: u64,
     /// Server address.
     pub addr: SocketAddr,
     /// Requests to send.
@@ -71,20 +96,20 @@ pub struct LoadPlan {
     pub rate: Option<f64>,
     /// Run start (ns, CLOCK_MONOTONIC): connects and the schedule begin here.
     pub start_ns: u64,
-    /// Start of measurement (end of warmup).
-    pub measure_start_ns: u64,
-    /// End of measurement and of the run.
-    pub measure_end_ns: u64,
     /// Per-request timeout, ns.
     pub timeout_ns: u64,
     /// Connect timeout.
     pub connect_timeout: Duration,
     /// Seed for per-connection randomness.
     pub seed: u64,
+    /// Seconds the window lasts, rounded up: the per-second windows.
+    pub window_seconds: usize,
 }
 
-/// Counters shared by all threads, touched only on connect and close.
-#[derive(Debug, Default)]
+/// Counters and the run's phases, shared by all threads. Connection counts
+/// are touched only on connect and close; the phase instants are written by
+/// the main thread (a few times per run) and read by everyone.
+#[derive(Debug)]
 pub struct Shared {
     /// Connections open right now.
     pub open: AtomicU64,
@@ -92,9 +117,51 @@ pub struct Shared {
     pub peak_open: AtomicU64,
     /// Connection slots whose first connect attempt has ended (either way).
     pub settled: AtomicU64,
+    /// When the start gate opened (ns), 0 before.
+    pub gate_ns: AtomicU64,
+    /// The window's start (ns); `u64::MAX` until it opens.
+    pub window_start_ns: AtomicU64,
+    /// The window's end (ns); `u64::MAX` until it is known.
+    pub window_end_ns: AtomicU64,
+    /// When every thread must stop, the drain included (ns).
+    pub stop_ns: AtomicU64,
 }
 
-/// Live counters for `--progress`, written by one worker thread only.
+impl Default for Shared {
+    fn default() -> Self {
+        Self {
+            open: AtomicU64::new(0),
+            peak_open: AtomicU64::new(0),
+            settled: AtomicU64::new(0),
+            gate_ns: AtomicU64::new(0),
+            window_start_ns: AtomicU64::new(u64::MAX),
+            window_end_ns: AtomicU64::new(u64::MAX),
+            stop_ns: AtomicU64::new(u64::MAX),
+        }
+    }
+}
+
+impl Shared {
+    /// Open the window at `start` for `duration_ns`: the end is stored
+    /// before the start, so a reader that sees the start sees the end.
+    pub fn open_window(&self, start: u64, duration_ns: u64) {
+        self.window_end_ns
+            .store(start + duration_ns, Ordering::Release);
+        self.window_start_ns.store(start, Ordering::Release);
+    }
+
+    /// The window's `(start, end)`; `u64::MAX` for what is not known yet.
+    #[inline]
+    pub fn window(&self) -> (u64, u64) {
+        (
+            self.window_start_ns.load(Ordering::Acquire),
+            self.window_end_ns.load(Ordering::Acquire),
+        )
+    }
+}
+
+/// Live counters for `--progress` and the until-stable warm-up, written by
+/// one worker thread only.
 #[derive(Debug, Default)]
 #[repr(align(128))]
 pub struct LiveCounters {
@@ -102,6 +169,10 @@ pub struct LiveCounters {
     pub ok: AtomicU64,
     /// Errors so far (whole run).
     pub errors: AtomicU64,
+    /// Sum of the latencies of every answer so far, µs.
+    pub latency_us: AtomicU64,
+    /// Answers whose latency is in `latency_us`.
+    pub answers: AtomicU64,
 }
 
 impl LiveCounters {
@@ -115,53 +186,66 @@ impl LiveCounters {
 /// What one worker thread counted.
 #[derive(Debug)]
 pub struct ThreadStats {
-    /// Measured responses by `status / 100` (index 0: outside 100-599).
-    pub status: [u64; 6],
-    /// Errors in the measured period.
+    /// Responses completed inside the window, by status class.
+    pub responses: StatusCounts,
+    /// Requests sent inside the window, answered or lost.
+    pub requests: RequestAccounting,
+    /// Errors of the window (lost requests by send time, connects by time).
     pub errors: ErrorCounts,
     /// Errors over the whole run.
     pub errors_whole_run: ErrorCounts,
-    /// Bytes read in the measured period.
+    /// Bytes read inside the window.
     pub bytes_read: u64,
-    /// Bytes written in the measured period.
+    /// Bytes of the requests sent inside the window.
     pub bytes_written: u64,
-    /// Wire bytes of measured responses.
+    /// Wire bytes of the answers to window requests.
     pub response_bytes: u64,
-    /// Connection slots established at least once.
-    pub established: u64,
-    /// Re-established connections.
+    /// Per local connection: when it first connected (ns), 0 if never.
+    pub first_connect_ns: Vec<u64>,
+    /// Per local connection: whether a response completed on it inside the
+    /// window.
+    pub served: Vec<bool>,
+    /// Re-established connections inside the window.
     pub reconnects: u64,
-    /// 2xx per second of the measured period.
+    /// Re-established connections over the whole run.
+    pub reconnects_whole_run: u64,
+    /// 2xx completed per second of the window.
     pub windows_ok: Vec<u64>,
-    /// Errors per second of the measured period.
+    /// Errors seen per second of the window.
     pub windows_err: Vec<u64>,
-    /// Latency (µs) from the scheduled time.
+    /// Latency (µs) of answers to window requests, from the scheduled time.
     pub hist: Histogram<u64>,
     /// Fixed rate: latency (µs) from the actual send time.
     pub hist_uncorrected: Histogram<u64>,
     /// Fixed rate: largest loader-caused send delay, ns.
     pub max_lag_ns: u64,
-    /// When this thread's connections all finished (ns), if before the end.
+    /// Answers checked against the contract.
+    pub answers: AnswerChecks,
+    /// When this thread's connections all finished (ns), if they did.
     pub finished_ns: Option<u64>,
 }
 
 impl ThreadStats {
-    /// Empty stats with `windows` one-second windows.
-    pub fn new(windows: usize) -> Self {
+    /// Empty stats for `local` connections and `windows` one-second windows.
+    pub fn new(local: usize, windows: usize) -> Self {
         Self {
-            status: [0; 6],
+            responses: StatusCounts::default(),
+            requests: RequestAccounting::default(),
             errors: ErrorCounts::default(),
             errors_whole_run: ErrorCounts::default(),
             bytes_read: 0,
             bytes_written: 0,
             response_bytes: 0,
-            established: 0,
+            first_connect_ns: vec![0; local],
+            served: vec![false; local],
             reconnects: 0,
+            reconnects_whole_run: 0,
             windows_ok: vec![0; windows],
             windows_err: vec![0; windows],
             hist: new_histogram(),
             hist_uncorrected: new_histogram(),
             max_lag_ns: 0,
+            answers: AnswerChecks::default(),
             finished_ns: None,
         }
     }
@@ -173,16 +257,18 @@ pub struct Worker {
     pub plan: Arc<LoadPlan>,
     /// This thread's counters.
     pub stats: RefCell<ThreadStats>,
-    /// Measured requests this thread may still send (`--requests`).
+    /// Window requests this thread may still send (`--requests`).
     pub permits: Cell<u64>,
     /// Progress counters.
     pub live: Arc<LiveCounters>,
-    /// Cross-thread connection counters.
+    /// Cross-thread counters and the run's phases.
     pub shared: Arc<Shared>,
     /// Bounds connects in flight.
     pub connect_sem: tokio::sync::Semaphore,
     /// Fixed-rate pacer (None in closed loop).
     pub pacer: Option<Rc<Pacer>>,
+    /// Window requests of this thread not answered or lost yet.
+    outstanding: Cell<u64>,
     /// Per local connection: deadline of its oldest request in flight.
     timeouts: RefCell<Vec<TimeoutSlot>>,
     /// The start gate is open: connections may send.
@@ -205,15 +291,17 @@ impl Worker {
             Some(_) => Some(Pacer::new(local_connections)?),
             None => None,
         };
-        let windows =
-            (plan.measure_end_ns - plan.measure_start_ns).div_ceil(1_000_000_000) as usize;
         Ok(Self {
-            stats: RefCell::new(ThreadStats::new(windows.max(1))),
+            stats: RefCell::new(ThreadStats::new(
+                local_connections,
+                plan.window_seconds.max(1),
+            )),
             permits: Cell::new(permits),
             live,
             shared,
             connect_sem: tokio::sync::Semaphore::new(CONNECTS_IN_FLIGHT),
             pacer,
+            outstanding: Cell::new(0),
             timeouts: RefCell::new(
                 (0..local_connections)
                     .map(|_| TimeoutSlot::default())
@@ -241,20 +329,53 @@ impl Worker {
     /// load starts, and a server busy answering the first connections does
     /// not starve the accept queue of the last ones), or until the connect
     /// timeout has passed since the start, whichever comes first. One task
-    /// per thread polls the shared count every millisecond.
+    /// per thread polls the shared count every millisecond; the first
+    /// thread to open records when (the warm-up counts from there) and,
+    /// with a fixed warm-up, sets the window: every thread knows it before
+    /// it begins, so no request near its start is misfiled.
     pub async fn gate_keeper(self: Rc<Self>) {
-        let patience = (self.plan.connect_timeout.as_nanos() as u64)
-            .max(self.plan.measure_start_ns - self.plan.start_ns);
-        let deadline = self.plan.start_ns + patience;
+        let deadline = self.plan.start_ns + self.plan.connect_timeout.as_nanos() as u64;
         loop {
             let settled = self.shared.settled.load(Ordering::Relaxed);
-            if settled >= self.plan.connections as u64 || now_ns() >= deadline {
+            let now = now_ns();
+            if settled >= self.plan.connections as u64 || now >= deadline {
+                let first = self
+                    .shared
+                    .gate_ns
+                    .compare_exchange(0, now, Ordering::AcqRel, Ordering::Relaxed)
+                    .is_ok();
+                if let (true, Some(warmup)) = (first, self.plan.fixed_warmup_ns) {
+                    self.shared.open_window(now + warmup, self.plan.duration_ns);
+                }
                 self.gate_open.set(true);
                 self.gate.notify_waiters();
                 return;
             }
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
+    }
+
+    /// Whether this thread's part of the run is over: the stop instant has
+    /// passed, or the window has closed and every request this thread sent
+    /// inside it has been answered or lost.
+    #[inline]
+    fn done(&self, now: u64) -> bool {
+        now >= self.shared.stop_ns.load(Ordering::Relaxed)
+            || (now >= self.shared.window_end_ns.load(Ordering::Relaxed)
+                && self.outstanding.get() == 0)
+    }
+
+    /// Resolves when [`Self::done`] (polled every [`DONE_POLL`]).
+    pub async fn until_done(self: Rc<Self>) {
+        while !self.done(now_ns()) {
+            tokio::time::sleep(DONE_POLL).await;
+        }
+    }
+
+    /// Window requests this thread has not seen resolved: at the end of the
+    /// run they count as timed out.
+    pub fn outstanding(&self) -> u64 {
+        self.outstanding.get()
     }
 
     /// Set the timeout deadline of local connection `slot` (`u64::MAX`:
@@ -275,9 +396,7 @@ impl Worker {
 
     /// The timeout sweeper: wake connections whose deadline has passed.
     pub async fn timeout_sweeper(self: Rc<Self>) {
-        let period = Duration::from_nanos(self.plan.timeout_ns / 20)
-            .clamp(Duration::from_millis(1), Duration::from_millis(50));
-        let mut tick = tokio::time::interval(period);
+        let mut tick = tokio::time::interval(sweep_period(self.plan.timeout_ns));
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tick.tick().await;
@@ -301,80 +420,136 @@ impl Worker {
         }
     }
 
+    /// Whether `t` is inside the window, and the window's start.
     #[inline]
-    fn measuring(&self, t: u64) -> bool {
-        t >= self.plan.measure_start_ns && t < self.plan.measure_end_ns
+    fn in_window(&self, t: u64) -> Option<u64> {
+        let (start, end) = self.shared.window();
+        (t >= start && t < end).then_some(start)
     }
 
-    /// Take up to `want` permits for requests scheduled at `sched`; requests
-    /// scheduled before measurement (warmup) are free.
+    /// Whether a request scheduled at `sched` belongs to the window, taking
+    /// a permit for it when `--requests` bounds the window's requests.
+    /// `None`: the window's permits are used up, send nothing.
     #[inline]
-    fn take_permits(&self, want: usize, sched: u64) -> usize {
-        if sched < self.plan.measure_start_ns {
-            return want;
+    fn admit(&self, sched: u64) -> Option<bool> {
+        if self.in_window(sched).is_none() {
+            return Some(false);
         }
         let left = self.permits.get();
-        let n = left.min(want as u64);
-        self.permits.set(left - n);
-        n as usize
+        if left == 0 {
+            return None;
+        }
+        self.permits.set(left - 1);
+        Some(true)
     }
 
-    /// Count `n` errors of `kind` that happened at `t`.
+    /// A request was sent at `sent` (due at `sched`) with `bytes` of it.
     #[inline]
-    pub fn error(&self, kind: ErrorKind, n: u64, t: u64) {
-        if n == 0 {
-            return;
+    fn sent(&self, window: bool, bytes: u64) {
+        if window {
+            self.outstanding.set(self.outstanding.get() + 1);
+            let mut s = self.stats.borrow_mut();
+            s.requests.sent += 1;
+            s.bytes_written += bytes;
         }
+    }
+
+    /// Count an error that lost no request (a failed connect, a reset or
+    /// an answer nobody asked for on an idle connection), seen at `t`.
+    fn stray_error(&self, kind: ErrorKind, t: u64) {
         let mut s = self.stats.borrow_mut();
-        s.errors_whole_run.add(kind, n);
-        if self.measuring(t) {
-            s.errors.add(kind, n);
-            let i = ((t - self.plan.measure_start_ns) / 1_000_000_000) as usize;
+        s.errors_whole_run.add(kind, 1);
+        if let Some(start) = self.in_window(t) {
+            s.errors.add(kind, 1);
+            let i = ((t - start) / 1_000_000_000) as usize;
             if let Some(w) = s.windows_err.get_mut(i) {
-                *w += n;
-            }
-        }
-        LiveCounters::bump(&self.live.errors, n);
-    }
-
-    #[inline]
-    fn response(&self, sched: u64, sent: u64, done: u64, status: u16, wire_bytes: u64) {
-        let ok = (200..300).contains(&status);
-        if ok {
-            LiveCounters::bump(&self.live.ok, 1);
-        }
-        if !self.measuring(sched) || done >= self.plan.measure_end_ns {
-            return;
-        }
-        let mut s = self.stats.borrow_mut();
-        let class = if (100..600).contains(&status) {
-            status as usize / 100
-        } else {
-            0
-        };
-        s.status[class] += 1;
-        s.response_bytes += wire_bytes;
-        if ok {
-            let i = ((done - self.plan.measure_start_ns) / 1_000_000_000) as usize;
-            if let Some(w) = s.windows_ok.get_mut(i) {
                 *w += 1;
             }
         }
-        // Microseconds, at least 1: the histogram's lowest value.
-        s.hist.saturating_record(((done - sched) / 1000).max(1));
-        if self.plan.rate.is_some() {
-            s.hist_uncorrected
-                .saturating_record(((done - sent) / 1000).max(1));
+        LiveCounters::bump(&self.live.errors, 1);
+    }
+
+    /// Request `f` was lost to `kind`, seen at `t`.
+    fn lost(&self, f: &InFlight, kind: ErrorKind, t: u64) {
+        let mut s = self.stats.borrow_mut();
+        s.errors_whole_run.add(kind, 1);
+        if f.window {
+            s.requests.lost.add(kind, 1);
+            s.errors.add(kind, 1);
+            self.outstanding.set(self.outstanding.get() - 1);
+        }
+        if let Some(start) = self.in_window(t) {
+            let i = ((t - start) / 1_000_000_000) as usize;
+            if let Some(w) = s.windows_err.get_mut(i) {
+                *w += 1;
+            }
+        }
+        LiveCounters::bump(&self.live.errors, 1);
+    }
+
+    /// Request `f` on local connection `slot` was answered with `status`
+    /// at `done`; `body` is the captured body when `f` is checked.
+    #[inline]
+    fn answered(
+        &self,
+        slot: usize,
+        f: &InFlight,
+        done: u64,
+        status: u16,
+        wire_bytes: u64,
+        body: &[u8],
+    ) {
+        let ok = (200..300).contains(&status);
+        let latency_us = ((done - f.sched) / 1000).max(1);
+        if ok {
+            LiveCounters::bump(&self.live.ok, 1);
+        }
+        LiveCounters::bump(&self.live.latency_us, latency_us);
+        LiveCounters::bump(&self.live.answers, 1);
+        let mut s = self.stats.borrow_mut();
+        if let Some(start) = self.in_window(done) {
+            s.responses.add_status(status);
+            s.served[slot] = true;
+            if ok {
+                let i = ((done - start) / 1_000_000_000) as usize;
+                if let Some(w) = s.windows_ok.get_mut(i) {
+                    *w += 1;
+                }
+            }
+        }
+        if f.window {
+            self.outstanding.set(self.outstanding.get() - 1);
+            s.requests.answered.add_status(status);
+            s.response_bytes += wire_bytes;
+            // Microseconds, at least 1: the histogram's lowest value.
+            s.hist.saturating_record(latency_us);
+            if self.plan.rate.is_some() {
+                s.hist_uncorrected
+                    .saturating_record(((done - f.sent) / 1000).max(1));
+            }
+        }
+        if let Some(check) = &f.check {
+            // 2xx only: an error status is already counted as one.
+            if ok {
+                s.answers.checked += 1;
+                if let Err(why) = contract::check_answer(check.0, &check.1, status, body) {
+                    s.answers.wrong += 1;
+                    s.answers.example.get_or_insert(why);
+                }
+            }
         }
     }
 
-    fn opened(&self, first: bool) {
+    fn opened(&self, slot: usize, first: bool, t: u64) {
         {
             let mut s = self.stats.borrow_mut();
             if first {
-                s.established += 1;
+                s.first_connect_ns[slot] = t;
             } else {
-                s.reconnects += 1;
+                s.reconnects_whole_run += 1;
+                if self.in_window(t).is_some() {
+                    s.reconnects += 1;
+                }
             }
         }
         let now = self.shared.open.fetch_add(1, Ordering::Relaxed) + 1;
@@ -384,6 +559,11 @@ impl Worker {
     fn closed(&self) {
         self.shared.open.fetch_sub(1, Ordering::Relaxed);
     }
+}
+
+/// How often the timeout sweeper looks: `timeout`/20, from 1 ms to 50 ms.
+pub fn sweep_period(timeout_ns: u64) -> Duration {
+    Duration::from_nanos(timeout_ns / 20).clamp(Duration::from_millis(1), Duration::from_millis(50))
 }
 
 /// One connection's entry in the thread's timeout table.
@@ -436,11 +616,17 @@ enum ConnEnd {
     Reconnect,
 }
 
-/// A request in flight: when it was scheduled and when it was written.
-#[derive(Debug, Clone, Copy)]
+/// A request in flight.
+#[derive(Debug)]
 struct InFlight {
+    /// When it was due (fixed rate) or sent (closed loop), ns.
     sched: u64,
+    /// When it was written, ns.
     sent: u64,
+    /// It belongs to the window: its answer or loss is counted.
+    window: bool,
+    /// What it asked, when its answer is checked against the contract.
+    check: Option<Box<(Scenario, contract::Request)>>,
 }
 
 /// One connection slot for the whole run: connect, drive, reconnect.
@@ -455,6 +641,7 @@ pub async fn connection(w: Rc<Worker>, global: usize, local: usize) {
         inflight: VecDeque::with_capacity(plan.pipeline),
         k: 0,
         free_at: 0,
+        sent_in_window: 0,
         global,
         local,
     };
@@ -462,6 +649,9 @@ pub async fn connection(w: Rc<Worker>, global: usize, local: usize) {
     let mut settled = false;
     let mut backoff = FIRST_BACKOFF;
     loop {
+        if w.done(now_ns()) {
+            return;
+        }
         let permit = w
             .connect_sem
             .acquire()
@@ -469,6 +659,7 @@ pub async fn connection(w: Rc<Worker>, global: usize, local: usize) {
             .expect("semaphore is never closed");
         let connected =
             tokio::time::timeout(plan.connect_timeout, TcpStream::connect(plan.addr)).await;
+        let connected_at = now_ns();
         drop(permit);
         if !settled {
             settled = true;
@@ -478,7 +669,7 @@ pub async fn connection(w: Rc<Worker>, global: usize, local: usize) {
         let stream = match connected {
             Ok(Ok(s)) => s,
             Ok(Err(_)) | Err(_) => {
-                w.error(ErrorKind::Connect, 1, now_ns());
+                w.stray_error(ErrorKind::Connect, now_ns());
                 tokio::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(MAX_BACKOFF);
                 continue;
@@ -487,13 +678,13 @@ pub async fn connection(w: Rc<Worker>, global: usize, local: usize) {
         backoff = FIRST_BACKOFF;
         // Requests are written whole; Nagle would only delay them.
         let _ = stream.set_nodelay(true);
-        w.opened(!established);
+        w.opened(local, !established, connected_at);
         established = true;
         conn.free_at = now_ns();
-        let outcome = conn.drive(&w, stream).await;
+        let end = conn.drive(&w, stream).await;
         w.disarm_timeout(local);
         w.closed();
-        if outcome == ConnEnd::Finished {
+        if end == ConnEnd::Finished {
             return;
         }
     }
@@ -507,6 +698,8 @@ struct ConnState {
     k: u64,
     /// Fixed rate: when the connection last became able to send.
     free_at: u64,
+    /// Window requests this connection sent (picks the checked ones).
+    sent_in_window: u64,
     global: usize,
     local: usize,
 }
@@ -514,8 +707,32 @@ struct ConnState {
 impl ConnState {
     /// Lose every request in flight to an error of `kind` at `t`.
     fn lose_inflight(&mut self, w: &Worker, kind: ErrorKind, t: u64) {
-        w.error(kind, self.inflight.len() as u64, t);
-        self.inflight.clear();
+        for f in self.inflight.drain(..) {
+            w.lost(&f, kind, t);
+        }
+    }
+
+    /// The in-flight record of the `i`-th request of the batch just
+    /// generated, sent at `sent` and due at `sched`. After the window (in
+    /// the drain) every answer is checked; inside it, one in
+    /// [`CHECK_EVERY`].
+    fn record(&mut self, w: &Worker, i: usize, sched: u64, sent: u64, window: bool) -> InFlight {
+        let check = if window {
+            self.sent_in_window += 1;
+            self.sent_in_window % CHECK_EVERY == 1
+        } else {
+            sched >= w.shared.window_end_ns.load(Ordering::Relaxed)
+        };
+        InFlight {
+            sched,
+            sent,
+            window,
+            check: if check {
+                self.gen.describe(i).map(Box::new)
+            } else {
+                None
+            },
+        }
     }
 
     async fn drive(&mut self, w: &Worker, mut stream: TcpStream) -> ConnEnd {
@@ -536,28 +753,30 @@ impl ConnState {
                     if self.inflight.is_empty() {
                         let now = if read_at != 0 { read_at } else { now_ns() };
                         read_at = 0;
-                        if now >= plan.measure_end_ns {
-                            // The run is over: nothing sent now could count.
+                        if w.done(now) {
                             return ConnEnd::Finished;
                         }
-                        let n = w.take_permits(plan.pipeline, now);
+                        // A batch of `pipeline` requests, all in the window
+                        // or all outside it; `--requests` may cut it short.
+                        let (mut n, mut window) = (0, false);
+                        while n < plan.pipeline {
+                            match w.admit(now) {
+                                Some(win) => (window, n) = (win, n + 1),
+                                None => break,
+                            }
+                        }
                         if n == 0 {
                             return ConnEnd::Finished;
                         }
-                        let bytes = self.gen.next(n);
-                        let len = bytes.len() as u64;
-                        if stream.write_all(bytes).await.is_err() {
-                            w.error(ErrorKind::Write, n as u64, now_ns());
+                        let len = self.gen.next(n).len() as u64;
+                        for i in 0..n {
+                            let f = self.record(w, i, now, now, window);
+                            w.sent(window, if i == 0 { len } else { 0 });
+                            self.inflight.push_back(f);
+                        }
+                        if stream.write_all(self.gen.current()).await.is_err() {
+                            self.lose_inflight(w, ErrorKind::Write, now_ns());
                             return ConnEnd::Reconnect;
-                        }
-                        if w.measuring(now) {
-                            w.stats.borrow_mut().bytes_written += len;
-                        }
-                        for _ in 0..n {
-                            self.inflight.push_back(InFlight {
-                                sched: now,
-                                sent: now,
-                            });
                         }
                     }
                 }
@@ -565,13 +784,13 @@ impl ConnState {
                     while self.inflight.len() < plan.pipeline {
                         let intended =
                             intended_ns(plan.start_ns, self.global, plan.connections, rate, self.k);
-                        if intended >= plan.measure_end_ns {
+                        let now = now_ns();
+                        if w.done(now) {
                             if self.inflight.is_empty() {
                                 return ConnEnd::Finished;
                             }
                             break;
                         }
-                        let now = now_ns();
                         if now < intended {
                             if self.inflight.is_empty() {
                                 let pacer = w.pacer.as_ref().expect("fixed rate has a pacer");
@@ -581,31 +800,28 @@ impl ConnState {
                             pace_deadline = intended;
                             break;
                         }
-                        if w.take_permits(1, intended) == 0 {
+                        let Some(window) = w.admit(intended) else {
                             if self.inflight.is_empty() {
                                 return ConnEnd::Finished;
                             }
                             break;
-                        }
+                        };
                         self.k += 1;
-                        let bytes = self.gen.next(1);
-                        let len = bytes.len() as u64;
-                        if stream.write_all(bytes).await.is_err() {
+                        let len = self.gen.next(1).len() as u64;
+                        let f = self.record(w, 0, intended, now, window);
+                        w.sent(window, len);
+                        if stream.write_all(self.gen.current()).await.is_err() {
                             let t = now_ns();
-                            w.error(ErrorKind::Write, 1, t);
+                            w.lost(&f, ErrorKind::Write, t);
                             self.lose_inflight(w, ErrorKind::Write, t);
                             return ConnEnd::Reconnect;
                         }
-                        if w.measuring(intended) {
+                        if window {
                             let mut s = w.stats.borrow_mut();
-                            s.bytes_written += len;
                             let lag = now.saturating_sub(intended.max(self.free_at));
                             s.max_lag_ns = s.max_lag_ns.max(lag);
                         }
-                        self.inflight.push_back(InFlight {
-                            sched: intended,
-                            sent: now,
-                        });
+                        self.inflight.push_back(f);
                     }
                 }
             }
@@ -656,7 +872,7 @@ impl ConnState {
             match read {
                 Ok(0) => {
                     if let Some((status, bytes)) = parser.finish_on_close() {
-                        self.complete(w, status, bytes, now);
+                        self.complete(w, &parser, status, bytes, now);
                     }
                     // Closing an idle connection is allowed; closing on
                     // outstanding requests loses them.
@@ -665,13 +881,13 @@ impl ConnState {
                 }
                 Ok(n) => {
                     end += n;
-                    if w.measuring(now) {
+                    if w.in_window(now).is_some() {
                         w.stats.borrow_mut().bytes_read += n as u64;
                     }
                 }
                 Err(_) => {
                     if self.inflight.is_empty() {
-                        w.error(ErrorKind::Read, 1, now);
+                        w.stray_error(ErrorKind::Read, now);
                     }
                     self.lose_inflight(w, ErrorKind::Read, now);
                     return ConnEnd::Reconnect;
@@ -680,6 +896,9 @@ impl ConnState {
 
             // 3. Frame every complete response in the buffer.
             loop {
+                if !parser.in_progress() {
+                    parser.capture_next(self.inflight.front().is_some_and(|f| f.check.is_some()));
+                }
                 match parser.feed(&self.rbuf[start..end], head) {
                     Ok(Parsed::Complete {
                         used,
@@ -690,10 +909,10 @@ impl ConnState {
                         start += used;
                         if self.inflight.is_empty() {
                             // An answer nobody asked for.
-                            w.error(ErrorKind::Parse, 1, now);
+                            w.stray_error(ErrorKind::Parse, now);
                             return ConnEnd::Reconnect;
                         }
-                        self.complete(w, status, wire_bytes, now);
+                        self.complete(w, &parser, status, wire_bytes, now);
                         if close {
                             self.lose_inflight(w, ErrorKind::Read, now);
                             return ConnEnd::Reconnect;
@@ -704,9 +923,6 @@ impl ConnState {
                         break;
                     }
                     Err(_) => {
-                        if self.inflight.is_empty() {
-                            w.error(ErrorKind::Parse, 1, now);
-                        }
                         self.lose_inflight(w, ErrorKind::Parse, now);
                         return ConnEnd::Reconnect;
                     }
@@ -720,9 +936,9 @@ impl ConnState {
     }
 
     #[inline]
-    fn complete(&mut self, w: &Worker, status: u16, wire_bytes: u64, now: u64) {
+    fn complete(&mut self, w: &Worker, parser: &ResponseParser, status: u16, wire: u64, now: u64) {
         if let Some(f) = self.inflight.pop_front() {
-            w.response(f.sched, f.sent, now, status, wire_bytes);
+            w.answered(self.local, &f, now, status, wire, parser.body());
             self.free_at = now;
         }
     }

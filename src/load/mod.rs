@@ -6,14 +6,16 @@
 //! thread, one task per connection, per-thread counters and histograms
 //! merged at the end (see `conn` for the hot path).
 //!
-//! Phases, all on CLOCK_MONOTONIC from one start time shared by every
-//! thread: connections open at `start`, and requests start as soon as every
-//! connection slot's first connect has ended (the start gate, see
-//! `conn::Worker::gate_keeper`); a response is
-//! *measured* when its request was scheduled in `[start + warmup, start +
-//! warmup + duration)` and completed before that end. The run stops at the
-//! end whatever the server does: tasks still waiting are dropped with their
-//! sockets, so the run is bounded by warmup + duration (+ a few ms).
+//! Phases, on CLOCK_MONOTONIC, driven by the main thread (docs/loader.md):
+//! connections open at `start` and requests start once every connection
+//! slot's first connect has ended (the start gate, see
+//! `conn::Worker::gate_keeper`); the warm-up runs from the gate for
+//! `--warmup` (or, until stable, until the last three windows agree); then
+//! the measured window of `--duration`; then the drain, at most `--timeout`,
+//! in which every request sent inside the window is answered or times out
+//! while the load goes on. Throughput counts the answers completed inside
+//! the window; latency, every answer to a request sent inside it. The run is
+//! bounded by connect timeout + warm-up + duration + timeout (+ a few ms).
 //!
 //! Must not: talk to Docker, print anything but the report and progress,
 //! or resolve host names (the loader runs in a scratch container).
@@ -40,6 +42,7 @@ pub use request::{CustomRequest, RequestSpec, Target};
 use crate::contract::Scenario;
 use conn::{LiveCounters, LoadPlan, Shared, ThreadStats, Worker};
 use limits::now_ns;
+use report::{RequestAccounting, StatusCounts, WarmupReport, WindowTimes};
 
 /// Everything a load run needs. Build with [`LoadConfig::new`] and the
 /// chained setters, or fill the fields directly.
@@ -69,6 +72,10 @@ pub struct LoadConfig {
     pub connect_timeout: Duration,
     /// Stop after this many measured requests (across all threads).
     pub max_requests: Option<u64>,
+    /// Warm up until throughput (closed loop) or mean latency (fixed rate)
+    /// of the last three windows of this length varies by no more than
+    /// this CV; `warmup` is then the longest the warm-up may take.
+    pub until_stable: Option<(Duration, f64)>,
     /// Print one JSON progress line per second on stderr.
     pub progress: bool,
     /// Seed for request pools and ids.
@@ -90,6 +97,7 @@ impl Default for LoadConfig {
             timeout: Duration::from_secs(2),
             connect_timeout: Duration::from_secs(3),
             max_requests: None,
+            until_stable: None,
             progress: false,
             seed: 0x5eed,
         }
@@ -186,6 +194,11 @@ impl LoadConfig {
         if self.max_requests == Some(0) {
             bail!("--requests must be at least 1");
         }
+        if let Some((window, cv)) = self.until_stable {
+            if window.is_zero() || !(cv > 0.0 && cv.is_finite()) {
+                bail!("--stable-window must be longer than zero and --stable-cv a positive fraction (got {window:?}, {cv})");
+            }
+        }
         Ok(())
     }
 
@@ -211,8 +224,80 @@ fn announce(warnings: &[String]) {
     }
 }
 
+/// How long the main thread sleeps at most between two looks at the run.
+const MAIN_NAP: Duration = Duration::from_millis(20);
+
+/// An until-stable window opens this far after the main thread decides, so
+/// every worker thread sees its start before it comes.
+const WINDOW_LEAD_NS: u64 = 1_000_000;
+
+/// Unix time now, ns.
+fn unix_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// Where the run is, as the main thread sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    /// Connections opening, before the start gate.
+    Connecting,
+    /// Warming up since the gate opened at `since`.
+    Warmup { since: u64 },
+    /// Inside the window.
+    Window,
+    /// After the window: requests of the window being answered.
+    Drain,
+}
+
+/// The until-stable test over warm-up windows: throughput (closed loop) or
+/// mean latency (fixed rate, where throughput is pinned to the rate).
+struct Stability {
+    window_ns: u64,
+    max_cv: f64,
+    fixed_rate: bool,
+    next_ns: u64,
+    last: (u64, u64, u64),
+    values: Vec<f64>,
+}
+
+impl Stability {
+    /// Close every warm-up window that ended by `now` from the live
+    /// counters `(ok, latency_us, answers)`; whether the last
+    /// [`crate::profile::STABLE_WINDOWS`] agree.
+    fn stable(&mut self, now: u64, live: (u64, u64, u64)) -> bool {
+        let mut stable = false;
+        while now >= self.next_ns {
+            let (ok, lat, n) = (
+                live.0 - self.last.0,
+                live.1 - self.last.1,
+                live.2 - self.last.2,
+            );
+            self.last = live;
+            self.next_ns += self.window_ns;
+            let v = if self.fixed_rate {
+                if n == 0 {
+                    f64::INFINITY
+                } else {
+                    lat as f64 / n as f64
+                }
+            } else {
+                ok as f64
+            };
+            self.values.push(v);
+            stable = crate::stats::stable(
+                &self.values,
+                crate::profile::STABLE_WINDOWS as usize,
+                self.max_cv,
+            );
+        }
+        stable
+    }
+}
+
 /// Run the load and return what it saw. Blocks until the run ends
-/// (warmup + duration at most, a few ms more for shutdown).
+/// (connect timeout + warm-up + duration + timeout at most, a few ms more).
 pub fn run(cfg: &LoadConfig) -> anyhow::Result<LoadReport> {
     cfg.validate()?;
     let (attempted, mut warnings) =
@@ -229,20 +314,22 @@ pub fn run(cfg: &LoadConfig) -> anyhow::Result<LoadReport> {
 
     // A short lead lets every thread build its runtime before the clock starts.
     let start_ns = now_ns() + 2_000_000;
-    let measure_start_ns = start_ns + cfg.warmup.as_nanos() as u64;
-    let measure_end_ns = measure_start_ns + cfg.duration.as_nanos() as u64;
+    let duration_ns = cfg.duration.as_nanos() as u64;
+    let timeout_ns = cfg.timeout.as_nanos() as u64;
+    let warmup_ns = cfg.warmup.as_nanos() as u64;
     let plan = Arc::new(LoadPlan {
+        fixed_warmup_ns: cfg.until_stable.is_none().then_some(warmup_ns),
+        duration_ns,
         addr: cfg.target.addr,
         set,
         connections: attempted,
         pipeline: cfg.pipeline,
         rate: cfg.rate,
         start_ns,
-        measure_start_ns,
-        measure_end_ns,
-        timeout_ns: cfg.timeout.as_nanos() as u64,
+        timeout_ns,
         connect_timeout: cfg.connect_timeout,
         seed: cfg.seed,
+        window_seconds: duration_ns.div_ceil(1_000_000_000) as usize,
     });
     let shared = Arc::new(Shared::default());
     let lives: Vec<Arc<LiveCounters>> = (0..threads)
@@ -265,56 +352,153 @@ pub fn run(cfg: &LoadConfig) -> anyhow::Result<LoadReport> {
         handles.push(handle);
     }
 
-    // Main thread: CPU snapshots at the measurement boundaries, progress.
-    let run_start = start_ns;
-    let mut cpu_at_measure_start = None;
-    let mut throttling_at_measure_start = None;
+    // Main thread: the run's phases, CPU snapshots at the window's edges,
+    // progress once a second.
+    let sum = |f: fn(&LiveCounters) -> &std::sync::atomic::AtomicU64| -> u64 {
+        lives.iter().map(|l| f(l).load(Ordering::Relaxed)).sum()
+    };
+    let live_now = || (sum(|l| &l.ok), sum(|l| &l.latency_us), sum(|l| &l.answers));
+    let mut stability = cfg.until_stable.map(|(window, max_cv)| Stability {
+        window_ns: window.as_nanos() as u64,
+        max_cv,
+        fixed_rate: cfg.rate.is_some(),
+        next_ns: u64::MAX,
+        last: (0, 0, 0),
+        values: Vec::new(),
+    });
+    let mut stage = Stage::Connecting;
+    let mut stable = None;
+    let mut warm_windows: Vec<u64> = Vec::new();
+    let mut warm_seconds = 0.0;
+    let (mut cpu_start, mut cpu_end) = (None, None);
+    let (mut throttle_start, mut throttle_end) = (None, None);
+    let mut window = WindowTimes {
+        connects_mono_ns: start_ns,
+        ..WindowTimes::default()
+    };
     let mut next_tick = start_ns + 1_000_000_000;
     let (mut last_ok, mut last_err) = (0u64, 0u64);
+    let progress = |p: report::Progress| {
+        if cfg.progress {
+            eprintln!("{}", p.line());
+        }
+    };
+    let since_start = |t: u64| ((t.saturating_sub(start_ns)) as f64 / 1e6).round() / 1e3;
     while handles.iter().any(|h| !h.is_finished()) {
-        // Coarse on purpose: this thread only snapshots CPU time at the
-        // start of measurement and prints progress once a second; it wakes
-        // at the start of measurement itself, not up to a tick after it.
-        let mut nap = Duration::from_millis(20);
-        if cpu_at_measure_start.is_none() {
-            nap = nap.min(Duration::from_nanos(
-                measure_start_ns.saturating_sub(now_ns()),
-            ));
-        }
-        std::thread::sleep(nap);
         let now = now_ns();
-        if cpu_at_measure_start.is_none() && now >= measure_start_ns {
-            cpu_at_measure_start = Some(limits::usage());
-            throttling_at_measure_start = limits::cpu_throttling();
-            if cfg.progress {
-                // The orchestrator starts its server probe on this line.
-                let t = ((now - run_start) as f64 / 1e6).round() / 1e3;
-                eprintln!("{}", report::Progress::Measure { t }.line());
+        match stage {
+            Stage::Connecting => {
+                let gate = shared.gate_ns.load(Ordering::Acquire);
+                if gate != 0 {
+                    stage = Stage::Warmup { since: gate };
+                    if let Some(st) = stability.as_mut() {
+                        st.next_ns = gate + st.window_ns;
+                        st.last = live_now();
+                    }
+                    continue;
+                }
             }
+            Stage::Warmup { since } => {
+                // Fixed warm-up: the gate set the window already. Until
+                // stable: open it just ahead of now, so every thread knows
+                // it before it begins.
+                let start = match stability.as_mut() {
+                    None => shared.window().0,
+                    Some(st) => {
+                        let open = if st.stable(now, live_now()) {
+                            stable = Some(true);
+                            true
+                        } else if now >= since + warmup_ns {
+                            stable = Some(false);
+                            true
+                        } else {
+                            false
+                        };
+                        if open {
+                            let at = now + WINDOW_LEAD_NS;
+                            shared.open_window(at, duration_ns);
+                            at
+                        } else {
+                            u64::MAX
+                        }
+                    }
+                };
+                // The loop's nap ends at the window's start (the CPU
+                // snapshot is its edge); until then, nothing to do.
+                if start != u64::MAX {
+                    if let Some(wait) = start.checked_sub(now_ns()).filter(|&w| w > 0) {
+                        if wait < 200_000 {
+                            std::thread::sleep(Duration::from_nanos(wait));
+                        }
+                    }
+                    if now_ns() >= start {
+                        window.start_mono_ns = start;
+                        window.start_unix_ns = unix_ns() - (now_ns() - start);
+                        warm_seconds = (start - since) as f64 / 1e9;
+                        cpu_start = Some(limits::usage());
+                        throttle_start = limits::cpu_throttling();
+                        stage = Stage::Window;
+                        // The orchestrator starts its server probe on this line.
+                        progress(report::Progress::Measure {
+                            t: since_start(start),
+                            mono_ns: start,
+                        });
+                    }
+                }
+            }
+            Stage::Window => {
+                let (_, end) = shared.window();
+                if now >= end {
+                    cpu_end = Some(limits::usage());
+                    throttle_end = limits::cpu_throttling();
+                    window.end_mono_ns = end;
+                    window.end_unix_ns = unix_ns() - (now - end);
+                    // Every request of the window gets its timeout (and one
+                    // sweep of the timeout table) to be answered.
+                    let stop = end + timeout_ns + conn::sweep_period(timeout_ns).as_nanos() as u64;
+                    shared.stop_ns.store(stop, Ordering::Release);
+                    stage = Stage::Drain;
+                    progress(report::Progress::Drain {
+                        t: since_start(now),
+                        mono_ns: end,
+                    });
+                }
+            }
+            Stage::Drain => {}
         }
-        if cfg.progress && now >= next_tick {
-            let ok: u64 = lives.iter().map(|l| l.ok.load(Ordering::Relaxed)).sum();
-            let err: u64 = lives.iter().map(|l| l.errors.load(Ordering::Relaxed)).sum();
-            let t = (now - run_start) as f64 / 1e9;
-            let phase = if now < measure_start_ns {
-                report::Phase::Warmup
-            } else {
-                report::Phase::Measure
+        if now >= next_tick {
+            let ok = sum(|l| &l.ok);
+            let err = sum(|l| &l.errors);
+            let phase = match stage {
+                Stage::Connecting | Stage::Warmup { .. } => report::Phase::Warmup,
+                Stage::Window => report::Phase::Measure,
+                Stage::Drain => report::Phase::Drain,
             };
-            let tick = report::Progress::Tick {
-                t: (t * 10.0).round() / 10.0,
+            if phase == report::Phase::Warmup && stage != Stage::Connecting {
+                warm_windows.push(ok - last_ok);
+            }
+            progress(report::Progress::Tick {
+                t: ((now - start_ns) as f64 / 1e8).round() / 10.0,
                 phase,
                 ok: ok - last_ok,
                 errors: err - last_err,
-            };
-            eprintln!("{}", tick.line());
+            });
             (last_ok, last_err) = (ok, err);
             next_tick += 1_000_000_000;
         }
+        // Wake for the next tick or the window's next edge, whichever comes
+        // first: the CPU snapshots are taken at the edges themselves.
+        let edge = match stage {
+            Stage::Warmup { .. } => shared.window().0,
+            Stage::Window => shared.window().1,
+            _ => u64::MAX,
+        };
+        let now = now_ns();
+        let next = next_tick.min(edge);
+        std::thread::sleep(
+            MAIN_NAP.min(Duration::from_nanos(next.saturating_sub(now).max(100_000))),
+        );
     }
-    let cpu_end = limits::usage();
-    let throttling_end = limits::cpu_throttling();
-    let cpu_start = cpu_at_measure_start.unwrap_or(cpu_end);
     let mut stats = Vec::with_capacity(threads);
     for h in handles {
         let s = h
@@ -323,10 +507,37 @@ pub fn run(cfg: &LoadConfig) -> anyhow::Result<LoadReport> {
             .context("load worker thread failed")?;
         stats.push(s);
     }
-    let mut report = merge(
-        cfg, &plan, attempted, threads, &shared, stats, cpu_start, cpu_end,
-    );
-    if let (Some(start), Some(end)) = (throttling_at_measure_start, throttling_end) {
+    // A run cut short (`--requests` used up, or no connection ever opened)
+    // ends its window when its last thread finished.
+    if stage != Stage::Drain {
+        let last = stats
+            .iter()
+            .filter_map(|s| s.finished_ns)
+            .max()
+            .unwrap_or_else(now_ns);
+        if window.start_mono_ns == 0 {
+            window.start_mono_ns = last;
+            window.start_unix_ns = unix_ns();
+        }
+        window.end_mono_ns = last.max(window.start_mono_ns);
+        window.end_unix_ns = window.start_unix_ns + (window.end_mono_ns - window.start_mono_ns);
+    }
+    let cpu_end = cpu_end.unwrap_or_else(limits::usage);
+    let cpu_start = cpu_start.unwrap_or(cpu_end);
+    let drain_end = stats
+        .iter()
+        .filter_map(|s| s.finished_ns)
+        .max()
+        .unwrap_or_else(now_ns);
+    let warmup = WarmupReport {
+        seconds: warm_seconds,
+        stable,
+        windows_ok: warm_windows,
+    };
+    let mut report = merge(cfg, attempted, threads, &shared, stats, window, warmup);
+    report.drain_s = drain_end.saturating_sub(window.end_mono_ns) as f64 / 1e9;
+    report.loader = loader_usage(cpu_start, cpu_end, report.responses.total());
+    if let (Some(start), Some(end)) = (throttle_start, throttle_end) {
         report.loader.throttling = end.since(start);
     }
     if let Some(rate) = &report.rate {
@@ -339,16 +550,38 @@ pub fn run(cfg: &LoadConfig) -> anyhow::Result<LoadReport> {
             ));
         }
     }
-    let established = report.connections.established;
-    if (established as usize) < cfg.connections {
+    let c = report.connections;
+    if c.established < cfg.connections as u64 {
         report.warnings.push(format!(
-            "only {established} of the {} requested connections were established",
-            cfg.connections
+            "only {} of the {} requested connections were established",
+            c.established, cfg.connections
+        ));
+    }
+    if report.warmup.stable == Some(false) {
+        report.warnings.push(format!(
+            "the warm-up was not stable after {:.1}s; the window opened anyway",
+            report.warmup.seconds
         ));
     }
     warnings.append(&mut report.warnings);
     report.warnings = warnings;
     Ok(report)
+}
+
+fn loader_usage(start: limits::Usage, end: limits::Usage, responses: u64) -> report::LoaderUsage {
+    let user = end.user_us.saturating_sub(start.user_us);
+    let sys = end.sys_us.saturating_sub(start.sys_us);
+    report::LoaderUsage {
+        user_cpu_us: user,
+        sys_cpu_us: sys,
+        cpu_us_per_response: if responses > 0 {
+            (user + sys) as f64 / responses as f64
+        } else {
+            0.0
+        },
+        peak_rss_kib: end.max_rss_kib,
+        throttling: None,
+    }
 }
 
 fn worker_thread(
@@ -386,53 +619,62 @@ fn worker_thread(
             })
             .collect();
         let all = futures_util::future::join_all(tasks);
-        let end = worker.instant_at(plan.measure_end_ns);
         tokio::select! {
-            _ = all => {
-                worker.stats.borrow_mut().finished_ns = Some(now_ns());
-            }
-            () = tokio::time::sleep_until(end) => {}
+            _ = all => {}
+            () = std::rc::Rc::clone(&worker).until_done() => {}
         }
-        let windows = worker.stats.borrow().windows_ok.len();
-        let stats = worker.stats.replace(ThreadStats::new(windows));
-        anyhow::Ok(stats)
+        let mut stats = worker.stats.borrow_mut();
+        stats.finished_ns = Some(now_ns());
+        // Requests of the window still unanswered when the drain ended
+        // count as timed out: never silently dropped.
+        let unresolved = worker.outstanding();
+        stats.requests.lost.timeout += unresolved;
+        stats.errors.timeout += unresolved;
+        stats.errors_whole_run.timeout += unresolved;
+        let (local, windows) = (stats.served.len(), stats.windows_ok.len());
+        let out = std::mem::replace(&mut *stats, ThreadStats::new(local, windows));
+        anyhow::Ok(out)
     })
 }
 
-#[allow(clippy::too_many_arguments)]
 fn merge(
     cfg: &LoadConfig,
-    plan: &LoadPlan,
     attempted: usize,
     threads: usize,
     shared: &Shared,
     stats: Vec<ThreadStats>,
-    cpu_start: limits::Usage,
-    cpu_end: limits::Usage,
+    window: WindowTimes,
+    warmup: WarmupReport,
 ) -> LoadReport {
-    let mut status = [0u64; 6];
+    let mut responses = StatusCounts::default();
+    let mut requests = RequestAccounting::default();
     let mut errors = ErrorCounts::default();
     let mut errors_whole_run = ErrorCounts::default();
     let (mut read, mut written, mut response_bytes) = (0u64, 0u64, 0u64);
-    let (mut established, mut reconnects) = (0u64, 0u64);
+    let (mut established, mut serving) = (0u64, 0u64);
+    let (mut reconnects, mut reconnects_whole_run) = (0u64, 0u64);
     let mut hist = histogram::new_histogram();
     let mut hist_unc = histogram::new_histogram();
     let mut max_lag = 0u64;
     let mut windows_ok = vec![0u64; stats.first().map_or(0, |s| s.windows_ok.len())];
     let mut windows_err = windows_ok.clone();
-    let mut all_finished = true;
-    let mut finished_at = plan.measure_start_ns;
+    let mut answers = report::AnswerChecks::default();
     for s in &stats {
-        for (a, b) in status.iter_mut().zip(s.status) {
-            *a += b;
-        }
+        responses.merge(&s.responses);
+        requests.merge(&s.requests);
         errors.merge(&s.errors);
         errors_whole_run.merge(&s.errors_whole_run);
         read += s.bytes_read;
         written += s.bytes_written;
         response_bytes += s.response_bytes;
-        established += s.established;
+        established += s
+            .first_connect_ns
+            .iter()
+            .filter(|&&t| t != 0 && t < window.start_mono_ns.max(1))
+            .count() as u64;
+        serving += s.served.iter().filter(|&&b| b).count() as u64;
         reconnects += s.reconnects;
+        reconnects_whole_run += s.reconnects_whole_run;
         hist.add(&s.hist).expect("histograms share bounds");
         hist_unc
             .add(&s.hist_uncorrected)
@@ -444,18 +686,13 @@ fn merge(
         for (a, b) in windows_err.iter_mut().zip(&s.windows_err) {
             *a += b;
         }
-        match s.finished_ns {
-            Some(t) => finished_at = finished_at.max(t),
-            None => all_finished = false,
+        answers.checked += s.answers.checked;
+        answers.wrong += s.answers.wrong;
+        if answers.example.is_none() {
+            answers.example.clone_from(&s.answers.example);
         }
     }
-    let measured_end = if all_finished {
-        finished_at.min(plan.measure_end_ns)
-    } else {
-        plan.measure_end_ns
-    };
-    let measured_s = (measured_end.saturating_sub(plan.measure_start_ns)) as f64 / 1e9;
-    let total: u64 = status.iter().sum();
+    let measured_s = window.end_mono_ns.saturating_sub(window.start_mono_ns) as f64 / 1e9;
     let per_s = |n: u64| {
         if measured_s > 0.0 {
             n as f64 / measured_s
@@ -472,10 +709,8 @@ fn merge(
             errors: windows_err[i],
         })
         .collect();
-    let cpu_user = cpu_end.user_us.saturating_sub(cpu_start.user_us);
-    let cpu_sys = cpu_end.sys_us.saturating_sub(cpu_start.sys_us);
     let rate = cfg.rate.map(|target| {
-        let achieved = per_s(total);
+        let achieved = per_s(responses.total());
         report::RateReport {
             target_rps: target,
             achieved_rps: achieved,
@@ -483,6 +718,7 @@ fn merge(
             max_schedule_lag_us: max_lag / 1000,
         }
     });
+    let answered = requests.answered.total();
     LoadReport {
         schema_version: SCHEMA_VERSION,
         settings: report::RunSettings {
@@ -502,31 +738,34 @@ fn merge(
             connect_timeout_ms: cfg.connect_timeout.as_millis() as u64,
             rate_rps: cfg.rate,
             max_requests: cfg.max_requests,
+            until_stable: cfg.until_stable.map(|(w, cv)| report::StableSettings {
+                window_s: w.as_secs_f64(),
+                max_cv: cv,
+            }),
         },
+        window,
         measured_s,
-        responses: report::Responses {
-            total,
-            status_2xx: status[2],
-            status_3xx: status[3],
-            status_4xx: status[4],
-            status_5xx: status[5],
-            status_other: status[0] + status[1],
-        },
-        throughput_rps: per_s(status[2]),
+        warmup,
+        responses,
+        throughput_rps: per_s(responses.status_2xx),
+        requests,
         errors,
         errors_whole_run,
+        drain_s: 0.0,
         connections: report::Connections {
-            requested: cfg.connections,
-            attempted,
+            requested: cfg.connections as u64,
+            attempted: attempted as u64,
             established,
+            serving,
             peak_open: shared.peak_open.load(Ordering::Relaxed),
             reconnects,
+            reconnects_whole_run,
         },
         bytes: report::WireBytes {
             read,
             written,
-            mean_response_bytes: if total > 0 {
-                response_bytes as f64 / total as f64
+            mean_response_bytes: if answered > 0 {
+                response_bytes as f64 / answered as f64
             } else {
                 0.0
             },
@@ -534,17 +773,8 @@ fn merge(
         latency: histogram::LatencySummary::of(&hist),
         uncorrected_latency: cfg.rate.map(|_| histogram::LatencySummary::of(&hist_unc)),
         rate,
-        loader: report::LoaderUsage {
-            user_cpu_us: cpu_user,
-            sys_cpu_us: cpu_sys,
-            cpu_us_per_response: if total > 0 {
-                (cpu_user + cpu_sys) as f64 / total as f64
-            } else {
-                0.0
-            },
-            peak_rss_kib: cpu_end.max_rss_kib,
-            throttling: None,
-        },
+        answers,
+        loader: report::LoaderUsage::default(),
         windows,
         warnings: Vec::new(),
     }

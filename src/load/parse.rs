@@ -4,9 +4,11 @@
 //! headers via `httparse`, then a Content-Length body, a chunked body, or a
 //! body that runs to connection close) without copying or allocating. Bodies
 //! are skipped as they arrive, never buffered: only an incomplete head or an
-//! incomplete chunk-size line has to stay in the caller's buffer.
+//! incomplete chunk-size line has to stay in the caller's buffer. The one
+//! exception is a response the caller asks to capture ([`ResponseParser::
+//! capture_next`]): its body is copied aside so the caller can check it.
 //!
-//! Must not: do I/O, keep statistics, or look at body contents.
+//! Must not: do I/O, keep statistics, or judge body contents.
 
 use std::mem::MaybeUninit;
 
@@ -73,6 +75,10 @@ pub struct ResponseParser {
     status: u16,
     close: bool,
     wire_bytes: u64,
+    /// Copy the body of the response being parsed into `body`.
+    capture: bool,
+    /// The captured body (decoded from chunks), kept until the next capture.
+    body: Vec<u8>,
 }
 
 impl Default for ResponseParser {
@@ -89,7 +95,34 @@ impl ResponseParser {
             status: 0,
             close: false,
             wire_bytes: 0,
+            capture: false,
+            body: Vec::new(),
         }
+    }
+
+    /// Copy the body of the next response aside (call between responses,
+    /// when [`Self::in_progress`] is false); read it with [`Self::body`]
+    /// once that response is complete.
+    #[inline]
+    pub fn capture_next(&mut self, on: bool) {
+        self.capture = on;
+        if on {
+            self.body.clear();
+        }
+    }
+
+    /// The body of the last captured response.
+    pub fn body(&self) -> &[u8] {
+        &self.body
+    }
+
+    /// Reset to wait for a new response, keeping the capture buffer.
+    fn reset(&mut self) {
+        self.state = State::Head;
+        self.status = 0;
+        self.close = false;
+        self.wire_bytes = 0;
+        self.capture = false;
     }
 
     /// Whether a response has begun but not ended.
@@ -108,7 +141,7 @@ impl ResponseParser {
     pub fn finish_on_close(&mut self) -> Option<(u16, u64)> {
         if self.state == State::UntilClose {
             let done = (self.status, self.wire_bytes);
-            *self = Self::new();
+            self.reset();
             Some(done)
         } else {
             None
@@ -179,6 +212,9 @@ impl ResponseParser {
                 }
                 State::Body(remaining) => {
                     let take = remaining.min(rest.len() as u64);
+                    if self.capture {
+                        self.body.extend_from_slice(&rest[..take as usize]);
+                    }
                     used += take as usize;
                     self.wire_bytes += take;
                     if take == remaining {
@@ -219,6 +255,9 @@ impl ResponseParser {
                         continue;
                     }
                     let take = (remaining - 2).min(rest.len() as u64);
+                    if self.capture {
+                        self.body.extend_from_slice(&rest[..take as usize]);
+                    }
                     used += take as usize;
                     self.wire_bytes += take;
                     self.state = State::ChunkData(remaining - take);
@@ -237,6 +276,9 @@ impl ResponseParser {
                     None => return Ok(Parsed::NeedMore { used }),
                 },
                 State::UntilClose => {
+                    if self.capture {
+                        self.body.extend_from_slice(rest);
+                    }
                     used += rest.len();
                     self.wire_bytes += rest.len() as u64;
                     return Ok(Parsed::NeedMore { used });
@@ -252,7 +294,7 @@ impl ResponseParser {
             wire_bytes: self.wire_bytes,
             close: self.close,
         };
-        *self = Self::new();
+        self.reset();
         step
     }
 }
@@ -380,5 +422,30 @@ mod tests {
             ResponseParser::new().feed(head, true).unwrap(),
             Parsed::Complete { status: 200, .. }
         ));
+    }
+
+    #[test]
+    fn captures_the_body_only_when_asked_chunked_or_not() {
+        let mut p = ResponseParser::new();
+        let plain = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello";
+        assert!(matches!(p.feed(plain, false), Ok(Parsed::Complete { .. })));
+        assert!(p.body().is_empty());
+        p.capture_next(true);
+        let chunked = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n";
+        assert!(matches!(
+            p.feed(chunked, false),
+            Ok(Parsed::Complete { .. })
+        ));
+        assert_eq!(p.body(), b"abcde");
+        // Split over two reads.
+        p.capture_next(true);
+        let Ok(Parsed::NeedMore { used }) = p.feed(&plain[..40], false) else {
+            panic!("a partial body needs more")
+        };
+        assert!(matches!(
+            p.feed(&plain[used..], false),
+            Ok(Parsed::Complete { .. })
+        ));
+        assert_eq!(p.body(), b"hello");
     }
 }

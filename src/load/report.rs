@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 pub use super::histogram::LatencySummary;
 
 /// Version of the report's JSON shape; bump on any incompatible change.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// Kinds of errors the loader counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,8 +31,9 @@ pub enum ErrorKind {
 }
 
 /// Error counts by kind. Read, write, timeout and parse errors count lost
-/// requests (each request in flight on a connection that fails is one);
-/// connect errors count failed connection attempts.
+/// requests (each request in flight on a connection that fails is one),
+/// placed by when the request was sent; connect errors count failed
+/// connection attempts, placed by when they failed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ErrorCounts {
     /// Failed connection attempts (refused, unreachable, connect timeout).
@@ -41,8 +42,9 @@ pub struct ErrorCounts {
     pub read: u64,
     /// Requests that could not be written.
     pub write: u64,
-    /// Requests unanswered `--timeout` after they were sent, counted when the
-    /// timeout expired (the connection is then closed and reopened).
+    /// Requests unanswered `--timeout` after they were sent (the connection
+    /// is then closed and reopened), and requests of the window still
+    /// unanswered when the drain after it ended.
     pub timeout: u64,
     /// Requests lost to a response that is not valid HTTP/1.1.
     pub parse: u64,
@@ -114,15 +116,24 @@ pub struct RunSettings {
     pub rate_rps: Option<f64>,
     /// Bound on measured requests (`--requests`), if any.
     pub max_requests: Option<u64>,
+    /// Warm-up until stable: the window length and CV it was asked for
+    /// (`warmup_s` is then its longest).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until_stable: Option<StableSettings>,
 }
 
-/// Completed responses of the measured period, by status class. A response
-/// belongs to the measured period when its request was scheduled (closed
-/// loop: sent; fixed rate: intended) inside it and it completed before its end.
+/// What `--warmup-until-stable` asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct StableSettings {
+    /// Length of each warm-up window compared, seconds.
+    pub window_s: f64,
+    /// Largest CV of the last three windows that counts as stable.
+    pub max_cv: f64,
+}
+
+/// Responses by status class.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct Responses {
-    /// All completed responses.
-    pub total: u64,
+pub struct StatusCounts {
     /// 2xx responses: the only ones throughput counts.
     pub status_2xx: u64,
     /// 3xx responses.
@@ -131,24 +142,96 @@ pub struct Responses {
     pub status_4xx: u64,
     /// 5xx responses.
     pub status_5xx: u64,
-    /// Responses with a status outside 200-599.
+    /// Responses with a status outside 200-599 (1xx, or not a number).
+    #[serde(default)]
     pub status_other: u64,
+}
+
+impl StatusCounts {
+    /// Count one response of `status`.
+    #[inline]
+    pub fn add_status(&mut self, status: u16) {
+        match status {
+            200..=299 => self.status_2xx += 1,
+            300..=399 => self.status_3xx += 1,
+            400..=499 => self.status_4xx += 1,
+            500..=599 => self.status_5xx += 1,
+            _ => self.status_other += 1,
+        }
+    }
+
+    /// Responses of any class.
+    pub fn total(&self) -> u64 {
+        self.status_2xx + self.status_3xx + self.status_4xx + self.status_5xx + self.status_other
+    }
+
+    /// Responses that were not 2xx.
+    pub fn non_2xx(&self) -> u64 {
+        self.total() - self.status_2xx
+    }
+
+    /// Sum of two counts.
+    pub fn merge(&mut self, o: &StatusCounts) {
+        self.status_2xx += o.status_2xx;
+        self.status_3xx += o.status_3xx;
+        self.status_4xx += o.status_4xx;
+        self.status_5xx += o.status_5xx;
+        self.status_other += o.status_other;
+    }
+}
+
+/// Every request sent inside the measured window, accounted for: answered
+/// (whenever the answer came, the drain after the window included) or lost
+/// to an error or a timeout. `sent == answered.total() + lost.total()`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct RequestAccounting {
+    /// Requests sent (closed loop) or due (fixed rate) inside the window.
+    pub sent: u64,
+    /// Their answers, by status class.
+    pub answered: StatusCounts,
+    /// Those lost: to a read, write or parse error, or unanswered within
+    /// `--timeout` (`connect` is always 0 here).
+    pub lost: ErrorCounts,
+}
+
+impl RequestAccounting {
+    /// Whether every request sent is answered or lost, none missing.
+    pub fn balanced(&self) -> bool {
+        self.sent == self.answered.total() + self.lost.total()
+    }
+
+    /// Sum of two accountings.
+    pub fn merge(&mut self, o: &RequestAccounting) {
+        self.sent += o.sent;
+        self.answered.merge(&o.answered);
+        self.lost.merge(&o.lost);
+    }
 }
 
 /// What happened to the connections.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Connections {
     /// Connections asked for (`-c`).
-    pub requested: usize,
+    pub requested: u64,
     /// Connections the loader tried to hold (less than `requested` only when
     /// a limit said so before the run; see `warnings`).
-    pub attempted: usize,
-    /// Connection slots that were established at least once.
+    pub attempted: u64,
+    /// Connection slots connected (TCP handshake done) before the window
+    /// opened. A server that never calls accept() still completes
+    /// handshakes from its backlog: this is not proof of service.
     pub established: u64,
+    /// Connection slots that got at least one response inside the window:
+    /// the connections really served.
+    #[serde(default)]
+    pub serving: u64,
     /// Most connections open at the same moment.
     pub peak_open: u64,
-    /// Connections re-established after a close or an error.
+    /// Connections re-established inside the window after a close or an
+    /// error.
     pub reconnects: u64,
+    /// Reconnects over the whole run, warm-up and drain included.
+    #[serde(default)]
+    pub reconnects_whole_run: u64,
 }
 
 /// Bytes on the wire during the measured period.
@@ -158,7 +241,8 @@ pub struct WireBytes {
     pub read: u64,
     /// Bytes written to the server.
     pub written: u64,
-    /// Mean bytes per measured response, status line and headers included.
+    /// Mean bytes per answer to a request of the window, status line and
+    /// headers included.
     pub mean_response_bytes: f64,
 }
 
@@ -167,7 +251,7 @@ pub struct WireBytes {
 pub struct RateReport {
     /// Requests per second asked for.
     pub target_rps: f64,
-    /// Responses (any status) per second completed in the measured period.
+    /// Responses (any status) completed per second of the window.
     pub achieved_rps: f64,
     /// `achieved_rps / target_rps`; below ~0.98 the target was not met.
     pub ratio: f64,
@@ -227,7 +311,8 @@ impl Throttling {
     }
 }
 
-/// One second of the measured period.
+/// One second of the measured window, by when responses completed and
+/// errors were seen.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Window {
     /// Start of the window, whole seconds from the start of measurement.
@@ -238,6 +323,53 @@ pub struct Window {
     pub errors: u64,
 }
 
+/// The instants the measured window opened and closed, on both clocks, so
+/// an observer (the orchestrator reading a cgroup, another host) can cover
+/// exactly the same time.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct WindowTimes {
+    /// When the loader began to connect, CLOCK_MONOTONIC ns: the server had
+    /// no load of this run before it.
+    #[serde(default)]
+    pub connects_mono_ns: u64,
+    /// Opened, CLOCK_MONOTONIC ns (same clock on every container of a host).
+    pub start_mono_ns: u64,
+    /// Closed, CLOCK_MONOTONIC ns.
+    pub end_mono_ns: u64,
+    /// Opened, Unix time ns (CLOCK_REALTIME).
+    pub start_unix_ns: u64,
+    /// Closed, Unix time ns.
+    pub end_unix_ns: u64,
+}
+
+/// The warm-up before the window.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct WarmupReport {
+    /// Time from the moment every connection was open (or the connect
+    /// timeout passed) to the window, seconds.
+    pub seconds: f64,
+    /// Until-stable only: whether the warm-up windows became stable (false:
+    /// the window opened because the warm-up's longest time ran out).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stable: Option<bool>,
+    /// 2xx responses completed in each second of the warm-up.
+    pub windows_ok: Vec<u64>,
+}
+
+/// Answers checked against the contract under load: one in
+/// [`crate::load::conn::CHECK_EVERY`] answers to window requests, and every
+/// answer during the drain.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct AnswerChecks {
+    /// Answers checked.
+    pub checked: u64,
+    /// Answers that were not what the contract says for their request.
+    pub wrong: u64,
+    /// The first wrong answer, with what was expected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub example: Option<String>,
+}
+
 /// Everything one `fairground load` run saw.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LoadReport {
@@ -245,32 +377,49 @@ pub struct LoadReport {
     pub schema_version: u32,
     /// The settings the run used.
     pub settings: RunSettings,
-    /// Measured time actually elapsed, seconds (shorter than asked when
-    /// `--requests` finished first).
+    /// When the measured window opened and closed.
+    pub window: WindowTimes,
+    /// Length of the window, seconds (shorter than asked when `--requests`
+    /// finished first).
     pub measured_s: f64,
-    /// Completed responses by status class.
-    pub responses: Responses,
-    /// 2xx responses per second of measured time.
+    /// The warm-up before it.
+    pub warmup: WarmupReport,
+    /// Responses completed inside the window (whenever their request was
+    /// sent), by status class: what throughput counts.
+    pub responses: StatusCounts,
+    /// 2xx responses completed per second of the window. With N
+    /// connections each waiting L for every answer this is N/L, whatever L
+    /// is next to the window.
     pub throughput_rps: f64,
-    /// Errors during the measured period.
+    /// Every request sent inside the window, answered or lost.
+    pub requests: RequestAccounting,
+    /// Errors of the window: the requests it lost (by when they were sent,
+    /// timeouts found in the drain included) and the connects that failed
+    /// inside it.
     pub errors: ErrorCounts,
-    /// Errors over the whole run: connection setup, warmup and measurement.
+    /// Errors over the whole run: connection setup, warm-up, window, drain.
     pub errors_whole_run: ErrorCounts,
+    /// How long the drain after the window took (at most `--timeout`):
+    /// requests of the window still in flight were answered or timed out.
+    pub drain_s: f64,
     /// Connection accounting.
     pub connections: Connections,
-    /// Bytes on the wire (measured period).
+    /// Bytes on the wire (window).
     pub bytes: WireBytes,
-    /// Latency of measured responses, µs. Fixed rate: from the intended send
-    /// time (corrected for coordinated omission); closed loop: from the send
-    /// time of the request's batch.
+    /// Latency of the answers to requests sent inside the window, the drain
+    /// included so a slow answer is never dropped for being slow, µs. Fixed
+    /// rate: from the intended send time (corrected for coordinated
+    /// omission); closed loop: from the send time of the request's batch.
     pub latency: LatencySummary,
     /// Fixed rate only: latency from the actual send time (uncorrected).
     pub uncorrected_latency: Option<LatencySummary>,
     /// Fixed rate only: target vs achieved rate and schedule lag.
     pub rate: Option<RateReport>,
-    /// CPU and memory of the loader itself.
+    /// Answers checked against the contract under load.
+    pub answers: AnswerChecks,
+    /// CPU and memory of the loader itself (window).
     pub loader: LoaderUsage,
-    /// Per-second windows of the measured period.
+    /// Per-second windows of the measured window.
     pub windows: Vec<Window>,
     /// Things the user must know about this run (limits that capped
     /// connections, a missed rate, ...).
@@ -297,8 +446,8 @@ impl LoadReport {
         let c = &self.connections;
         writeln!(
             w,
-            "  {} threads and {} connections ({} established, peak {} open, {} reconnects)",
-            s.threads, c.requested, c.established, c.peak_open, c.reconnects
+            "  {} threads and {} connections ({} established, {} served in the window, peak {} open, {} reconnects)",
+            s.threads, c.requested, c.established, c.serving, c.peak_open, c.reconnects
         )?;
         if s.pipeline > 1 {
             writeln!(w, "  pipeline depth {}", s.pipeline)?;
@@ -342,7 +491,7 @@ impl LoadReport {
         writeln!(
             w,
             "  {} responses in {:.2}s, {} read, {} written ({:.0} B/response)",
-            r.total,
+            r.total(),
             self.measured_s,
             crate::units::bytes(self.bytes.read as f64),
             crate::units::bytes(self.bytes.written as f64),
@@ -359,6 +508,24 @@ impl LoadReport {
             "  Errors: connect {}, read {}, write {}, timeout {}, parse {}",
             e.connect, e.read, e.write, e.timeout, e.parse
         )?;
+        let q = &self.requests;
+        writeln!(
+            w,
+            "  Requests sent in the window: {} = {} answered + {} lost (drain {:.2}s)",
+            q.sent,
+            q.answered.total(),
+            q.lost.total(),
+            self.drain_s
+        )?;
+        if self.answers.wrong > 0 {
+            writeln!(
+                w,
+                "  WRONG ANSWERS: {} of {} checked; first: {}",
+                self.answers.wrong,
+                self.answers.checked,
+                self.answers.example.as_deref().unwrap_or("?")
+            )?;
+        }
         writeln!(w, "Requests/sec (2xx): {:.2}", self.throughput_rps)?;
         if let Some(rate) = &self.rate {
             writeln!(
@@ -406,10 +573,20 @@ pub fn json_schema() -> serde_json::Value {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum Progress {
-    /// The measured period starts now.
+    /// The measured window opens now.
     Measure {
         /// Seconds since the loader started.
         t: f64,
+        /// The instant, CLOCK_MONOTONIC ns.
+        #[serde(default)]
+        mono_ns: u64,
+    },
+    /// The measured window closes now; the drain begins.
+    Drain {
+        /// Seconds since the loader started.
+        t: f64,
+        /// The instant, CLOCK_MONOTONIC ns.
+        mono_ns: u64,
     },
     /// One second of traffic.
     Tick {
@@ -428,10 +605,12 @@ pub enum Progress {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Phase {
-    /// Before the measured period.
+    /// Before the measured window.
     Warmup,
     /// Inside it.
     Measure,
+    /// After it: requests of the window being answered.
+    Drain,
 }
 
 impl Progress {

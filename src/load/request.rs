@@ -153,6 +153,8 @@ pub enum RequestSet {
         batch: Arc<[u8]>,
         /// The request is HEAD (answers have no body).
         head: bool,
+        /// The contract request it is, for checking answers (None: ad hoc).
+        request: Option<(Scenario, Arc<contract::Request>)>,
     },
     /// `prefix` + random decimal id + `suffix`.
     Param {
@@ -161,8 +163,9 @@ pub enum RequestSet {
         /// Rest of the request after the id.
         suffix: Arc<[u8]>,
     },
-    /// Pre-generated requests, walked in order from a per-connection offset.
-    Pool(Arc<Vec<Vec<u8>>>),
+    /// Pre-generated requests, walked in order from a per-connection offset;
+    /// each with the contract request it is.
+    Pool(Scenario, Arc<Vec<(Vec<u8>, contract::Request)>>),
 }
 
 impl RequestSet {
@@ -180,7 +183,7 @@ impl RequestSet {
                     c.body.as_deref(),
                     false,
                 );
-                Self::fixed(one, pipeline, c.method.eq_ignore_ascii_case("HEAD"))
+                Self::fixed(one, pipeline, c.method.eq_ignore_ascii_case("HEAD"), None)
             }
             RequestSpec::Scenario(Scenario::Param) => {
                 let full = serialize(target, "GET", &target.join("/users/"), &[], None, true);
@@ -192,19 +195,24 @@ impl RequestSet {
                 }
             }
             RequestSpec::Scenario(s) if !needs_pool(*s) => {
-                let one = sample(target, *s, &mut rng);
-                Self::fixed(one, pipeline, false)
+                let (one, request) = sample(target, *s, &mut rng);
+                Self::fixed(one, pipeline, false, Some((*s, Arc::new(request))))
             }
             RequestSpec::Scenario(s) => {
                 let pool = (0..POOL_SIZE)
                     .map(|_| sample(target, *s, &mut rng))
                     .collect();
-                Self::Pool(Arc::new(pool))
+                Self::Pool(*s, Arc::new(pool))
             }
         }
     }
 
-    fn fixed(one: Vec<u8>, pipeline: usize, head: bool) -> Self {
+    fn fixed(
+        one: Vec<u8>,
+        pipeline: usize,
+        head: bool,
+        request: Option<(Scenario, Arc<contract::Request>)>,
+    ) -> Self {
         let len = one.len();
         let batch: Vec<u8> = one
             .iter()
@@ -216,6 +224,7 @@ impl RequestSet {
             len,
             batch: batch.into(),
             head,
+            request,
         }
     }
 
@@ -239,6 +248,12 @@ pub struct RequestGen {
     rng: rand::rngs::SmallRng,
     cursor: usize,
     buf: Vec<u8>,
+    /// Param: the ids of the last batch, for [`RequestGen::describe`].
+    last_ids: Vec<u64>,
+    /// Pool: where the last batch started.
+    last_cursor: usize,
+    /// Requests in the last batch.
+    last_n: usize,
 }
 
 impl RequestGen {
@@ -246,7 +261,7 @@ impl RequestGen {
     pub fn new(set: RequestSet, seed: u64) -> Self {
         let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
         let cursor = match &set {
-            RequestSet::Pool(p) => rng.random_range(0..p.len()),
+            RequestSet::Pool(_, p) => rng.random_range(0..p.len()),
             _ => 0,
         };
         // Fixed requests are written straight from the shared batch.
@@ -259,31 +274,72 @@ impl RequestGen {
             rng,
             cursor,
             buf,
+            last_ids: Vec::new(),
+            last_cursor: 0,
+            last_n: 0,
         }
     }
 
     /// The bytes of the next `n` requests (n ≤ the pipeline depth given to
     /// [`RequestSet::build`]). Allocation-free once the buffer has grown.
     pub fn next(&mut self, n: usize) -> &[u8] {
+        self.last_n = n;
         match &self.set {
             RequestSet::Fixed { len, batch, .. } => &batch[..len * n],
             RequestSet::Param { prefix, suffix } => {
                 self.buf.clear();
+                self.last_ids.clear();
                 for _ in 0..n {
                     let id = contract::random_param_id(&mut self.rng);
+                    self.last_ids.push(id);
                     self.buf.extend_from_slice(prefix);
                     push_decimal(&mut self.buf, id);
                     self.buf.extend_from_slice(suffix);
                 }
                 &self.buf
             }
-            RequestSet::Pool(pool) => {
+            RequestSet::Pool(_, pool) => {
                 self.buf.clear();
+                self.last_cursor = self.cursor;
                 for _ in 0..n {
-                    self.buf.extend_from_slice(&pool[self.cursor]);
+                    self.buf.extend_from_slice(&pool[self.cursor].0);
                     self.cursor = (self.cursor + 1) % pool.len();
                 }
                 &self.buf
+            }
+        }
+    }
+
+    /// The bytes [`Self::next`] returned last.
+    #[inline]
+    pub fn current(&self) -> &[u8] {
+        match &self.set {
+            RequestSet::Fixed { len, batch, .. } => &batch[..len * self.last_n],
+            _ => &self.buf,
+        }
+    }
+
+    /// The contract request that the `i`-th request of the last batch was,
+    /// with its scenario, to check its answer; `None` for ad-hoc requests.
+    /// Allocates: call it only for the answers that are checked.
+    pub fn describe(&self, i: usize) -> Option<(Scenario, contract::Request)> {
+        match &self.set {
+            RequestSet::Fixed { request, .. } => request.as_ref().map(|(s, r)| (*s, (**r).clone())),
+            RequestSet::Param { .. } => {
+                let id = *self.last_ids.get(i)?;
+                Some((
+                    Scenario::Param,
+                    contract::Request {
+                        method: "GET",
+                        path: contract::param_path(id),
+                        headers: Vec::new(),
+                        body: None,
+                    },
+                ))
+            }
+            RequestSet::Pool(s, pool) => {
+                let (_, r) = &pool[(self.last_cursor + i) % pool.len()];
+                Some((*s, r.clone()))
             }
         }
     }
@@ -303,17 +359,19 @@ fn push_decimal(out: &mut Vec<u8>, mut v: u64) {
     out.extend_from_slice(&digits[i..]);
 }
 
-/// One request of scenario `s` with fresh random inputs, serialized.
-fn sample(target: &Target, s: Scenario, rng: &mut impl rand::Rng) -> Vec<u8> {
+/// One request of scenario `s` with fresh random inputs, serialized, and
+/// the contract request it is.
+fn sample(target: &Target, s: Scenario, rng: &mut impl rand::Rng) -> (Vec<u8>, contract::Request) {
     let r = contract::sample_request(s, rng);
-    serialize(
+    let bytes = serialize(
         target,
         r.method,
         &target.join(&r.path),
         &r.headers,
         r.body.as_deref(),
         true,
-    )
+    );
+    (bytes, r)
 }
 
 #[cfg(test)]

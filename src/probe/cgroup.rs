@@ -279,6 +279,86 @@ impl CgroupPaths {
     }
 }
 
+/// A container's memory high-water mark, reset as a measured window opens
+/// and read as it closes, so a window's peak is its own and not the
+/// container's lifetime one (start-up, verification, earlier rounds).
+///
+/// cgroup v1: writing `0` to `memory.max_usage_in_bytes` resets it to the
+/// current usage (for every reader: the lifetime mark is gone, so the lab
+/// keeps the highest it read). cgroup v2 (Linux 6.12+): writing to
+/// `memory.peak` resets it for reads through the same open file only, and
+/// the file's lifetime value stays for everyone else.
+#[derive(Debug)]
+pub struct PeakWatch {
+    file: PeakFile,
+}
+
+#[derive(Debug)]
+enum PeakFile {
+    V1(PathBuf),
+    V2(std::fs::File, PathBuf),
+}
+
+impl CgroupPaths {
+    /// A watch on this cgroup's memory high-water mark.
+    pub fn peak_watch(&self) -> Result<PeakWatch, ProbeError> {
+        let file = match self.version {
+            CgroupVersion::V1 => PeakFile::V1(self.memory.join("memory.max_usage_in_bytes")),
+            CgroupVersion::V2 => {
+                let path = self.memory.join("memory.peak");
+                let f = std::fs::OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .open(&path)
+                    .map_err(|source| ProbeError::Read {
+                        path: path.clone(),
+                        source,
+                    })?;
+                PeakFile::V2(f, path)
+            }
+        };
+        Ok(PeakWatch { file })
+    }
+}
+
+impl PeakWatch {
+    /// Reset the mark to the current usage; returns the mark before the
+    /// reset, bytes.
+    pub fn reset(&mut self) -> Result<u64, ProbeError> {
+        let before = self.read()?;
+        let (result, path) = match &mut self.file {
+            PeakFile::V1(path) => (std::fs::write(&*path, "0"), path.clone()),
+            PeakFile::V2(f, path) => {
+                use std::io::Write;
+                (f.write_all(b"reset\n"), path.clone())
+            }
+        };
+        result.map_err(|source| ProbeError::Read { path, source })?;
+        Ok(before)
+    }
+
+    /// The mark now, bytes (since the reset, through this watch).
+    pub fn read(&mut self) -> Result<u64, ProbeError> {
+        match &mut self.file {
+            PeakFile::V1(path) => read_u64(path),
+            PeakFile::V2(f, path) => {
+                use std::io::{Read, Seek};
+                let mut text = String::new();
+                f.seek(std::io::SeekFrom::Start(0))
+                    .and_then(|_| f.read_to_string(&mut text))
+                    .map_err(|source| ProbeError::Read {
+                        path: path.clone(),
+                        source,
+                    })?;
+                text.trim().parse().map_err(|_| ProbeError::Parse {
+                    path: path.clone(),
+                    text: text.trim().to_string(),
+                })
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -346,5 +426,24 @@ mod tests {
         let p = fs.for_pid(7).unwrap();
         assert!(p.cpuacct.ends_with("sys/fs/cgroup/cpuacct/docker/x"));
         assert!(p.cpu.ends_with("sys/fs/cgroup/cpu/docker/x"));
+    }
+
+    #[test]
+    fn a_v1_peak_watch_resets_the_mark_and_reads_it_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = CgroupPaths {
+            version: CgroupVersion::V1,
+            memory: dir.path().into(),
+            cpuacct: dir.path().into(),
+            cpu: dir.path().into(),
+        };
+        let f = dir.path().join("memory.max_usage_in_bytes");
+        std::fs::write(&f, "4096\n").unwrap();
+        let mut w = paths.peak_watch().unwrap();
+        assert_eq!(w.reset().unwrap(), 4096);
+        // A plain file stands in for the kernel's: the write is what resets.
+        assert_eq!(std::fs::read_to_string(&f).unwrap(), "0");
+        std::fs::write(&f, "2048\n").unwrap();
+        assert_eq!(w.read().unwrap(), 2048);
     }
 }

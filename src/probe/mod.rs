@@ -2,12 +2,13 @@
 //!
 //! Owns reading a container's cgroup (v1 and v2, `cgroup`), the Docker stats
 //! API fallback for daemons whose cgroup tree is not on this host (`stats`),
-//! and the once-a-second background sampler (`sampler`). It reads; it never
-//! changes a container or its limits.
+//! and the background sampler (`sampler`). It reads; its one write is the
+//! reset of a cgroup's memory high-water mark as a measured window opens
+//! (`cgroup::PeakWatch`). It never changes a container or its limits.
 
 pub mod cgroup;
 pub mod sampler;
 pub mod stats;
 
-pub use cgroup::{CgroupFs, CgroupPaths, CgroupReading, CgroupVersion};
+pub use cgroup::{CgroupFs, CgroupPaths, CgroupReading, CgroupVersion, PeakWatch};
 pub use sampler::{Sample, Sampler, SamplerSource, Series};

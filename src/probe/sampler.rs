@@ -18,6 +18,9 @@ use super::cgroup::{CgroupPaths, CgroupReading};
 pub struct Sample {
     /// Milliseconds since the sampler started.
     pub t_ms: u64,
+    /// When it was read, CLOCK_MONOTONIC ns (the loader's clock too, on the
+    /// same host).
+    pub t_mono_ns: u64,
     /// Memory charged to the container, bytes (see [`CgroupReading::mem_bytes`]).
     pub mem_bytes: u64,
     /// Cumulative CPU time of the container, microseconds.
@@ -87,6 +90,37 @@ impl Series {
             _ => 0,
         }
     }
+
+    /// The cumulative CPU time at instant `t` (CLOCK_MONOTONIC ns), µs,
+    /// interpolated between the samples around it; `None` when no sample
+    /// lies on one side of it.
+    pub fn cpu_usec_at(&self, t: u64) -> Option<f64> {
+        let i = self.samples.iter().position(|s| s.t_mono_ns >= t)?;
+        let b = &self.samples[i];
+        if b.t_mono_ns == t {
+            return Some(b.cpu_usec as f64);
+        }
+        let a = self.samples.get(i.checked_sub(1)?)?;
+        let span = (b.t_mono_ns - a.t_mono_ns) as f64;
+        let f = (t - a.t_mono_ns) as f64 / span;
+        Some(a.cpu_usec as f64 + f * (b.cpu_usec as f64 - a.cpu_usec as f64))
+    }
+
+    /// CPU time between instants `from` and `to`, µs, each end
+    /// interpolated ([`Self::cpu_usec_at`]).
+    pub fn cpu_usec_between(&self, from: u64, to: u64) -> Option<u64> {
+        let (a, b) = (self.cpu_usec_at(from)?, self.cpu_usec_at(to)?);
+        Some((b - a).max(0.0).round() as u64)
+    }
+
+    /// Memory samples taken between `from` and `to` (inclusive), bytes.
+    pub fn mem_between(&self, from: u64, to: u64) -> Vec<u64> {
+        self.samples
+            .iter()
+            .filter(|s| s.t_mono_ns >= from && s.t_mono_ns <= to)
+            .map(|s| s.mem_bytes)
+            .collect()
+    }
 }
 
 /// A running sampler; [`Sampler::stop`] ends it and returns the series.
@@ -114,6 +148,7 @@ impl Sampler {
                 match source.read(step).await {
                     Ok(Some(r)) => series.samples.push(Sample {
                         t_ms: started.elapsed().as_millis() as u64,
+                        t_mono_ns: crate::load::limits::now_ns(),
                         mem_bytes: r.mem_bytes,
                         cpu_usec: r.cpu_usec,
                         throttled_usec: r.throttled_usec,
@@ -196,6 +231,27 @@ mod tests {
         let series = s.stop().await;
         assert_eq!(series.max_mem_bytes(), Some(30));
         assert_eq!(series.peak_mem_bytes(), Some(90));
+    }
+
+    #[test]
+    fn cpu_at_an_instant_is_interpolated_between_samples() {
+        let at = |t_mono_ns, cpu_usec| Sample {
+            t_ms: 0,
+            t_mono_ns,
+            mem_bytes: t_mono_ns,
+            cpu_usec,
+            throttled_usec: 0,
+            mem_peak_bytes: None,
+        };
+        let series = Series {
+            samples: vec![at(1_000, 100), at(2_000, 300), at(3_000, 300)],
+            stopped_by: None,
+        };
+        assert_eq!(series.cpu_usec_at(1_500), Some(200.0));
+        assert_eq!(series.cpu_usec_between(1_500, 2_500), Some(100));
+        assert_eq!(series.cpu_usec_at(500), None, "no sample before");
+        assert_eq!(series.cpu_usec_at(3_500), None, "no sample after");
+        assert_eq!(series.mem_between(1_500, 3_000), vec![2_000, 3_000]);
     }
 
     #[tokio::test]

@@ -305,16 +305,32 @@ fn run_to(args: &ProfileArgs, out: &mut impl std::io::Write) -> anyhow::Result<(
             let mut failures = Vec::new();
             for f in &files {
                 match resolve_with(f, &host) {
-                    Ok((p, path)) => writeln!(
-                        out,
-                        "ok {}: {} cell(s) per framework ({} scenario(s) x {} concurrency level(s) x {} round(s)); warm-up and measurement take up to {} per framework",
-                        path.display(),
-                        p.rounds_per_framework(),
-                        p.scenarios.len(),
-                        p.concurrency.len(),
-                        p.rounds,
-                        units::Human(p.min_time_per_framework())
-                    )?,
+                    Ok((p, path)) => {
+                        writeln!(
+                            out,
+                            "ok {}: {} cell(s) per framework ({} scenario(s) x {} concurrency level(s) x {} round(s)); warm-up and measurement take up to {} per framework",
+                            path.display(),
+                            p.rounds_per_framework(),
+                            p.scenarios.len(),
+                            p.concurrency.len(),
+                            p.rounds,
+                            units::Human(p.min_time_per_framework())
+                        )?;
+                        // Every request sent in a window gets its whole
+                        // timeout to be answered: the drain after the window.
+                        let drains = p.load.timeout * p.rounds_per_framework() as u32;
+                        writeln!(
+                            out,
+                            "   after each window a drain waits for the requests still in flight, up to the {} timeout: as long as the slowest answer when the server answers, the whole timeout when a request hangs (up to {} more per framework){}",
+                            units::Human(p.load.timeout),
+                            units::Human(drains),
+                            if p.load.timeout > p.duration {
+                                format!("; the timeout is longer than the {} window, so a hung request costs more wall time than the window itself", units::Human(p.duration))
+                            } else {
+                                String::new()
+                            }
+                        )?;
+                    }
                     Err(e) => failures.push(format!("{e:#}")),
                 }
             }

@@ -450,6 +450,11 @@ pub struct RawThresholds {
     /// `0.5`.
     #[serde(default)]
     pub max_foreign_cores: Option<f64>,
+    /// Closed loop: largest gap between responses/s × mean latency and the
+    /// connections served × pipeline (Little's law) before a cell is
+    /// flagged, from 0 to 1. Default: `0.10`.
+    #[serde(default)]
+    pub littles_law_tolerance: Option<f64>,
     /// What a failed preflight check does: `strict` refuses to run, `warn`
     /// runs and marks every result. Default: `strict`.
     #[serde(default)]

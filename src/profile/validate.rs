@@ -627,6 +627,12 @@ fn thresholds(raw: Option<RawThresholds>, loc: &Locator<'_>) -> Result<Threshold
         min_rate_ratio: f(r.min_rate_ratio, "min_rate_ratio", d.min_rate_ratio, false)?,
         max_schedule_lag_us: r.max_schedule_lag_us.unwrap_or(d.max_schedule_lag_us),
         max_foreign_cores,
+        littles_law_tolerance: f(
+            r.littles_law_tolerance,
+            "littles_law_tolerance",
+            d.littles_law_tolerance,
+            false,
+        )?,
         preflight: r.preflight.unwrap_or(d.preflight),
     })
 }

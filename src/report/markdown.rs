@@ -303,7 +303,7 @@ fn scenario_table(s: &mut String, page: &Page<'_>, scenario: Scenario) {
                 .map(|x| {
                     format!(
                         "{}/{}",
-                        thousands(f64::from(x.connections_established_min)),
+                        thousands(x.connections_serving_min as f64),
                         thousands(f64::from(c.key.concurrency))
                     )
                 })

@@ -32,10 +32,11 @@ impl Exporter for StatsMarkdown {
         let _ = writeln!(s, "# fairground costs: profile `{}`\n", r.profile_name);
         let _ = writeln!(
             s,
-            "Run `{}`. Figures come from the server container's cgroup, sampled every 250 ms \
-             during each measured window (memory: memory.current, CPU: cpu.stat usage_usec, \
-             peak: memory.peak; cgroup v1 equivalents where v2 is absent), and from the Docker \
-             daemon. Rejected cells are left out.\n",
+            "Run `{}`. Figures come from the server container's cgroup (memory: \
+             memory.current, CPU: cpu.stat usage_usec, high-water mark: memory.peak; cgroup v1 \
+             equivalents where v2 is absent), sampled every 250 ms, with CPU read at the \
+             loader's window instants and memory samples kept only inside the window; and from \
+             the Docker daemon. Rejected cells are left out.\n",
             r.run_id
         );
         if r.environment.forced {
@@ -46,12 +47,13 @@ impl Exporter for StatsMarkdown {
         s.push_str("## Per framework\n\n");
         s.push_str(
             "- **idle memory**: after start and a settle period, before any load.\n\
-             - **under load**: median over the framework's cells of each cell's median sample.\n\
-             - **peak**: the highest of the cgroup's own high-water mark and any sample, over all cells.\n\
+             - **under load**: median over the framework's cells of each cell's median sample inside the window.\n\
+             - **window peak**: the highest memory inside any measured window: the cgroup's high-water mark reset as the window opened and read as it closed (or the largest sample where the kernel does not allow a reset).\n\
+             - **lifetime peak**: the container's high-water mark since it started (start-up, verification, warm-ups and earlier rounds included).\n\
              - **cold start**: container start to the first 200 on the readiness path, median of every start; `≤` when the first readiness probe already got its 200, so the server may have been ready sooner.\n\
              - **app LoC**: non-blank, non-comment lines of the framework's own app source.\n\n",
         );
-        s.push_str("| framework | language | idle memory | memory under load | peak memory | cold start | image size | binary size | app LoC |\n|---|---|--:|--:|--:|--:|--:|--:|--:|\n");
+        s.push_str("| framework | language | idle memory | memory under load | window peak | lifetime peak | cold start | image size | binary size | app LoC |\n|---|---|--:|--:|--:|--:|--:|--:|--:|--:|\n");
         for f in &r.frameworks {
             let under: Vec<f64> = cells_of(r, &f.name)
                 .filter_map(|c| {
@@ -63,7 +65,10 @@ impl Exporter for StatsMarkdown {
                 })
                 .collect();
             let peak = cells_of(r, &f.name)
-                .filter_map(|c| c.summary.as_ref()?.memory_peak_bytes)
+                .filter_map(|c| c.summary.as_ref()?.memory_window_peak_bytes)
+                .max();
+            let lifetime = cells_of(r, &f.name)
+                .filter_map(|c| c.summary.as_ref()?.memory_lifetime_peak_bytes)
                 .max();
             // "≤" when some start was only bounded from above (the first
             // probe already succeeded).
@@ -77,7 +82,7 @@ impl Exporter for StatsMarkdown {
                 .unwrap_or_else(|| "–".into());
             let _ = writeln!(
                 s,
-                "| {} | {} | {}{d} | {}{d} | {}{d} | {cold} | {} | {} | {} |",
+                "| {} | {} | {}{d} | {}{d} | {}{d} | {}{d} | {cold} | {} | {} | {} |",
                 f.name,
                 esc(&f.language),
                 opt_bytes(f.idle_memory_bytes),
@@ -85,6 +90,7 @@ impl Exporter for StatsMarkdown {
                     .map(bytes)
                     .unwrap_or_else(|| "–".into()),
                 opt_bytes(peak),
+                opt_bytes(lifetime),
                 opt_bytes(f.image_size_bytes),
                 opt_bytes(f.binary_size_bytes),
                 f.app_lines_of_code
@@ -114,7 +120,7 @@ impl Exporter for StatsMarkdown {
             &mut s,
             r,
             "Memory under load",
-            "Median of the 1 s memory samples during the measured window, median of rounds.",
+            "Median of the 250 ms memory samples inside the measured window, median of rounds.",
             d,
             |c| {
                 c.summary

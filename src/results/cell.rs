@@ -7,8 +7,11 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::histogram;
-use super::{ErrorCounts, Latency, Reason, Verdict};
+use super::{Latency, Reason, Verdict};
 use crate::contract::Scenario;
+pub use crate::load::report::{
+    AnswerChecks, Connections, ErrorCounts, RequestAccounting, StatusCounts, WindowTimes,
+};
 use crate::stats::{self, Aggregate};
 
 /// The coordinates of a cell: framework × scenario × concurrency (× rate).
@@ -60,56 +63,6 @@ impl fmt::Display for CellKey {
     }
 }
 
-/// Responses by status class.
-#[derive(
-    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
-)]
-pub struct StatusCounts {
-    /// 2xx responses: the only ones counted as throughput.
-    pub s2xx: u64,
-    /// 3xx responses.
-    pub s3xx: u64,
-    /// 4xx responses.
-    pub s4xx: u64,
-    /// 5xx responses.
-    pub s5xx: u64,
-    /// Responses with a status outside 200–599 (1xx, or not a number).
-    #[serde(default)]
-    pub other: u64,
-}
-
-impl StatusCounts {
-    /// Responses of any class.
-    pub fn total(&self) -> u64 {
-        self.s2xx + self.s3xx + self.s4xx + self.s5xx + self.other
-    }
-
-    /// Responses that were not 2xx.
-    pub fn non_2xx(&self) -> u64 {
-        self.s3xx + self.s4xx + self.s5xx + self.other
-    }
-
-    fn add(&mut self, o: &StatusCounts) {
-        self.s2xx += o.s2xx;
-        self.s3xx += o.s3xx;
-        self.s4xx += o.s4xx;
-        self.s5xx += o.s5xx;
-        self.other += o.other;
-    }
-}
-
-/// Connections asked for and really held.
-#[derive(
-    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
-)]
-pub struct Connections {
-    /// Connections the cell asked the loader to hold.
-    pub requested: u32,
-    /// Most connections open at the same moment during the run (the
-    /// loader's `peak_open`).
-    pub established: u32,
-}
-
 /// Fixed-rate (open-loop) figures of a round.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RateFigures {
@@ -138,7 +91,12 @@ impl RateFigures {
 pub struct LoaderUse {
     /// CPUs allotted to the loader container.
     pub cpus: f64,
-    /// CPU time used / (allotted CPUs × window): 1.0 means fully busy.
+    /// The loader's worker threads.
+    #[serde(default)]
+    pub threads: u32,
+    /// CPU time used / (CPUs its threads can use × window): 1.0 means fully
+    /// busy. Its threads can use at most min(allotted CPUs, threads) cores,
+    /// so one thread pegged on a 2-CPU allotment reads 1.0, not 0.5.
     pub cpu_fraction: f64,
     /// Share of CPU-quota scheduler periods in which the loader was
     /// throttled (from its cgroup's cpu.stat); absent when not readable.
@@ -146,25 +104,36 @@ pub struct LoaderUse {
     pub throttled_fraction: Option<f64>,
 }
 
-/// The server's resource use in a round (cgroup readings, sampled every 250 ms).
+/// The server's resource use in a round: its cgroup, read every 250 ms and
+/// at the loader's window edges (docs/results.md says how each is bracketed).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ServerUse {
-    /// Server CPU time during the window, µs (cgroup cpu.stat usage_usec delta,
-    /// or cpuacct.usage on v1).
+    /// Server CPU time inside the loader's window, µs: the cgroup's CPU
+    /// counter interpolated at the window's two instants.
     pub cpu_time_us: u64,
-    /// cpu_time_us / 2xx responses: CPU cost of one request, µs. Holds even
-    /// when the loader is the bottleneck. Absent when there were no 2xx.
+    /// cpu_time_us / 2xx responses completed in the window: CPU cost of one
+    /// request, µs. Holds even when the loader is the bottleneck. Absent
+    /// when there were no 2xx.
     pub cpu_us_per_request: Option<f64>,
-    /// Memory as the measured window started (after the warm-up), bytes.
-    pub memory_idle_bytes: Option<u64>,
-    /// Median of the memory samples under load, bytes.
+    /// Memory before this round's load started (the median of the samples
+    /// taken before the loader's first connection), bytes.
+    pub memory_before_bytes: Option<u64>,
+    /// Median of the memory samples inside the window, bytes.
     pub memory_median_bytes: Option<u64>,
-    /// Largest memory sample under load, bytes.
+    /// Largest memory sample inside the window, bytes.
     pub memory_max_bytes: Option<u64>,
-    /// The cgroup's own high-water mark (memory.peak / max_usage_in_bytes),
-    /// bytes; catches spikes between samples.
-    pub memory_peak_bytes: Option<u64>,
-    /// Every memory sample (250 ms apart) under load, bytes.
+    /// Highest memory inside the window, bytes: the cgroup's high-water mark
+    /// reset as the window opened and read as it closed when the kernel
+    /// allows (`memory_peak_source`), else the largest sample.
+    pub memory_window_peak_bytes: Option<u64>,
+    /// How `memory_window_peak_bytes` was measured: `high-water mark` (reset
+    /// at the window's start, read at its end) or `samples` (250 ms apart).
+    #[serde(default)]
+    pub memory_peak_source: String,
+    /// The container's high-water mark since it started (start-up,
+    /// verification and earlier rounds included), bytes.
+    pub memory_lifetime_peak_bytes: Option<u64>,
+    /// Every memory sample (250 ms apart) inside the window, bytes.
     pub memory_samples_bytes: Vec<u64>,
     /// OOM kills during the round (cgroup memory.events oom_kill delta).
     pub oom_kills: u64,
@@ -195,27 +164,54 @@ pub struct Round {
     /// When the measured window started (UTC).
     #[schemars(with = "String")]
     pub started_at: DateTime<Utc>,
+    /// The window's instants, as the loader timed them.
+    #[serde(default)]
+    pub window: WindowTimes,
     /// Warm-up before the window, seconds.
     pub warmup_s: f64,
+    /// Until-stable warm-up: whether it became stable (false: the window
+    /// opened because its longest time ran out).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmup_stable: Option<bool>,
+    /// 2xx responses in each second of the warm-up, req/s.
+    #[serde(default)]
+    pub warmup_windows_rps: Vec<f64>,
     /// Length of the measured window, seconds.
     pub duration_s: f64,
-    /// Responses by status class.
+    /// Responses completed inside the window, by status class.
     pub responses: StatusCounts,
-    /// Socket errors by kind.
+    /// Every request sent inside the window: answered or lost, none missing.
+    #[serde(default)]
+    pub requests: RequestAccounting,
+    /// Errors of the window: its lost requests and the connects that failed.
     pub errors: ErrorCounts,
-    /// 2xx responses / duration_s, req/s. Non-2xx never count.
+    /// The drain after the window, seconds (≤ the request timeout).
+    #[serde(default)]
+    pub drain_s: f64,
+    /// 2xx responses completed in the window / duration_s, req/s. Non-2xx
+    /// never count.
     pub throughput_rps: f64,
-    /// Latency of responses in the window (from send, or from the scheduled
-    /// send in fixed-rate mode), µs.
+    /// Latency of every answer to a request sent inside the window, the
+    /// drain included (from send, or from the scheduled send in fixed-rate
+    /// mode), µs.
     pub latency: Latency,
     /// The window's latency histogram (µs), base64 HdrHistogram V2 + deflate.
     pub histogram: String,
-    /// Connections requested and established.
+    /// Connections requested, established, serving and re-established.
     pub connections: Connections,
-    /// Bytes read from the socket per response (headers + body), bytes.
+    /// Little's law: responses (any status) completed per second × mean
+    /// latency, the connections the figures say were in use. In a closed
+    /// loop it equals `connections.serving` × pipeline when the figures
+    /// are right.
+    #[serde(default)]
+    pub connections_in_use: f64,
+    /// Bytes read from the socket per answer (headers + body), bytes.
     pub wire_bytes_per_response: Option<f64>,
     /// Fixed-rate figures, in fixed-rate mode.
     pub rate: Option<RateFigures>,
+    /// Answers checked against the contract under load.
+    #[serde(default)]
+    pub answers: AnswerChecks,
     /// 2xx responses in each 1 s window of the measurement, req/s.
     pub windows_rps: Vec<f64>,
     /// The loader's CPU use.
@@ -246,14 +242,20 @@ impl Cell {
 }
 
 impl Round {
-    /// Socket errors plus non-2xx responses.
+    /// Failures: the window's errors (lost requests and failed connects)
+    /// plus the non-2xx answers to its requests.
     pub fn errors_total(&self) -> u64 {
-        self.errors.total() + self.responses.non_2xx()
+        self.errors.total() + self.requests.answered.non_2xx()
     }
 
-    /// Responses of any status plus socket errors.
+    /// What could fail: the requests sent in the window, plus the errors
+    /// that lost no request (failed connects, resets of idle connections).
     pub fn attempts(&self) -> u64 {
-        self.responses.total() + self.errors.total()
+        self.requests.sent
+            + self
+                .errors
+                .total()
+                .saturating_sub(self.requests.lost.total())
     }
 }
 
@@ -287,8 +289,10 @@ pub struct CellSummary {
     pub cpu_us_per_request: Option<Aggregate>,
     /// Median memory under load per round, bytes.
     pub memory_median_bytes: Option<Aggregate>,
-    /// Highest memory seen in any round (peak mark or sample), bytes.
-    pub memory_peak_bytes: Option<u64>,
+    /// Highest memory inside any round's window, bytes.
+    pub memory_window_peak_bytes: Option<u64>,
+    /// The container's high-water mark over its life, bytes.
+    pub memory_lifetime_peak_bytes: Option<u64>,
     /// Responses by class, summed over rounds.
     pub responses: StatusCounts,
     /// Socket errors by kind, summed over rounds.
@@ -296,7 +300,9 @@ pub struct CellSummary {
     /// (Socket errors + non-2xx) / attempts over all rounds.
     pub error_rate: f64,
     /// Fewest connections established in any round.
-    pub connections_established_min: u32,
+    pub connections_established_min: u64,
+    /// Fewest connections served (a response inside the window) in any round.
+    pub connections_serving_min: u64,
     /// Median over rounds of wire bytes per response.
     pub wire_bytes_per_response: Option<f64>,
     /// Highest loader CPU use over the rounds, fraction of its allotment.
@@ -327,11 +333,11 @@ impl CellSummary {
         let mut responses = StatusCounts::default();
         let mut errors = ErrorCounts::default();
         for r in rounds {
-            responses.add(&r.responses);
+            responses.merge(&r.responses);
             errors.merge(&r.errors);
         }
-        let attempts = responses.total() + errors.total();
-        let failed = errors.total() + responses.non_2xx();
+        let attempts: u64 = rounds.iter().map(Round::attempts).sum();
+        let failed: u64 = rounds.iter().map(Round::errors_total).sum();
         Ok(Some(CellSummary {
             // Rounds always carry finite numbers; an empty aggregate would be a bug.
             throughput_rps: stats::aggregate(&tput).unwrap_or_else(|| zero_aggregate(tput.len())),
@@ -340,10 +346,14 @@ impl CellSummary {
             histogram: histogram::encode(&merged)?,
             cpu_us_per_request: stats::aggregate(&cpu),
             memory_median_bytes: stats::aggregate(&mem),
-            memory_peak_bytes: rounds
+            memory_window_peak_bytes: rounds
                 .iter()
-                .flat_map(|r| [r.server.memory_peak_bytes, r.server.memory_max_bytes])
+                .flat_map(|r| [r.server.memory_window_peak_bytes, r.server.memory_max_bytes])
                 .flatten()
+                .max(),
+            memory_lifetime_peak_bytes: rounds
+                .iter()
+                .filter_map(|r| r.server.memory_lifetime_peak_bytes)
                 .max(),
             responses,
             errors,
@@ -355,6 +365,11 @@ impl CellSummary {
             connections_established_min: rounds
                 .iter()
                 .map(|r| r.connections.established)
+                .min()
+                .unwrap_or(0),
+            connections_serving_min: rounds
+                .iter()
+                .map(|r| r.connections.serving)
                 .min()
                 .unwrap_or(0),
             wire_bytes_per_response: stats::median(&wire),

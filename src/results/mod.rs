@@ -23,8 +23,8 @@ use crate::contract::Scenario;
 pub use crate::docker::container::AppliedLimits;
 pub use crate::load::ErrorCounts;
 pub use cell::{
-    Cell, CellKey, CellSummary, Connections, HostUse, LoaderUse, RateFigures, Round, ServerUse,
-    StatusCounts,
+    AnswerChecks, Cell, CellKey, CellSummary, Connections, HostUse, LoaderUse, RateFigures,
+    RequestAccounting, Round, ServerUse, StatusCounts, WindowTimes,
 };
 pub use environment::{CheckStatus, EnvCheck, Environment};
 pub use framework::{FrameworkFacts, VerifyOutcome};
@@ -76,6 +76,26 @@ pub struct Results {
     /// Things that went wrong during the run and were recorded, in order.
     #[serde(default)]
     pub incidents: Vec<Incident>,
+    /// The environment as preflight found it each time the run was resumed
+    /// (`run --resume`), in order: results measured after a resume stand on
+    /// that environment too.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resumed_environments: Vec<ResumedEnvironment>,
+    /// The `fairground.run` label of every invocation that worked on this
+    /// run (a resume gets its own), so leftovers of an interrupted one can be
+    /// found and removed.
+    #[serde(default)]
+    pub docker_runs: Vec<String>,
+}
+
+/// The environment when a run was resumed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ResumedEnvironment {
+    /// When the resume started (UTC).
+    #[schemars(with = "String")]
+    pub at: DateTime<Utc>,
+    /// What preflight found then.
+    pub environment: Environment,
 }
 
 /// Something that went wrong during the run (a framework that would not

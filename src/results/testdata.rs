@@ -25,40 +25,77 @@ pub(crate) fn round(index: u32, concurrency: u32, rps: f64) -> Round {
     let windows = (0..WINDOW_S as u32)
         .map(|s| rps * (1.0 + 0.01 * f64::from((s + index) % 3) - 0.01))
         .collect();
+    let c = u64::from(concurrency);
+    let latency = Latency::of(&h);
+    let start_ns = 1_000_000_000_000 + u64::from(index) * 30_000_000_000;
     Round {
         index,
         started_at: Utc.with_ymd_and_hms(2026, 11, 29, 23, 0, 0).unwrap()
             + chrono::Duration::seconds(i64::from(index) * 30),
+        window: WindowTimes {
+            connects_mono_ns: start_ns - 5_500_000_000,
+            start_mono_ns: start_ns,
+            end_mono_ns: start_ns + WINDOW_S as u64 * 1_000_000_000,
+            start_unix_ns: 1_795_000_000_000_000_000 + u64::from(index) * 30_000_000_000,
+            end_unix_ns: 1_795_000_000_000_000_000
+                + u64::from(index) * 30_000_000_000
+                + WINDOW_S as u64 * 1_000_000_000,
+        },
         warmup_s: 5.0,
+        warmup_stable: None,
+        warmup_windows_rps: vec![rps * 0.9; 5],
         duration_s: WINDOW_S,
         responses: StatusCounts {
-            s2xx: ok,
+            status_2xx: ok,
             ..StatusCounts::default()
         },
+        requests: RequestAccounting {
+            sent: ok,
+            answered: StatusCounts {
+                status_2xx: ok,
+                ..StatusCounts::default()
+            },
+            lost: ErrorCounts::default(),
+        },
         errors: ErrorCounts::default(),
+        drain_s: latency.mean_us / 1e6,
         throughput_rps: ok as f64 / WINDOW_S,
-        latency: Latency::of(&h),
+        connections_in_use: ok as f64 / WINDOW_S * latency.mean_us / 1e6,
+        latency,
         histogram: histogram::encode(&h).unwrap(),
         connections: Connections {
-            requested: concurrency,
-            established: concurrency,
+            requested: c,
+            attempted: c,
+            established: c,
+            serving: c,
+            peak_open: c,
+            reconnects: 0,
+            reconnects_whole_run: 0,
         },
         wire_bytes_per_response: Some(130.0),
         rate: None,
+        answers: AnswerChecks {
+            checked: ok / 1000,
+            wrong: 0,
+            example: None,
+        },
         windows_rps: windows,
         loader: LoaderUse {
             cpus: 1.0,
+            threads: 1,
             cpu_fraction: 0.6,
             throttled_fraction: None,
         },
         server: ServerUse {
             cpu_time_us: ok * 20,
             cpu_us_per_request: Some(20.0),
-            memory_idle_bytes: Some(2 << 20),
-            memory_median_bytes: Some((3 << 20) + u64::from(concurrency) * 4096),
-            memory_max_bytes: Some((4 << 20) + u64::from(concurrency) * 4096),
-            memory_peak_bytes: Some((5 << 20) + u64::from(concurrency) * 4096),
-            memory_samples_bytes: vec![3 << 20, (3 << 20) + u64::from(concurrency) * 4096],
+            memory_before_bytes: Some(2 << 20),
+            memory_median_bytes: Some((3 << 20) + c * 4096),
+            memory_max_bytes: Some((4 << 20) + c * 4096),
+            memory_window_peak_bytes: Some((5 << 20) + c * 4096),
+            memory_peak_source: "high-water mark".into(),
+            memory_lifetime_peak_bytes: Some((6 << 20) + c * 4096),
+            memory_samples_bytes: vec![3 << 20, (3 << 20) + c * 4096],
             oom_kills: 0,
             restarts: 0,
         },
@@ -151,13 +188,14 @@ pub(crate) fn sample_results() -> Results {
             ("express", Plaintext, 10_000) => {
                 for r in &mut rounds {
                     r.connections.established = 1_021;
+                    r.connections.serving = 1_021;
                     r.errors.connect = 8_979;
                 }
             }
             ("express", Json, 100) => {
                 let r = &mut rounds[2];
-                r.responses.s2xx = (r.responses.s2xx as f64 * 0.8) as u64;
-                r.throughput_rps = r.responses.s2xx as f64 / r.duration_s;
+                r.responses.status_2xx = (r.responses.status_2xx as f64 * 0.8) as u64;
+                r.throughput_rps = r.responses.status_2xx as f64 / r.duration_s;
             }
             ("express", Json, 10_000) => {
                 rounds[1].server.oom_kills = 1;
@@ -175,6 +213,7 @@ pub(crate) fn sample_results() -> Results {
             environment_forced: false,
             verify_failure,
             rounds_planned: 3,
+            closed_loop_pipeline: Some(1),
         };
         cells.push(finish_cell(k.clone(), rounds, &ctx).unwrap());
     }
@@ -261,6 +300,8 @@ pub(crate) fn sample_results() -> Results {
             round: Some(1),
             what: "the server was not running after round 2; restarted".into(),
         }],
+        resumed_environments: Vec::new(),
+        docker_runs: vec!["fg-20261129-230000-beef".into()],
     }
 }
 

@@ -9,28 +9,7 @@ use crate::contract::{self, ExpectedBody};
 
 use super::client::{Framing, Response};
 
-/// Longest excerpt of a body quoted in a message.
-const QUOTE: usize = 120;
-
-/// Quote at most [`QUOTE`] characters of `text`.
-/// Control characters are escaped so a quoted body stays on one line of the
-/// table.
-pub fn quote(text: &str) -> String {
-    let mut out = String::new();
-    for c in text.chars().take(QUOTE) {
-        match c {
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c.is_control() => out.push_str(&c.escape_unicode().to_string()),
-            c => out.push(c),
-        }
-    }
-    if text.chars().count() > QUOTE {
-        out.push('…');
-    }
-    format!("`{out}`")
-}
+pub use crate::contract::quote;
 
 /// The status is one of `allowed`.
 pub fn status(resp: &Response, allowed: &[u16]) -> Result<String, String> {
@@ -77,55 +56,14 @@ pub fn content_type(resp: &Response, media: &str) -> Result<String, String> {
 /// The body is what the contract expects: exact bytes, or a JSON text that
 /// parses to the expected value (whitespace and key order free).
 pub fn body(resp: &Response, expected: &ExpectedBody) -> Result<String, String> {
-    match expected {
-        ExpectedBody::Exact(text) => {
-            if resp.body == text.as_bytes() {
-                Ok(format!("{} bytes", resp.body.len()))
-            } else {
-                Err(format!(
-                    "body {}, expected exactly {}",
-                    quote(&resp.body_text()),
-                    quote(text)
-                ))
-            }
-        }
-        ExpectedBody::Json(want) => {
-            let got: serde_json::Value = serde_json::from_slice(&resp.body)
-                .map_err(|e| format!("body is not JSON ({e}): {}", quote(&resp.body_text())))?;
-            if json_equal(&got, want) {
-                Ok(format!("{} bytes of equal JSON", resp.body.len()))
-            } else {
-                Err(format!(
-                    "body {}, expected JSON equal to {}",
-                    quote(&got.to_string()),
-                    quote(&want.to_string())
-                ))
-            }
-        }
-    }
+    contract::check_body(&resp.body, expected)?;
+    Ok(match expected {
+        ExpectedBody::Exact(_) => format!("{} bytes", resp.body.len()),
+        ExpectedBody::Json(_) => format!("{} bytes of equal JSON", resp.body.len()),
+    })
 }
 
-/// JSON equality as JSON defines it: one number type, so `825.0` and `825`
-/// are the same value (JavaScript's JSON.stringify writes the first as the
-/// second); integers that both sides write as integers compare exactly.
-pub fn json_equal(a: &serde_json::Value, b: &serde_json::Value) -> bool {
-    use serde_json::Value as V;
-    match (a, b) {
-        (V::Number(x), V::Number(y)) => match (x.as_i128(), y.as_i128()) {
-            (Some(i), Some(j)) => i == j,
-            _ => x.as_f64() == y.as_f64(),
-        },
-        (V::Array(x), V::Array(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| json_equal(p, q))
-        }
-        (V::Object(x), V::Object(y)) => {
-            x.len() == y.len()
-                && x.iter()
-                    .all(|(k, v)| y.get(k).is_some_and(|w| json_equal(v, w)))
-        }
-        _ => a == b,
-    }
-}
+pub use crate::contract::json_equal;
 
 /// Content-Length or chunked framing that agrees with the body.
 /// `unsolicited`: bytes that arrived after the answer was complete (a body
@@ -238,7 +176,7 @@ mod tests {
     fn quotes_stay_on_one_line_and_short() {
         assert_eq!(quote("a\r\nb\tc\u{1}"), "`a\\r\\nb\\tc\\u{1}`");
         let long = "x".repeat(200);
-        assert_eq!(quote(&long).chars().count(), QUOTE + 3);
+        assert_eq!(quote(&long).chars().count(), 120 + 3);
     }
 
     #[test]

@@ -10,7 +10,7 @@
 //! [`Measurement`]; it judges nothing and never removes objects of other runs.
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Context;
 use chrono::Utc;
@@ -24,9 +24,9 @@ use crate::docker::engine::{Engine, Handle, ReadyCheck};
 use crate::docker::RunId;
 use crate::load::report::{Phase, Progress};
 use crate::load::LoadReport;
-use crate::probe::{Sampler, Series};
+use crate::probe::Series;
 use crate::profile::Network;
-use crate::results::{Connections, Exclusion, RateFigures, StatusCounts, VerifyOutcome};
+use crate::results::{Exclusion, RateFigures, VerifyOutcome};
 use crate::verify::{self, VerifyOptions};
 
 /// How often the server's cgroup is read during a round. Finer than the 1 s
@@ -61,6 +61,9 @@ pub struct DockerLab<'a, E: Engine> {
     started: std::cell::Cell<u32>,
     /// OOM kills each server's cgroup had counted after its previous round.
     oom_seen: BTreeMap<String, u64>,
+    /// Each server's memory high-water mark over its life so far (on
+    /// cgroup v1 the kernel's is reset every window).
+    peaks: BTreeMap<String, u64>,
     /// Where each server's log tail is written when it stops (`logs/`).
     logs_dir: Option<std::path::PathBuf>,
     /// Live progress of the current round.
@@ -88,6 +91,7 @@ impl<'a, E: Engine> DockerLab<'a, E> {
             host: HostProbe::default(),
             started: std::cell::Cell::new(0),
             oom_seen: BTreeMap::new(),
+            peaks: BTreeMap::new(),
             logs_dir: None,
             live: None,
         })
@@ -107,6 +111,12 @@ impl<'a, E: Engine> DockerLab<'a, E> {
     /// (one file per container, written when the server stops).
     pub fn keep_logs_in(&mut self, dir: std::path::PathBuf) {
         self.logs_dir = Some(dir);
+    }
+
+    /// Raise server `id`'s lifetime memory peak to `bytes` if higher.
+    fn lifetime_peak(&mut self, id: &str, bytes: u64) {
+        let p = self.peaks.entry(id.to_string()).or_default();
+        *p = (*p).max(bytes);
     }
 
     /// A container name of this run, unique within it.
@@ -217,43 +227,48 @@ pub fn outcome(report: &verify::VerifyReport, scenarios: &[Scenario]) -> VerifyO
     }
 }
 
+/// How the window's memory peak was measured (`ServerUse::memory_peak_source`).
+pub const PEAK_FROM_MARK: &str = "high-water mark";
+/// The window's memory peak is its largest sample.
+pub const PEAK_FROM_SAMPLES: &str = "samples";
+
 /// One round's raw figures from the loader's report and the server's
-/// samples. `window_end_ms` is when the loader returned, on the sampler's
-/// clock: memory samples count when they fall within the loader's measured
-/// time before it.
+/// samples: CPU interpolated at the loader's window instants, memory from
+/// the samples inside the window (and before the loader connected), the
+/// window's peak from the high-water mark `window_peak` when there is one.
 pub fn measurement(
     load: &LoadReport,
     series: &Series,
-    window_end_ms: u64,
-    warmup_s: f64,
-    loader_cpus: f64,
+    window_peak: Option<u64>,
+    loader: &LoaderSpec,
 ) -> Measurement {
-    let window_ms = (load.measured_s * 1000.0) as u64;
-    let from = window_end_ms.saturating_sub(window_ms);
-    let in_window: Vec<u64> = series
+    let w = load.window;
+    let in_window = series.mem_between(w.start_mono_ns, w.end_mono_ns);
+    let before: Vec<f64> = series
         .samples
         .iter()
-        .filter(|s| s.t_ms >= from && s.t_ms <= window_end_ms)
-        .map(|s| s.mem_bytes)
+        .filter(|s| s.t_mono_ns < w.connects_mono_ns)
+        .map(|s| s.mem_bytes as f64)
         .collect();
-    let r = &load.responses;
+    let max_sample = in_window.iter().copied().max();
+    let (peak, source) = match window_peak {
+        Some(p) => (Some(p.max(max_sample.unwrap_or(0))), PEAK_FROM_MARK),
+        None => (max_sample, PEAK_FROM_SAMPLES),
+    };
+    let started_at = chrono::DateTime::<Utc>::from_timestamp_nanos(w.start_unix_ns as i64);
     Measurement {
-        started_at: Utc::now() - chrono::Duration::milliseconds(window_ms as i64),
-        warmup_s,
+        started_at,
+        window: w,
+        warmup_s: load.warmup.seconds,
+        warmup_stable: load.warmup.stable,
+        warmup_windows_ok: load.warmup.windows_ok.clone(),
         duration_s: load.measured_s,
-        responses: StatusCounts {
-            s2xx: r.status_2xx,
-            s3xx: r.status_3xx,
-            s4xx: r.status_4xx,
-            s5xx: r.status_5xx,
-            other: r.status_other,
-        },
+        responses: load.responses,
+        requests: load.requests,
         errors: load.errors,
+        drain_s: load.drain_s,
         histogram: load.latency.histogram.clone(),
-        connections: Connections {
-            requested: u32::try_from(load.connections.requested).unwrap_or(u32::MAX),
-            established: u32::try_from(load.connections.peak_open).unwrap_or(u32::MAX),
-        },
+        connections: load.connections,
         wire_bytes_per_response: (load.bytes.mean_response_bytes > 0.0)
             .then_some(load.bytes.mean_response_bytes),
         rate: load.rate.map(|x| RateFigures {
@@ -261,17 +276,20 @@ pub fn measurement(
             achieved_rps: x.achieved_rps,
             max_lag_us: x.max_schedule_lag_us,
         }),
+        answers: load.answers.clone(),
         windows_ok: load.windows.iter().map(|w| w.ok).collect(),
-        loader_cpus,
+        loader_cpus: loader.resources.cpus.unwrap_or(1.0),
+        loader_threads: load.settings.threads as u32,
         loader_cpu_us: load.loader.user_cpu_us + load.loader.sys_cpu_us,
         loader_throttled_fraction: load.loader.throttling.map(|t| t.fraction()),
-        // The sampler starts as the loader's measured window starts and
-        // stops after the loader returned (the server idle by then): the
-        // delta is the window's CPU, warm-up and connection set-up excluded.
-        server_cpu_us: series.cpu_usec_delta(),
-        memory_idle_bytes: series.samples.first().map(|s| s.mem_bytes),
+        server_cpu_us: series
+            .cpu_usec_between(w.start_mono_ns, w.end_mono_ns)
+            .unwrap_or(0),
+        memory_before_bytes: crate::stats::median(&before).map(|m| m.round() as u64),
         memory_samples_bytes: in_window,
-        memory_peak_bytes: series.peak_mem_bytes(),
+        memory_window_peak_bytes: peak,
+        memory_peak_source: source.to_string(),
+        memory_lifetime_peak_bytes: None,
         oom_kills: 0,
         restarts: 0,
         host: None,
@@ -361,29 +379,48 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
         server: &DockerServer,
         loader: &LoaderSpec,
     ) -> anyhow::Result<Measurement> {
-        // One loader run warms up and then measures on the same
-        // connections; the server's probe starts when the loader says its
-        // measured window starts, so the CPU and memory figures cover that
-        // window, not the warm-up.
+        // The server's cgroup is sampled from before the loader starts to
+        // after it exits, so samples bracket the loader's window, whose
+        // instants its report gives: CPU is interpolated at exactly those,
+        // memory samples outside them are not used. The memory high-water
+        // mark is reset when the loader announces its window and read when
+        // it announces its end.
+        let sampler = self
+            .engine
+            .start_sampler(&server.handle, SAMPLE_EVERY)
+            .await?;
+        let mut peak = self.engine.peak_watch(&server.handle).await.unwrap_or(None);
+        let id = server.handle.id.clone();
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        let mut probe: Option<(
-            anyhow::Result<Sampler>,
-            Instant,
-            Option<super::host::HostMark>,
-        )> = None;
+        let mut mark = None;
+        let mut announced = false;
+        let mut window_peak = None;
+        let mut before_reset = None;
         let loaded = {
             let run = self.load_once(server, loader, Some(tx));
             tokio::pin!(run);
             loop {
                 tokio::select! {
-                    // Lines first: the start of the window must be seen
-                    // before the loader's exit is.
+                    // Lines first: the window's edges must be seen before
+                    // the loader's exit is.
                     biased;
                     Some(line) = rx.recv() => {
                         let Some(p) = Progress::parse(&line) else { continue };
-                        if probe.is_none() && matches!(p, Progress::Measure { .. }) {
-                            let sampler = self.engine.start_sampler(&server.handle, SAMPLE_EVERY).await;
-                            probe = Some((sampler, Instant::now(), self.host.mark()));
+                        match &p {
+                            Progress::Measure { .. } if !announced => {
+                                announced = true;
+                                mark = self.host.mark();
+                                if let Some(w) = peak.as_mut() {
+                                    match w.reset() {
+                                        Ok(before) => before_reset = Some(before),
+                                        Err(_) => peak = None,
+                                    }
+                                }
+                            }
+                            Progress::Drain { .. } => {
+                                window_peak = peak.as_mut().and_then(|w| w.read().ok());
+                            }
+                            _ => {}
                         }
                         self.show(&p);
                     }
@@ -391,35 +428,35 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
                 }
             }
         };
-        let Some((sampler, clock, mark)) = probe else {
+        // One reading after the loader's exit at least, so the window's end
+        // has a sample after it (two periods: one tick may race the stop).
+        tokio::time::sleep(SAMPLE_EVERY * 2).await;
+        let series = sampler.stop().await;
+        if !announced {
             loaded?;
             anyhow::bail!(
                 "the load generator for {} never announced the start of its measured window \
                  (no `{{\"event\":\"measure\"}}` line on its stderr); is the fairground image current?",
                 describe(server, loader)
             );
-        };
-        let sampler = sampler?;
-        let window_end_ms = clock.elapsed().as_millis() as u64;
-        // Let the sampler take at least one reading after the load stopped
-        // (two periods: one tick may race with the stop), so the CPU delta
-        // covers the whole window.
-        tokio::time::sleep(SAMPLE_EVERY * 2).await;
-        let series = sampler.stop().await;
+        }
         let load = loaded?;
-        let mut m = measurement(
-            &load,
-            &series,
-            window_end_ms,
-            loader.args.warmup.as_secs_f64(),
-            loader.resources.cpus.unwrap_or(1.0),
-        );
+        let mut m = measurement(&load, &series, window_peak, loader);
+        if let Some(p) = before_reset {
+            self.lifetime_peak(&id, p);
+        }
+        if let Some(p) = m.memory_window_peak_bytes {
+            self.lifetime_peak(&id, p);
+        }
+        for s in &series.samples {
+            if let Some(p) = s.mem_peak_bytes {
+                self.lifetime_peak(&id, p);
+            }
+        }
+        m.memory_lifetime_peak_bytes = self.peaks.get(&id).copied();
         let state = self.engine.exit_state(&server.handle).await?;
         let kills = state.cgroup_oom_kills.unwrap_or(0);
-        let seen = self
-            .oom_seen
-            .insert(server.handle.id.clone(), kills)
-            .unwrap_or(0);
+        let seen = self.oom_seen.insert(id, kills).unwrap_or(0);
         m.oom_kills = kills.saturating_sub(seen).max(u64::from(state.oom_killed));
         m.restarts = u64::from(!state.running);
         if let Some(mark) = mark {

@@ -107,19 +107,21 @@ fn measures_a_round_from_the_loaders_json_and_the_servers_samples() {
             (limits.cpus, limits.nofile_soft),
             (Some(1.0), Some(profile.server.nofile))
         );
-        let loader = spec.loader(&key(None), 0, None, &started.url, spec.round_timing());
+        let loader = spec.loader(&key(None), 0, &started.url);
         let m = lab.measure(&server, &loader).await.unwrap();
         assert_eq!(*seen.lock().unwrap(), [(false, 900), (true, 1000)]);
-        assert_eq!(m.warmup_s, profile.warmup.max().as_secs_f64());
-        assert_eq!(m.server_cpu_us, 50_000);
+        assert_eq!(m.warmup_s, load.warmup.seconds);
+        // The scripted samples' instants do not bracket the real report's
+        // window (taken earlier): no CPU figure rather than a wrong one.
+        // `measurement_brackets_cpu_and_memory_by_the_loaders_window` pins
+        // the arithmetic.
+        assert_eq!(m.server_cpu_us, 0);
         assert_eq!(m.oom_kills, 0);
         assert_eq!(m.restarts, 0);
         let round = m.into_round(0).unwrap();
-        assert_eq!(round.responses.s2xx, load.responses.status_2xx);
-        assert_eq!(
-            round.connections.established,
-            load.connections.peak_open as u32
-        );
+        assert_eq!(round.responses.status_2xx, load.responses.status_2xx);
+        assert_eq!(round.connections, load.connections);
+        assert_eq!(round.requests, load.requests);
         assert!((round.throughput_rps - load.throughput_rps).abs() < 1e-6 * load.throughput_rps);
         assert_eq!(round.latency.count, load.latency.count);
         assert!(lab.alive(&server).await.unwrap());
@@ -145,7 +147,7 @@ fn progress_lines() -> String {
             ok: 900,
             errors: 0,
         },
-        Progress::Measure { t: 1.5 },
+        Progress::Measure { t: 1.5, mono_ns: 0 },
         Progress::Tick {
             t: 2.0,
             phase: Phase::Measure,
@@ -169,7 +171,7 @@ fn failed_round(script: FakeScript) -> String {
             .await
             .unwrap();
         let (server, started) = lab.start(spec.server("a").unwrap()).await.unwrap();
-        let loader = spec.loader(&key(None), 0, None, &started.url, spec.round_timing());
+        let loader = spec.loader(&key(None), 0, &started.url);
         let err = lab.measure(&server, &loader).await.unwrap_err();
         lab.stop(server).await.unwrap();
         format!("{err:#}")
@@ -222,13 +224,7 @@ fn fixed_rate_reaches_the_loaders_command_line() {
             .await
             .unwrap();
         let (server, started) = lab.start(spec.server("a").unwrap()).await.unwrap();
-        let loader = spec.loader(
-            &key(Some(5_000)),
-            0,
-            None,
-            &started.url,
-            spec.round_timing(),
-        );
+        let loader = spec.loader(&key(Some(5_000)), 0, &started.url);
         lab.measure(&server, &loader).await.unwrap();
         lab.stop(server).await.unwrap();
     });
@@ -250,4 +246,55 @@ async fn verify_outcome_of_the_reference_server_passes_every_scenario() {
     assert!(o.excluded.is_empty(), "{:?}", o.excluded);
     assert_eq!(o.passed, scenarios);
     assert!(o.checks > 0 && o.failed == 0);
+}
+
+/// A sample at `t` ms (CLOCK_MONOTONIC, from 0) with `cpu_ms` of CPU so far
+/// and `mib` of memory.
+fn sample(t: u64, cpu_ms: u64, mib: u64) -> crate::probe::Sample {
+    crate::probe::Sample {
+        t_ms: t,
+        t_mono_ns: t * 1_000_000,
+        mem_bytes: mib << 20,
+        cpu_usec: cpu_ms * 1000,
+        throttled_usec: 0,
+        mem_peak_bytes: None,
+    }
+}
+
+#[test]
+fn measurement_brackets_cpu_and_memory_by_the_loaders_window() {
+    let mut load = real_load_report();
+    // Connects at 100 ms, window 1,000 → 3,000 ms.
+    load.window.connects_mono_ns = 100_000_000;
+    load.window.start_mono_ns = 1_000_000_000;
+    load.window.end_mono_ns = 3_000_000_000;
+    // Idle 10 MiB before the loader; 0.5 CPU from 500 ms on; a 40 MiB
+    // moment before the window (warm-up) and a 30 MiB one inside it.
+    let series = Series {
+        samples: vec![
+            sample(0, 0, 10),
+            sample(50, 0, 10),
+            sample(500, 0, 40),
+            sample(1_250, 375, 20),
+            sample(2_000, 750, 30),
+            sample(2_750, 1_125, 20),
+            sample(3_500, 1_500, 20),
+        ],
+        stopped_by: None,
+    };
+    let spec = spec(&profile());
+    let l = spec.loader(&key(None), 0, "http://10.0.0.2:8080");
+    let m = measurement(&load, &series, None, &l);
+    // 0.5 CPU × 2 s, interpolated at exactly 1.000 and 3.000 s.
+    assert_eq!(m.server_cpu_us, 1_000_000);
+    assert_eq!(m.memory_before_bytes, Some(10 << 20));
+    assert_eq!(m.memory_samples_bytes, vec![20 << 20, 30 << 20, 20 << 20]);
+    // The warm-up's 40 MiB is not the window's peak.
+    assert_eq!(m.memory_window_peak_bytes, Some(30 << 20));
+    assert_eq!(m.memory_peak_source, PEAK_FROM_SAMPLES);
+    // With the high-water mark reset at the window's start, it decides
+    // (never below a sample).
+    let m = measurement(&load, &series, Some(35 << 20), &l);
+    assert_eq!(m.memory_window_peak_bytes, Some(35 << 20));
+    assert_eq!(m.memory_peak_source, PEAK_FROM_MARK);
 }

@@ -1006,7 +1006,7 @@ fn memory_bars(ctx: &Ctx<'_>, col: Column) -> anyhow::Result<String> {
         let peak = c
             .summary
             .as_ref()
-            .and_then(|s| s.memory_peak_bytes)
+            .and_then(|s| s.memory_window_peak_bytes)
             .map(|b| b as f64);
         let show = |v: Option<f64>| v.map(bytes).unwrap_or_else(|| "–".into());
         rows.push(BarRow {
@@ -1076,8 +1076,8 @@ fn timelines(ctx: &Ctx<'_>, col: Column) -> anyhow::Result<String> {
         return Ok(String::new());
     }
     let mut s = String::from(
-        "<h4>Timelines <span class=\"muted\">(2xx req/s per second; the shaded span is the measured \
-         window; results.json does not keep the warm-up's seconds)</span></h4>\n",
+        "<h4>Timelines <span class=\"muted\">(2xx req/s per second over the warm-up and the \
+         measured window, which is shaded)</span></h4>\n",
     );
     let rounds_max = cells.iter().map(|c| c.rounds.len()).max().unwrap_or(0);
     let names: Vec<String> = (1..=rounds_max).map(|i| format!("round {i}")).collect();
@@ -1090,9 +1090,9 @@ fn timelines(ctx: &Ctx<'_>, col: Column) -> anyhow::Result<String> {
             .rounds
             .iter()
             .map(|r| TimelineRound {
-                // results.json keeps only the window's seconds today; a
-                // warm-up series slots in here once rounds record one.
-                warmup: None,
+                // Runs before results.json kept the warm-up's seconds have
+                // none: the warm-up is then drawn as not recorded.
+                warmup: (!r.warmup_windows_rps.is_empty()).then(|| r.warmup_windows_rps.clone()),
                 window: r.windows_rps.clone(),
             })
             .collect();
