@@ -176,9 +176,49 @@ pub fn discover(root: &Path) -> anyhow::Result<Vec<Framework>> {
     Ok(found)
 }
 
+/// Every framework under each of `roots`, sorted by name. A name found in
+/// two roots is an error naming both folders (it would be ambiguous which
+/// one a profile means).
+pub fn discover_all(roots: &[PathBuf]) -> anyhow::Result<Vec<Framework>> {
+    let mut all: Vec<Framework> = Vec::new();
+    for root in roots {
+        for fw in discover(root)? {
+            if let Some(other) = all.iter().find(|f| f.name() == fw.name()) {
+                anyhow::bail!(
+                    "framework `{}` is in both {} and {}; give one of the folders another name (and `name:` in its framework.yaml)",
+                    fw.name(),
+                    other.dir.display(),
+                    fw.dir.display()
+                );
+            }
+            all.push(fw);
+        }
+    }
+    all.sort_by(|a, b| a.manifest.name.cmp(&b.manifest.name));
+    Ok(all)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn frameworks_of_several_folders_are_one_roster_without_duplicates() {
+        let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        write(a.path(), "demo", GOOD);
+        write(
+            b.path(),
+            "demo-next",
+            &GOOD.replace("name: demo", "name: demo-next"),
+        );
+        let roots = [a.path().to_path_buf(), b.path().to_path_buf()];
+        let all = discover_all(&roots).unwrap();
+        let names: Vec<&str> = all.iter().map(Framework::name).collect();
+        assert_eq!(names, ["demo", "demo-next"]);
+        write(b.path(), "demo", GOOD);
+        let err = discover_all(&roots).unwrap_err().to_string();
+        assert!(err.contains("`demo` is in both"), "{err}");
+    }
 
     fn write(dir: &Path, name: &str, body: &str) -> PathBuf {
         let d = dir.join(name);

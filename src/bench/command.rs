@@ -26,7 +26,7 @@ use crate::framework::{self, Framework};
 use crate::preflight::{self, EnvReport, PreflightInput};
 use crate::profile::{self, HostFacts, Placement, Profile};
 use crate::report;
-use crate::results::{ResumedEnvironment, Results, Status};
+use crate::results::{Results, ResumedEnvironment, Status};
 
 /// Longest wait for a lagging load average on an otherwise quiet host before
 /// preflight judges it: about three time constants of the 1-minute average.
@@ -52,8 +52,10 @@ pub struct RunArgs {
     #[arg(long, value_name = "DIR", default_value = "output")]
     pub output: PathBuf,
     /// Folder holding the frameworks (one subfolder with a framework.yaml each).
+    /// Repeat it to run frameworks of several folders side by side (two
+    /// versions of one framework, in folders of their own names).
     #[arg(long, value_name = "DIR", default_value = "frameworks")]
-    pub frameworks: PathBuf,
+    pub frameworks: Vec<PathBuf>,
 }
 
 /// Entry point of `fairground run`.
@@ -67,8 +69,8 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
 
 /// The frameworks the profile selects, in run order, with a clear error for
 /// names the profile lists that do not exist.
-fn select_frameworks(profile: &Profile, root: &Path) -> anyhow::Result<Vec<Framework>> {
-    let all = framework::discover(root)?;
+fn select_frameworks(profile: &Profile, roots: &[PathBuf]) -> anyhow::Result<Vec<Framework>> {
+    let all = framework::discover_all(roots).map_err(|e| coded(ExitCode::BadInput, e))?;
     let roster: Vec<String> = all.iter().map(|f| f.name().to_string()).collect();
     let chosen = profile.frameworks.select(&roster);
     if chosen.is_empty() {
@@ -78,7 +80,11 @@ fn select_frameworks(profile: &Profile, root: &Path) -> anyhow::Result<Vec<Frame
                 "profile `{}` selects no framework out of {} found in {}",
                 profile.name,
                 roster.len(),
-                root.display()
+                roots
+                    .iter()
+                    .map(|r| r.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(" and ")
             ),
         ));
     }
@@ -158,7 +164,7 @@ fn setup(args: &RunArgs) -> anyhow::Result<Setup> {
     // Framework names in the profile are checked against the roster this run
     // uses (--frameworks), not against ./frameworks.
     let mut host = HostFacts::detect();
-    host.frameworks = profile::framework_roster(&args.frameworks);
+    host.frameworks = profile::framework_roster_of(&args.frameworks);
     let (profile, profile_path) = profile::resolve_with(&profile_name, &host)?;
     if let Some(s) = &resumed {
         if s.results().profile_name != profile.name {
@@ -306,12 +312,16 @@ async fn measure(
     // have left its server running on the server's cores: remove it before
     // anything is measured, and say so.
     for old in store.results().docker_runs.clone() {
-        let gone = engine
-            .cleanup(&RunId(old.clone()))
-            .await
-            .with_context(|| format!("removing what run {old} left behind; `fairground clean --run {old}` does it too"))?;
+        let gone = engine.cleanup(&RunId(old.clone())).await.with_context(|| {
+            format!(
+                "removing what run {old} left behind; `fairground clean --run {old}` does it too"
+            )
+        })?;
         if !gone.is_empty() {
-            eprintln!("removed what an earlier invocation of this run left: {}", gone.summary());
+            eprintln!(
+                "removed what an earlier invocation of this run left: {}",
+                gone.summary()
+            );
         }
     }
     store.update(|r| r.docker_runs.push(run.as_str().to_string()))?;

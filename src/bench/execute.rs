@@ -153,7 +153,8 @@ pub async fn execute<L: Lab>(
     cancel: &Cancel,
 ) -> anyhow::Result<RunOutcome> {
     let plan = job.plan;
-    let total = plan.frameworks.len();
+    let segments = plan.segments();
+    let total = segments.len();
     let mut runner = Runner {
         done: count_done(store, plan),
         lab,
@@ -162,16 +163,22 @@ pub async fn execute<L: Lab>(
         job,
         cancel,
     };
-    for (i, fw) in plan.frameworks.iter().enumerate() {
+    for (i, (fw, steps)) in segments.into_iter().enumerate() {
         if cancel.is_cancelled() {
             return Ok(RunOutcome::Interrupted);
         }
-        let steps: Vec<Step> = plan
-            .steps_of(fw)
+        let steps: Vec<Step> = steps
             .into_iter()
             .filter(|s| !step_done(runner.store, s))
             .collect();
-        if steps.is_empty() {
+        // A framework that failed in an earlier segment (interleaved rounds)
+        // is not started again: its failure is recorded once.
+        let failed = runner
+            .store
+            .results()
+            .framework(&fw.name)
+            .is_some_and(|f| f.failure.is_some());
+        if steps.is_empty() || failed {
             continue;
         }
         runner.observer.on(&Event::Framework {

@@ -46,6 +46,8 @@ pub struct Plan {
     pub pipeline: u32,
     /// Whether the server restarts before each round.
     pub restart_between_rounds: bool,
+    /// Whether frameworks alternate round by round.
+    pub interleave_rounds: bool,
     /// Combinations the profile asks for that will not run, with the reason.
     pub skipped: Vec<Skipped>,
     /// Longest warm-up plus measured window of one step.
@@ -102,6 +104,7 @@ impl Plan {
             },
             pipeline: profile.load.pipeline,
             restart_between_rounds: profile.restart_between_rounds,
+            interleave_rounds: profile.interleave_rounds,
             skipped,
             step_time: profile.warmup.max() + profile.duration,
             settle: profile.idle_settle,
@@ -147,6 +150,32 @@ impl Plan {
             .collect()
     }
 
+    /// The run in the order it is executed: one segment per framework with
+    /// all its steps, or, with `interleave_rounds`, one segment per round
+    /// and framework (round 0 of every framework, then round 1 …). A
+    /// segment is one server's life: started, its steps measured, stopped.
+    pub fn segments(&self) -> Vec<(&FrameworkPlan, Vec<Step>)> {
+        if !self.interleave_rounds {
+            return self
+                .frameworks
+                .iter()
+                .map(|f| (f, self.steps_of(f)))
+                .collect();
+        }
+        (0..self.rounds)
+            .flat_map(|round| {
+                self.frameworks.iter().map(move |f| {
+                    let steps = self
+                        .steps_of(f)
+                        .into_iter()
+                        .filter(|s| s.round == round)
+                        .collect();
+                    (f, steps)
+                })
+            })
+            .collect()
+    }
+
     /// Number of steps in the whole run.
     pub fn total_steps(&self) -> usize {
         self.keys().len() * self.rounds as usize
@@ -156,7 +185,7 @@ impl Plan {
     /// plus the settle after each server start. Image builds, readiness and
     /// verification come on top.
     pub fn estimate(&self) -> Duration {
-        let starts_per_fw = if self.restart_between_rounds {
+        let starts_per_fw = if self.restart_between_rounds || self.interleave_rounds {
             self.rounds
         } else {
             1
@@ -192,7 +221,9 @@ impl Plan {
             s,
             "rounds:      {}{}",
             self.rounds,
-            if self.restart_between_rounds {
+            if self.interleave_rounds {
+                ", frameworks alternating round by round (each round a fresh server)"
+            } else if self.restart_between_rounds {
                 ", server restarted before each"
             } else {
                 ""
@@ -254,6 +285,29 @@ pub(crate) mod tests {
             rounds: 2,
             ..Profile::default()
         }
+    }
+
+    #[test]
+    fn interleaved_rounds_alternate_frameworks_round_by_round() {
+        let mut pr = profile();
+        pr.interleave_rounds = true;
+        let both = [Scenario::Plaintext, Scenario::Json];
+        let p = Plan::new(&pr, &[framework("a", &both), framework("b", &both)]);
+        let order: Vec<(String, u32, usize)> = p
+            .segments()
+            .iter()
+            .map(|(f, steps)| (f.name.clone(), steps[0].round, steps.len()))
+            .collect();
+        let want = [("a", 0), ("b", 0), ("a", 1), ("b", 1)];
+        assert_eq!(order.len(), 4);
+        for ((name, round, n), (wn, wr)) in order.iter().zip(want) {
+            assert_eq!((name.as_str(), *round, *n), (wn, wr, 4));
+        }
+        // One server start per round and framework in the estimate.
+        assert_eq!(p.estimate(), Duration::from_secs(16 * 20 + 4 * 3));
+        pr.interleave_rounds = false;
+        let p = Plan::new(&pr, &[framework("a", &both), framework("b", &both)]);
+        assert_eq!(p.segments().len(), 2);
     }
 
     #[test]

@@ -358,3 +358,37 @@ async fn restart_between_rounds_starts_the_server_once_per_round() {
     assert_eq!(run.on_disk().framework("a").unwrap().cold_start_ms.len(), 3);
     assert_eq!(lab.leaked(), 0);
 }
+
+#[tokio::test]
+async fn interleaved_rounds_alternate_servers_and_verify_each_framework_once() {
+    let run = setup(Profile {
+        interleave_rounds: true,
+        ..profile()
+    });
+    let mut lab = FakeLab::default();
+    let mut store = run.store();
+    assert_eq!(
+        run.go(&mut lab, &mut store, &Cancel::new()).await,
+        RunOutcome::Finished
+    );
+    let starts: Vec<&str> = lab
+        .log
+        .iter()
+        .filter(|l| l.starts_with("start "))
+        .map(String::as_str)
+        .collect();
+    assert_eq!(starts, ["start a#1", "start b#2", "start a#3", "start b#4"]);
+    // Round 0 of every cell of a, then of b, then round 1 of a …
+    let first_r1 = lab.log.iter().position(|l| l.ends_with(" r1")).unwrap();
+    assert!(lab.log[..first_r1]
+        .iter()
+        .any(|l| l.starts_with("measure b ")));
+    assert_eq!(
+        lab.log.iter().filter(|l| l.starts_with("verify ")).count(),
+        2
+    );
+    assert_eq!(lab.leaked(), 0);
+    let r = run.on_disk();
+    assert!(r.remaining().is_empty());
+    assert!(r.cells.iter().all(|c| c.rounds.len() == 2));
+}

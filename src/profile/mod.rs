@@ -54,11 +54,11 @@ pub struct HostFacts {
     pub frameworks: Option<Roster>,
 }
 
-/// The framework folder names found in one folder.
+/// The framework folder names found in the folders a run uses.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Roster {
-    /// The folder searched (named in errors).
-    pub dir: std::path::PathBuf,
+    /// The folders searched (named in errors).
+    pub dirs: Vec<std::path::PathBuf>,
     /// Subfolder names holding a framework.yaml, sorted.
     pub names: Vec<String>,
 }
@@ -99,7 +99,24 @@ impl HostFacts {
 /// manifest is `framework`'s error to report, not the profile's.
 pub fn framework_roster(root: &Path) -> Option<Roster> {
     framework_names(root).map(|names| Roster {
-        dir: root.to_path_buf(),
+        dirs: vec![root.to_path_buf()],
+        names,
+    })
+}
+
+/// The roster of several folders; `None` when none of them exists.
+pub fn framework_roster_of(roots: &[PathBuf]) -> Option<Roster> {
+    let mut names: Vec<String> = Vec::new();
+    let mut found = false;
+    for root in roots {
+        if let Some(n) = framework_names(root) {
+            found = true;
+            names.extend(n);
+        }
+    }
+    names.sort();
+    found.then(|| Roster {
+        dirs: roots.to_vec(),
         names,
     })
 }

@@ -58,6 +58,14 @@ pub struct RawProfile {
     /// inherit the previous one's heap and caches. Default: `false`.
     #[serde(default)]
     pub restart_between_rounds: Option<bool>,
+    /// Alternate frameworks round by round (round 1 of A, round 1 of B, …,
+    /// then round 2 of A …) instead of finishing one framework before the
+    /// next, so drift of the machine over time hits every framework alike:
+    /// the honest way to compare two frameworks (or two versions of one) on
+    /// a noisy machine. Each round then starts its framework's server
+    /// afresh. Default: `false`.
+    #[serde(default)]
+    pub interleave_rounds: Option<bool>,
     /// How load is generated. Default: `{mode: closed, pipeline: 1,
     /// timeout: 5s}` with one thread per loader CPU.
     #[serde(default)]

@@ -75,6 +75,8 @@ pub struct Profile {
     pub rounds: u32,
     /// Whether the server container restarts before each round.
     pub restart_between_rounds: bool,
+    /// Whether frameworks alternate round by round (A B A B …).
+    pub interleave_rounds: bool,
     /// How load is generated.
     pub load: Load,
     /// Limits of the server container.
@@ -107,6 +109,7 @@ impl Default for Profile {
             duration: DEFAULT_DURATION,
             rounds: DEFAULT_ROUNDS,
             restart_between_rounds: false,
+            interleave_rounds: false,
             load: Load::default(),
             server: Limits::server(Network::Bridge),
             loader: Limits::loader(Network::Bridge),
@@ -388,7 +391,7 @@ impl Profile {
     /// readiness and verification come on top.
     pub fn min_time_per_framework(&self) -> Duration {
         let cells = self.rounds_per_framework() as u32;
-        let starts = if self.restart_between_rounds {
+        let starts = if self.restart_between_rounds || self.interleave_rounds {
             self.rounds
         } else {
             1

@@ -139,6 +139,7 @@ pub(crate) fn validate(
         duration,
         rounds,
         restart_between_rounds: raw.restart_between_rounds.unwrap_or(false),
+        interleave_rounds: raw.interleave_rounds.unwrap_or(false),
         load,
         server,
         loader,
@@ -197,8 +198,13 @@ fn frameworks(
                 return Err(loc.value_hint(
                     &at,
                     format!(
-                        "no framework `{n}` under {}/; known: {known}",
-                        roster.dir.display()
+                        "no framework `{n}` under {}; known: {known}",
+                        roster
+                            .dirs
+                            .iter()
+                            .map(|d| format!("{}/", d.display()))
+                            .collect::<Vec<_>>()
+                            .join(" or ")
                     ),
                     suggest(n, roster.names.iter().map(String::as_str)),
                 ));
