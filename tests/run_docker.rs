@@ -9,7 +9,7 @@
 mod docker_support;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use docker_support::*;
@@ -33,66 +33,11 @@ fn profile(dir: &Path, rounds: u32, duration: &str) -> PathBuf {
     path
 }
 
-fn fairground(args: &[&str]) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_fairground"));
-    c.args(args).current_dir(root());
-    if std::env::var_os("FAIRGROUND_STATIC_BIN").is_none() {
-        let bin = fairground::docker::images::locate_static_binary(&root()).expect("make static");
-        c.env("FAIRGROUND_STATIC_BIN", bin);
-    }
-    c
-}
-
 fn frameworks() -> String {
     root()
         .join("tests/fixtures/run/frameworks")
         .display()
         .to_string()
-}
-
-fn run_dir(out: &Path) -> PathBuf {
-    out.join("latest")
-        .canonicalize()
-        .expect("output/latest points at the run")
-}
-
-fn results_of(dir: &Path) -> Results {
-    let path = dir.join(results::RESULTS_FILE);
-    results::from_json(&std::fs::read_to_string(&path).unwrap(), "results.json").unwrap()
-}
-
-/// Containers and networks still carrying the run's label.
-fn leftovers(stderr: &str) -> String {
-    let run = stderr
-        .lines()
-        .find_map(|l| l.split("fairground.run=").nth(1))
-        .expect("the run prints its label")
-        .trim()
-        .to_string();
-    let ps = Command::new("docker")
-        .args([
-            "ps",
-            "-aq",
-            "--filter",
-            &format!("label=fairground.run={run}"),
-        ])
-        .output()
-        .unwrap();
-    let nets = Command::new("docker")
-        .args([
-            "network",
-            "ls",
-            "-q",
-            "--filter",
-            &format!("label=fairground.run={run}"),
-        ])
-        .output()
-        .unwrap();
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&ps.stdout).trim(),
-        String::from_utf8_lossy(&nets.stdout).trim()
-    )
 }
 
 #[test]
@@ -156,7 +101,7 @@ fn runs_a_profile_end_to_end_and_writes_the_report() {
         assert!(dir.join(f).is_file(), "{f} missing");
     }
     assert_eq!(
-        leftovers(&stderr),
+        run_leftovers(&stderr),
         "",
         "the run removed its containers and network"
     );
@@ -211,7 +156,7 @@ fn ctrl_c_keeps_what_was_measured_and_resume_finishes_the_run() {
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(130), "{stderr}");
     assert_eq!(
-        leftovers(&stderr),
+        run_leftovers(&stderr),
         "",
         "Ctrl-C removed the run's containers and network"
     );
@@ -244,33 +189,7 @@ fn ctrl_c_keeps_what_was_measured_and_resume_finishes_the_run() {
     let idx: Vec<u32> = done.cells[0].rounds.iter().map(|r| r.index).collect();
     assert_eq!(idx, [0, 1, 2]);
     assert!(!done.interrupted && done.finished_at.is_some());
-    assert_eq!(leftovers(&stderr), "");
-}
-
-/// Run `profile` (YAML text) against the frameworks under `dir/frameworks`;
-/// the finished run's results and fairground's stderr.
-fn run_gate_profile(dir: &Path, profile: &str) -> (Results, String) {
-    let path = dir.join("gates.yaml");
-    std::fs::write(&path, profile).unwrap();
-    let out = dir.join("output");
-    let o = fairground(&[
-        "run",
-        "--profile",
-        path.to_str().unwrap(),
-        "--frameworks",
-        dir.join("frameworks").to_str().unwrap(),
-        "--output",
-        out.to_str().unwrap(),
-    ])
-    .output()
-    .unwrap();
-    let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
-    assert!(
-        o.status.success(),
-        "a run whose cells are rejected still completes: {stderr}"
-    );
-    assert_eq!(leftovers(&stderr), "", "containers and network removed");
-    (results_of(&run_dir(&out)), stderr)
+    assert_eq!(run_leftovers(&stderr), "");
 }
 
 fn reasons_of(r: &Results, framework: &str, stderr: &str) -> (Status, String) {
@@ -299,7 +218,7 @@ fn a_server_that_drops_connections_or_runs_out_of_memory_is_rejected_and_the_res
         &[("PLAINFW_LEAK_PER_REQUEST", "262144")],
     );
     plainfw_variant(tmp.path(), "plainfw", &[]);
-    let (r, stderr) = run_gate_profile(
+    let (r, stderr) = run_profile_in(
         tmp.path(),
         "frameworks: [dropper, leaker, plainfw]\nscenarios: [plaintext]\n\
          concurrency: [8]\nwarmup: 1s\nduration: 2s\nrounds: 2\n\
@@ -358,7 +277,7 @@ fn a_loader_starved_of_cpu_is_flagged_client_bound() {
     }
     let tmp = tempfile::tempdir().unwrap();
     plainfw_variant(tmp.path(), "plainfw", &[]);
-    let (r, stderr) = run_gate_profile(
+    let (r, stderr) = run_profile_in(
         tmp.path(),
         "frameworks: [plainfw]\nscenarios: [plaintext]\nconcurrency: [8]\n\
          warmup: 1s\nduration: 2s\nrounds: 1\nload: {threads: 1}\n\
@@ -402,7 +321,7 @@ fn host_network_mode_measures_the_server_on_127_0_0_1() {
         .unwrap()
         .replace("network: bridge", "network: host");
     plainfw_variant(tmp.path(), "plainfw", &[]);
-    let (r, stderr) = run_gate_profile(tmp.path(), &text);
+    let (r, stderr) = run_profile_in(tmp.path(), &text);
     let (status, why) = reasons_of(&r, "plainfw", &stderr);
     assert_ne!(status, Status::Rejected, "{why}\n{stderr}");
     let round = &r.cells[0].rounds[0];

@@ -56,15 +56,7 @@ pub(crate) fn measurement(concurrency: u32, rps: f64) -> Measurement {
         errors: ErrorCounts::default(),
         drain_s: 0.01,
         histogram: histogram::encode(&h).unwrap(),
-        connections: Connections {
-            requested: c,
-            attempted: c,
-            established: c,
-            serving: c,
-            peak_open: c,
-            reconnects: 0,
-            reconnects_whole_run: 0,
-        },
+        connections: Connections::all_served(c),
         wire_bytes_per_response: Some(120.0),
         rate: None,
         answers: AnswerChecks {

@@ -234,6 +234,22 @@ pub struct Connections {
     pub reconnects_whole_run: u64,
 }
 
+impl Connections {
+    /// `n` connections requested, every one established and served, none
+    /// re-opened: what a clean round looks like.
+    pub fn all_served(n: u64) -> Connections {
+        Connections {
+            requested: n,
+            attempted: n,
+            established: n,
+            serving: n,
+            peak_open: n,
+            reconnects: 0,
+            reconnects_whole_run: 0,
+        }
+    }
+}
+
 /// Bytes on the wire during the measured period.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct WireBytes {

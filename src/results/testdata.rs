@@ -63,15 +63,7 @@ pub(crate) fn round(index: u32, concurrency: u32, rps: f64) -> Round {
         connections_in_use: ok as f64 / WINDOW_S * latency.mean_us / 1e6,
         latency,
         histogram: histogram::encode(&h).unwrap(),
-        connections: Connections {
-            requested: c,
-            attempted: c,
-            established: c,
-            serving: c,
-            peak_open: c,
-            reconnects: 0,
-            reconnects_whole_run: 0,
-        },
+        connections: Connections::all_served(c),
         wire_bytes_per_response: Some(130.0),
         rate: None,
         answers: AnswerChecks {

@@ -6,6 +6,9 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use fairground::results::{self, Results};
 use std::sync::{LazyLock, Mutex, OnceLock};
 
 use fairground::docker::engine::{BuiltImages, DockerEngine, Engine};
@@ -186,4 +189,87 @@ pub fn plainfw_variant(dir: &Path, name: &str, env: &[(&str, &str)]) {
         }
     }
     std::fs::write(dst.join("framework.yaml"), manifest).unwrap();
+}
+
+/// `fairground` (this build), run from the project root, with the static
+/// binary its image is made of.
+pub fn fairground(args: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_fairground"));
+    c.args(args).current_dir(root());
+    if std::env::var_os("FAIRGROUND_STATIC_BIN").is_none() {
+        let bin = fairground::docker::images::locate_static_binary(&root()).expect("make static");
+        c.env("FAIRGROUND_STATIC_BIN", bin);
+    }
+    c
+}
+
+pub fn run_dir(out: &Path) -> PathBuf {
+    out.join("latest")
+        .canonicalize()
+        .expect("output/latest points at the run")
+}
+
+pub fn results_of(dir: &Path) -> Results {
+    let path = dir.join(results::RESULTS_FILE);
+    results::from_json(&std::fs::read_to_string(&path).unwrap(), "results.json").unwrap()
+}
+
+/// Containers and networks still carrying the run's label.
+pub fn run_leftovers(stderr: &str) -> String {
+    let run = stderr
+        .lines()
+        .find_map(|l| l.split("fairground.run=").nth(1))
+        .expect("the run prints its label")
+        .trim()
+        .to_string();
+    let ps = Command::new("docker")
+        .args([
+            "ps",
+            "-aq",
+            "--filter",
+            &format!("label=fairground.run={run}"),
+        ])
+        .output()
+        .unwrap();
+    let nets = Command::new("docker")
+        .args([
+            "network",
+            "ls",
+            "-q",
+            "--filter",
+            &format!("label=fairground.run={run}"),
+        ])
+        .output()
+        .unwrap();
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&ps.stdout).trim(),
+        String::from_utf8_lossy(&nets.stdout).trim()
+    )
+}
+
+/// Run `profile` (YAML text) against the frameworks under `dir/frameworks`;
+/// the finished run's results and fairground's stderr.
+pub fn run_profile_in(dir: &Path, profile: &str) -> (Results, String) {
+    let path = dir.join("profile.yaml");
+    std::fs::write(&path, profile).unwrap();
+    let out = dir.join("output");
+    let o = fairground(&[
+        "run",
+        "--profile",
+        path.to_str().unwrap(),
+        "--frameworks",
+        dir.join("frameworks").to_str().unwrap(),
+        "--output",
+        out.to_str().unwrap(),
+    ])
+    .output()
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(
+        o.status.success(),
+        "a run whose cells are rejected still completes: {stderr}"
+    );
+    assert_eq!(run_leftovers(&stderr), "", "containers and network removed");
+    (results_of(&run_dir(&out)), stderr)
 }

@@ -165,6 +165,20 @@ impl<'a, E: Engine> DockerLab<'a, E> {
     }
 }
 
+/// Whether `port` is free on this host (host network mode, local daemon).
+fn port_free_on_host(port: u16) -> anyhow::Result<()> {
+    match std::net::TcpListener::bind(("0.0.0.0", port)) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => anyhow::bail!(
+            "port {port} is already in use on the host, and with `network: host` the server \
+             needs it: stop what listens there (`ss -ltnp 'sport = :{port}'` names it) or use \
+             `network: bridge`"
+        ),
+        // No privilege to bind, or a remote daemon's host: nothing to learn here.
+        Err(_) => Ok(()),
+    }
+}
+
 /// `axum plaintext c=100`: what a loader run is aimed at, for messages.
 fn describe(server: &DockerServer, loader: &LoaderSpec) -> String {
     let scenario = loader
@@ -300,6 +314,13 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
     type Server = DockerServer;
 
     async fn start(&mut self, spec: &ServerSpec) -> anyhow::Result<(DockerServer, Started)> {
+        if self.network == HOST_NETWORK {
+            // On the host's stack the server shares the host's ports: if
+            // something else listens there, readiness and load would reach
+            // that instead, and the server would die on its bind.
+            port_free_on_host(spec.port)
+                .with_context(|| format!("starting {} on the host's network", spec.framework))?;
+        }
         let name = self.name(&spec.framework);
         let container = ContainerSpec::server(&self.run, name, spec, &self.network);
         let handle = self

@@ -298,3 +298,16 @@ fn measurement_brackets_cpu_and_memory_by_the_loaders_window() {
     assert_eq!(m.memory_window_peak_bytes, Some(35 << 20));
     assert_eq!(m.memory_peak_source, PEAK_FROM_MARK);
 }
+
+#[test]
+fn host_mode_refuses_a_port_something_else_listens_on() {
+    let taken = std::net::TcpListener::bind("0.0.0.0:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let err = super::port_free_on_host(port).unwrap_err().to_string();
+    assert!(
+        err.contains(&format!("port {port} is already in use")),
+        "{err}"
+    );
+    drop(taken);
+    assert!(super::port_free_on_host(port).is_ok());
+}

@@ -1,0 +1,239 @@
+//! Known answers: every figure fairground prints, checked against a server
+//! whose true figure is known in advance, through the real pipeline (the
+//! real `fairground run`, its loader container and cgroup probe, the
+//! plainfw fixture in a container with one of its modes turned on; see
+//! tests/fixtures/run/frameworks/plainfw/src/main.rs).
+//!
+//! One run holds every variant, at 8 connections, so the images are built
+//! once and the Docker time is a minute or two:
+//! - `delay`: every answer 1 s after its request → 8 req/s exactly, the
+//!   window's edges notwithstanding (the old rule read 5.3: −33%);
+//! - `base` and `burn`: 0 and 500 µs of CPU burnt per request → the CPU per
+//!   request of `burn` is 500 µs plus `base`'s own;
+//! - `hold`: 64 MiB held from start-up → idle memory is 64 MiB plus `base`'s;
+//! - `hang`: every 7th request never answered → timeouts counted, rejected;
+//! - `backlog`: at most 4 connections served, the rest left in the kernel's
+//!   backlog → connected but not served, rejected;
+//! - `liar`: right for verification, wrong under load → rejected, the
+//!   wrong answer shown.
+//!
+//! Only traffic: containers on the run's own internal network.
+
+mod docker_support;
+
+use std::sync::OnceLock;
+
+use docker_support::*;
+use fairground::results::{Cell, Reason, Results, Status};
+
+/// Requests in flight at once: one per connection.
+const CONNECTIONS: u64 = 8;
+
+/// The run every test reads: made once per test process (the tests share
+/// it), `None` when there is no daemon outside CI.
+fn run() -> Option<&'static (Results, String)> {
+    static RUN: OnceLock<Option<(Results, String)>> = OnceLock::new();
+    RUN.get_or_init(|| {
+        if !docker_or_skip("known_answers") {
+            return None;
+        }
+        let tmp = tempfile::tempdir().unwrap().keep();
+        let variants: [(&str, &[(&str, &str)]); 8] = [
+            ("base", &[]),
+            ("delay", &[("PLAINFW_DELAY_MS", "1000")]),
+            ("burn", &[("PLAINFW_BURN_US", "500")]),
+            ("hold", &[("PLAINFW_HOLD_MIB", "64")]),
+            ("hang", &[("PLAINFW_HANG_EVERY", "7")]),
+            ("backlog", &[("PLAINFW_MAX_SERVED", "4")]),
+            ("liar", &[("PLAINFW_WRONG_AFTER", "500")]),
+            ("steady", &[("PLAINFW_DELAY_MS", "20")]),
+        ];
+        for (name, env) in variants {
+            plainfw_variant(&tmp, name, env);
+        }
+        let names: Vec<&str> = variants.iter().map(|v| v.0).collect();
+        let profile = format!(
+            "description: \"known answers\"\n\
+             frameworks: [{}]\nscenarios: [plaintext]\nconcurrency: [{CONNECTIONS}]\n\
+             warmup: 1s\nduration: 3s\nrounds: 1\n\
+             load: {{threads: 1, timeout: 2s}}\n\
+             server: {{cpus: 1, memory: 256MiB, nofile: 16384}}\n\
+             loader: {{cpus: 1, memory: 256MiB, nofile: 16384}}\n\
+             idle_settle: 1s\nreadiness_timeout: 30s\nthresholds: {{preflight: warn}}\n",
+            names.join(", ")
+        );
+        let (r, stderr) = run_profile_in(&tmp, &profile);
+        let _ = std::fs::remove_dir_all(&tmp);
+        Some((r, stderr))
+    })
+    .as_ref()
+}
+
+fn cell<'a>(r: &'a Results, fw: &str, stderr: &str) -> &'a Cell {
+    r.cells
+        .iter()
+        .find(|c| c.key.framework == fw)
+        .unwrap_or_else(|| panic!("no cell for {fw}\n{stderr}"))
+}
+
+fn why(c: &Cell) -> String {
+    let v: Vec<String> = c.verdict.reasons.iter().map(|r| r.to_string()).collect();
+    v.join("; ")
+}
+
+#[test]
+fn a_server_answering_after_one_second_does_n_per_second_whatever_the_window() {
+    let Some((r, stderr)) = run() else { return };
+    let c = cell(r, "delay", stderr);
+    let round = &c.rounds[0];
+    // 8 connections × 1 answer per second each. ±2%: the answers of each
+    // connection complete every 1 s + a few hundred µs, so a 3 s window
+    // holds exactly 3 of them; the margin is for the measured window's own
+    // length, which the loader times to the µs.
+    assert!(
+        (round.throughput_rps / 8.0 - 1.0).abs() < 0.02,
+        "{:.2} req/s, expected 8: {}\n{stderr}",
+        round.throughput_rps,
+        why(c)
+    );
+    assert!(round.requests.balanced(), "{:?}", round.requests);
+    assert!(round.latency.p50_us >= 1_000_000, "{:?}", round.latency);
+    // Little's law holds: 8 req/s × 1 s = 8 connections in use.
+    assert!(
+        (round.connections_in_use - 8.0).abs() < 0.4,
+        "{}",
+        round.connections_in_use
+    );
+    assert_ne!(c.verdict.status, Status::Rejected, "{}", why(c));
+    assert!(!c
+        .verdict
+        .reasons
+        .iter()
+        .any(|x| matches!(x, Reason::LittlesLaw { .. })));
+}
+
+#[test]
+fn cpu_per_request_is_the_burn_plus_the_servers_own_baseline() {
+    let Some((r, stderr)) = run() else { return };
+    let base = cell(r, "base", stderr).rounds[0]
+        .server
+        .cpu_us_per_request
+        .expect("base has a CPU figure");
+    let burn = cell(r, "burn", stderr).rounds[0]
+        .server
+        .cpu_us_per_request
+        .expect("burn has a CPU figure");
+    // CLOCK_THREAD_CPUTIME_ID: the burn cannot be shortened by preemption,
+    // and the server does base's work on top. 15% covers what its window's
+    // edges (interpolated from 250 ms samples) and scheduling add.
+    assert!(
+        (500.0..=(500.0 + base) * 1.15).contains(&burn),
+        "burn {burn:.1} µs/request, base {base:.1} µs/request\n{stderr}"
+    );
+}
+
+#[test]
+fn idle_memory_is_what_the_server_holds_plus_its_baseline() {
+    let Some((r, stderr)) = run() else { return };
+    let idle = |fw: &str| {
+        r.framework(fw)
+            .and_then(|f| f.idle_memory_bytes)
+            .unwrap_or_else(|| panic!("{fw} has idle memory\n{stderr}")) as f64
+    };
+    let (base, hold) = (idle("base"), idle("hold"));
+    let expected = 64.0 * 1024.0 * 1024.0 + base;
+    // ±3%: the page tables of 64 MiB and allocator rounding.
+    assert!(
+        (hold / expected - 1.0).abs() < 0.03,
+        "hold {hold} B, base {base} B, expected {expected} B"
+    );
+    // And the window's peak is the window's: hold's never less than what it holds.
+    let peak = cell(r, "hold", stderr).rounds[0]
+        .server
+        .memory_window_peak_bytes
+        .unwrap();
+    assert!(peak as f64 >= 64.0 * 1024.0 * 1024.0, "{peak}");
+}
+
+#[test]
+fn requests_that_never_finish_are_timeouts_and_reject_the_cell() {
+    let Some((r, stderr)) = run() else { return };
+    let c = cell(r, "hang", stderr);
+    let round = &c.rounds[0];
+    assert!(round.requests.lost.timeout > 0, "{:?}", round.requests);
+    assert!(round.requests.balanced(), "{:?}", round.requests);
+    assert_eq!(c.verdict.status, Status::Rejected, "{}", why(c));
+    assert!(
+        c.verdict
+            .reasons
+            .iter()
+            .any(|x| matches!(x, Reason::ErrorRate { .. })),
+        "{}",
+        why(c)
+    );
+}
+
+#[test]
+fn connections_left_in_the_backlog_are_connected_but_not_served() {
+    let Some((r, stderr)) = run() else { return };
+    let c = cell(r, "backlog", stderr);
+    let conns = c.rounds[0].connections;
+    assert_eq!(conns.established, CONNECTIONS, "{conns:?}");
+    assert!(conns.serving <= 4, "{conns:?}");
+    assert_eq!(c.verdict.status, Status::Rejected, "{}", why(c));
+    assert!(
+        c.verdict
+            .reasons
+            .iter()
+            .any(|x| matches!(x, Reason::ConnectionsShort { .. })),
+        "{}",
+        why(c)
+    );
+}
+
+#[test]
+fn a_server_that_lies_under_load_gets_no_number() {
+    let Some((r, stderr)) = run() else { return };
+    let c = cell(r, "liar", stderr);
+    assert!(r
+        .framework("liar")
+        .unwrap()
+        .verify
+        .as_ref()
+        .unwrap()
+        .excluded
+        .is_empty());
+    assert_eq!(c.verdict.status, Status::Rejected, "{}", why(c));
+    let text = why(c);
+    assert!(text.contains("Hello, World?"), "{text}");
+}
+
+#[test]
+fn clean_servers_are_accepted_with_every_request_accounted_for() {
+    let Some((r, stderr)) = run() else { return };
+    for fw in ["base", "steady"] {
+        let c = cell(r, fw, stderr);
+        let round = &c.rounds[0];
+        assert!(
+            round.requests.balanced() && round.requests.lost.total() == 0,
+            "{fw}: {:?}",
+            round.requests
+        );
+        assert_eq!(round.connections.serving, CONNECTIONS, "{fw}");
+        assert!(
+            round.answers.checked > 0 && round.answers.wrong == 0,
+            "{fw}: {:?}",
+            round.answers
+        );
+        assert_ne!(c.verdict.status, Status::Rejected, "{fw}: {}", why(c));
+    }
+    // steady: 8 connections × 20 ms: 400 req/s, and Little's law within 10%.
+    let s = &cell(r, "steady", stderr).rounds[0];
+    assert!(
+        (s.throughput_rps / 400.0 - 1.0).abs() < 0.05,
+        "{}",
+        s.throughput_rps
+    );
+    let gap = s.connections_in_use / CONNECTIONS as f64 - 1.0;
+    assert!(gap.abs() < 0.1, "{}", s.connections_in_use);
+}
