@@ -16,8 +16,18 @@ fn fairground() -> Command {
 /// labelled as a test run named `what`; its stdout and stderr, once it
 /// succeeded.
 fn build_tinyfw(frameworks: &std::path::Path, what: &str) -> (String, String) {
+    build_tinyfw_with(frameworks, what, |_| {})
+}
+
+fn build_tinyfw_with(
+    frameworks: &std::path::Path,
+    what: &str,
+    tweak: impl FnOnce(&mut Command),
+) -> (String, String) {
     let logs = tempfile::tempdir().unwrap();
-    let out = fairground()
+    let mut cmd = fairground();
+    tweak(&mut cmd);
+    let out = cmd
         .args([
             "images",
             "build",
@@ -251,7 +261,11 @@ fn a_rebuilt_framework_replaces_its_superseded_image() {
         std::fs::copy(src.join(f), dst.join(f)).unwrap();
     }
     let build = || {
-        let (stdout, stderr) = build_tinyfw(&tmp.path().join("frameworks"), "supersede");
+        // What this test is about, even where the caller opted out of it.
+        let (stdout, stderr) =
+            build_tinyfw_with(&tmp.path().join("frameworks"), "supersede", |cmd| {
+                cmd.env_remove(fairground::docker::engine::KEEP_SUPERSEDED_ENV);
+            });
         let tag = stdout
             .split_whitespace()
             .find(|w| w.starts_with("fairground/fw-tinyfw:"))
