@@ -1,0 +1,402 @@
+//! The compile of a Rust framework, in a build container: no network, an
+//! unprivileged user, no capabilities, a read-only root, the framework's
+//! folder, the toolchain and the fetched crates mounted read-only, and one
+//! writable cache (the cargo target dir) in a named volume of that folder's
+//! own. The compiled binary is read back through the archive API.
+//!
+//! Everything the framework's `build.rs` and proc macros do happens here;
+//! this module must never run any of it on the host, and must give the
+//! container nothing writable that the host or another framework reads
+//! (the cache volume is read back only for this framework's binary).
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use bollard::models::{ContainerCreateBody, HostConfig, Mount, MountType, VolumeCreateRequest};
+use bollard::query_parameters::{
+    CreateContainerOptions, KillContainerOptions, LogsOptions, StartContainerOptions,
+    WaitContainerOptions,
+};
+use bollard::Docker;
+use futures_util::StreamExt;
+use sha2::{Digest, Sha256};
+
+use super::super::{files, STATIC_RUSTFLAGS, STATIC_TARGET};
+use crate::docker::error::{ApiContext, DockerError};
+use crate::docker::{RunId, LABEL_KIND, LABEL_NAME, LABEL_ROLE, LABEL_RUN};
+
+/// User and group the compile runs as (`nobody:nogroup` in Debian): owns
+/// nothing in the image, cannot write the read-only mounts.
+pub const BUILD_USER: &str = "65534:65534";
+/// The `fairground.role` label of build containers.
+pub const ROLE_BUILD: &str = "build";
+/// The `fairground.kind` label of cargo cache volumes.
+pub const KIND_CARGO_CACHE: &str = "cargo-cache";
+/// Where the toolchain is mounted (read-only).
+pub const TOOLCHAIN_IN: &str = "/fairground/rust";
+/// Where the framework's folder is mounted (read-only).
+pub const SOURCE_IN: &str = "/fairground/src";
+/// `CARGO_HOME` in the container: a tmpfs for cargo's lock files, with the
+/// host's `registry/` and `git/` mounted read-only inside it.
+pub const CARGO_HOME_IN: &str = "/fairground/cargo-home";
+/// Where the cache volume is mounted. It must be a directory of the image
+/// with mode 1777: Docker gives a new, empty named volume the owner and mode
+/// of the image's directory it is mounted on, which is how an unprivileged
+/// user gets a writable volume without a root step. Debian's `/var/tmp` is
+/// such a directory (and is meant for temporary files that persist).
+pub const CACHE_IN: &str = "/var/tmp";
+/// `CARGO_TARGET_DIR` in the container, inside the cache volume.
+pub const TARGET_IN: &str = "/var/tmp/target";
+/// Longest a compile may take before it is killed.
+pub const BUILD_TIMEOUT: Duration = Duration::from_secs(3600);
+
+/// One compile: what to mount and build.
+#[derive(Debug, Clone)]
+pub struct CompileSpec {
+    /// Framework name (labels, container and volume names, errors).
+    pub framework: String,
+    /// The framework's folder, absolute.
+    pub source: PathBuf,
+    /// The binary target to build.
+    pub bin: String,
+    /// The toolchain's sysroot, absolute.
+    pub toolchain: PathBuf,
+    /// The host's cargo home, absolute (its `registry/` and `git/` are
+    /// mounted when they exist).
+    pub cargo_home: PathBuf,
+    /// The build image (gcc and static glibc).
+    pub image: String,
+    /// The run building; labels the container and a new volume.
+    pub run: RunId,
+}
+
+impl CompileSpec {
+    /// The cargo cache volume of this framework folder:
+    /// `fairground-cargo-NAME-<8 hex of the folder's path>`. One per folder,
+    /// so no framework's build script can touch another's cache, and two
+    /// checkouts sharing a daemon never overwrite each other's binaries.
+    pub fn cache_volume(&self) -> String {
+        cache_volume(&self.framework, &self.source)
+    }
+
+    /// The command run in the container.
+    pub fn command(&self) -> Vec<String> {
+        [
+            "cargo",
+            "build",
+            "--release",
+            // --locked and --offline: the crates were fetched on the host,
+            // and there is no network to look for others.
+            "--frozen",
+            "--target",
+            STATIC_TARGET,
+            "--bin",
+            &self.bin,
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    }
+
+    /// Where cargo leaves the binary in the container.
+    pub fn output_path(&self) -> String {
+        format!("{TARGET_IN}/{STATIC_TARGET}/release/{}", self.bin)
+    }
+
+    /// The container's name.
+    pub fn container_name(&self) -> String {
+        format!("{}-build-{}", self.run.name_prefix(), self.framework)
+    }
+
+    /// The create body: every restriction of the build container is here.
+    pub fn to_create_body(&self) -> ContainerCreateBody {
+        let bind = |source: &Path, target: &str| Mount {
+            typ: Some(MountType::BIND),
+            source: Some(source.display().to_string()),
+            target: Some(target.to_string()),
+            read_only: Some(true),
+            ..Default::default()
+        };
+        let mut mounts = vec![
+            bind(&self.source, SOURCE_IN),
+            bind(&self.toolchain, TOOLCHAIN_IN),
+            Mount {
+                typ: Some(MountType::VOLUME),
+                source: Some(self.cache_volume()),
+                target: Some(CACHE_IN.to_string()),
+                read_only: Some(false),
+                ..Default::default()
+            },
+        ];
+        // A project without dependencies leaves no registry to mount.
+        for sub in ["registry", "git"] {
+            let dir = self.cargo_home.join(sub);
+            if dir.is_dir() {
+                mounts.push(bind(&dir, &format!("{CARGO_HOME_IN}/{sub}")));
+            }
+        }
+        let env = [
+            ("PATH", format!("{TOOLCHAIN_IN}/bin:/usr/bin:/bin")),
+            ("HOME", "/tmp".to_string()),
+            ("TMPDIR", "/tmp".to_string()),
+            ("CARGO_HOME", CARGO_HOME_IN.to_string()),
+            ("CARGO_TARGET_DIR", TARGET_IN.to_string()),
+            (
+                "CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUSTFLAGS",
+                STATIC_RUSTFLAGS.to_string(),
+            ),
+            // cargo's cache cleaner would try to delete from the read-only
+            // registry.
+            ("CARGO_CACHE_AUTO_CLEAN_FREQUENCY", "never".to_string()),
+            ("CARGO_TERM_COLOR", "never".to_string()),
+        ]
+        .into_iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+        ContainerCreateBody {
+            image: Some(self.image.clone()),
+            cmd: Some(self.command()),
+            env: Some(env),
+            user: Some(BUILD_USER.to_string()),
+            working_dir: Some(SOURCE_IN.to_string()),
+            labels: Some(HashMap::from([
+                (LABEL_RUN.to_string(), self.run.0.clone()),
+                (LABEL_ROLE.to_string(), ROLE_BUILD.to_string()),
+            ])),
+            network_disabled: Some(true),
+            host_config: Some(HostConfig {
+                network_mode: Some("none".to_string()),
+                mounts: Some(mounts),
+                // Build scripts may run what they compile from /tmp.
+                tmpfs: Some(HashMap::from([
+                    (
+                        "/tmp".to_string(),
+                        "rw,exec,nosuid,nodev,size=4g,mode=1777".to_string(),
+                    ),
+                    (
+                        CARGO_HOME_IN.to_string(),
+                        "rw,noexec,nosuid,nodev,size=64m,mode=1777".to_string(),
+                    ),
+                ])),
+                readonly_rootfs: Some(true),
+                cap_drop: Some(vec!["ALL".to_string()]),
+                security_opt: Some(vec!["no-new-privileges:true".to_string()]),
+                init: Some(false),
+                ..Default::default()
+            }),
+            attach_stdout: Some(true),
+            attach_stderr: Some(true),
+            ..Default::default()
+        }
+    }
+}
+
+/// The cache volume name of framework `name` in folder `dir` (absolute).
+pub fn cache_volume(name: &str, dir: &Path) -> String {
+    let digest = Sha256::digest(dir.as_os_str().as_encoded_bytes());
+    format!("fairground-cargo-{name}-{}", &hex::encode(digest)[..8])
+}
+
+/// Compile `spec` in a build container, streaming cargo's output into
+/// `log`; returns the binary. The container is removed however it ends;
+/// the cache volume stays (it is what makes the next build incremental).
+/// `tag` and the log name the failure.
+pub async fn compile(
+    docker: &Docker,
+    spec: &CompileSpec,
+    tag: &str,
+    log: &Path,
+    log_file: &mut std::fs::File,
+) -> Result<Vec<u8>, DockerError> {
+    let what = format!("framework {}", spec.framework);
+    let fail = |reason: String| DockerError::Build {
+        image: tag.to_string(),
+        what: what.clone(),
+        reason,
+        log: log.to_path_buf(),
+        tail: super::super::tail_file(log, super::super::TAIL_LINES),
+    };
+    ensure_volume(docker, spec).await?;
+    let name = spec.container_name();
+    let _ = writeln!(
+        log_file,
+        "=== build container {name} (image {}, network none, user {BUILD_USER}, cache volume {}): {}",
+        spec.image,
+        spec.cache_volume(),
+        spec.command().join(" ")
+    );
+    let created = docker
+        .create_container(
+            Some(CreateContainerOptions {
+                name: Some(name.clone()),
+                ..Default::default()
+            }),
+            spec.to_create_body(),
+        )
+        .await
+        .map_err(|e| {
+            fail(format!(
+                "cannot create build container {name}: {e} (its mounts are host paths: {}, {}, {}; the Docker daemon must run on this machine)",
+                spec.source.display(),
+                spec.toolchain.display(),
+                spec.cargo_home.display()
+            ))
+        })?;
+    let result = run(docker, &created.id, &name, spec, log_file).await;
+    files::force_remove(docker, &created.id).await;
+    let _ = log_file.flush();
+    result.map_err(fail)
+}
+
+/// Start, follow, wait, read the binary; `Err` is the reason of a failure.
+async fn run(
+    docker: &Docker,
+    id: &str,
+    name: &str,
+    spec: &CompileSpec,
+    log_file: &mut std::fs::File,
+) -> Result<Vec<u8>, String> {
+    docker
+        .start_container(id, None::<StartContainerOptions>)
+        .await
+        .map_err(|e| format!("cannot start build container {name}: {e}"))?;
+    let followed = tokio::time::timeout(BUILD_TIMEOUT, async {
+        let mut logs = docker.logs(
+            id,
+            Some(LogsOptions {
+                follow: true,
+                stdout: true,
+                stderr: true,
+                tail: "all".into(),
+                ..Default::default()
+            }),
+        );
+        while let Some(Ok(item)) = logs.next().await {
+            let _ = log_file.write_all(&item.into_bytes());
+        }
+        // The log stream ends when the container stops; a non-zero exit
+        // comes back as an error item, the code is read from inspect below.
+        let _ = docker
+            .wait_container(id, None::<WaitContainerOptions>)
+            .next()
+            .await;
+    })
+    .await;
+    if followed.is_err() {
+        let _ = docker
+            .kill_container(
+                id,
+                Some(KillContainerOptions {
+                    signal: "KILL".into(),
+                }),
+            )
+            .await;
+        return Err(format!(
+            "the compile in build container {name} did not finish within {} min; it was killed",
+            BUILD_TIMEOUT.as_secs() / 60
+        ));
+    }
+    let state = docker
+        .inspect_container(id, None)
+        .await
+        .map_err(|e| format!("inspecting build container {name}: {e}"))?
+        .state
+        .unwrap_or_default();
+    if state.oom_killed == Some(true) {
+        return Err(format!(
+            "build container {name} was OOM-killed by the kernel"
+        ));
+    }
+    let code = state.exit_code.unwrap_or(-1);
+    if code != 0 {
+        return Err(format!(
+            "`{}` in build container {name} (network none, user {BUILD_USER}) exited with code {code}",
+            spec.command().join(" ")
+        ));
+    }
+    let path = spec.output_path();
+    files::read_bytes_from_container(docker, id, &format!("build container {name}"), &path)
+        .await
+        .map_err(|e| e.to_string())?
+        .ok_or_else(|| format!("cargo finished but build container {name} has no {path}"))
+}
+
+/// Create the cache volume when missing (creating an existing named volume
+/// returns it unchanged).
+async fn ensure_volume(docker: &Docker, spec: &CompileSpec) -> Result<(), DockerError> {
+    let name = spec.cache_volume();
+    docker
+        .create_volume(VolumeCreateRequest {
+            name: Some(name.clone()),
+            labels: Some(HashMap::from([
+                (LABEL_KIND.to_string(), KIND_CARGO_CACHE.to_string()),
+                (LABEL_NAME.to_string(), spec.framework.clone()),
+                (LABEL_RUN.to_string(), spec.run.0.clone()),
+            ])),
+            ..Default::default()
+        })
+        .await
+        .doing(|| format!("creating cargo cache volume {name}"))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(cargo_home: &Path) -> CompileSpec {
+        CompileSpec {
+            framework: "demo".into(),
+            source: PathBuf::from("/src/frameworks/demo"),
+            bin: "demo-app".into(),
+            toolchain: PathBuf::from("/opt/rust"),
+            cargo_home: cargo_home.to_path_buf(),
+            image: "fairground/base-rust-build:0123456789ab".into(),
+            run: RunId("fg-test".into()),
+        }
+    }
+
+    #[test]
+    fn build_container_has_no_network_no_privilege_and_only_the_cache_writable() {
+        let home = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(home.path().join("registry")).unwrap();
+        let body = spec(home.path()).to_create_body();
+        let hc = body.host_config.clone().unwrap();
+        assert_eq!(hc.network_mode.as_deref(), Some("none"));
+        assert_eq!(body.network_disabled, Some(true));
+        assert_eq!(body.user.as_deref(), Some(BUILD_USER));
+        assert_eq!(hc.readonly_rootfs, Some(true));
+        assert_eq!(hc.cap_drop, Some(vec!["ALL".to_string()]));
+        let mounts = hc.mounts.unwrap();
+        let writable: Vec<_> = mounts
+            .iter()
+            .filter(|m| m.read_only != Some(true))
+            .collect();
+        assert_eq!(writable.len(), 1, "{mounts:?}");
+        assert_eq!(writable[0].typ, Some(MountType::VOLUME));
+        assert_eq!(writable[0].target.as_deref(), Some(CACHE_IN));
+        let targets: Vec<_> = mounts.iter().filter_map(|m| m.target.clone()).collect();
+        assert!(targets.contains(&format!("{CARGO_HOME_IN}/registry")));
+        // No git checkouts on this "host": nothing mounted for them.
+        assert!(!targets.contains(&format!("{CARGO_HOME_IN}/git")));
+        assert!(body.cmd.unwrap().contains(&"--frozen".to_string()));
+        assert_eq!(
+            body.labels.unwrap().get(LABEL_ROLE).map(String::as_str),
+            Some(ROLE_BUILD)
+        );
+    }
+
+    #[test]
+    fn cache_volume_is_per_folder() {
+        let a = cache_volume("hyper", Path::new("/work/main/frameworks/hyper"));
+        let b = cache_volume("hyper", Path::new("/work/wt/frameworks/hyper"));
+        assert!(a.starts_with("fairground-cargo-hyper-"), "{a}");
+        assert_ne!(a, b);
+        assert_eq!(
+            a,
+            cache_volume("hyper", Path::new("/work/main/frameworks/hyper"))
+        );
+    }
+}
