@@ -132,23 +132,108 @@ impl Toolchain {
     }
 }
 
-/// The host's cargo home (`$CARGO_HOME`, else `~/.cargo`), absolute: its
-/// `registry/` and `git/` hold what `cargo fetch` downloaded.
-pub fn cargo_home() -> anyhow::Result<PathBuf> {
-    let home = match std::env::var_os("CARGO_HOME").filter(|v| !v.is_empty()) {
-        Some(h) => PathBuf::from(h),
-        None => std::env::var_os("HOME")
-            .filter(|v| !v.is_empty())
-            .map(|h| PathBuf::from(h).join(".cargo"))
-            .context("neither CARGO_HOME nor HOME is set: cannot tell where cargo keeps crates")?,
-    };
-    // cargo runs from `/` here, so a relative CARGO_HOME would move.
-    std::path::absolute(&home).with_context(|| format!("CARGO_HOME {}", home.display()))
+/// Where framework crates are fetched, under the project root:
+/// fairground's own cargo home, not the user's `~/.cargo`. Build containers
+/// mount its `registry/` and `git/`, so they see only crates fetched for
+/// frameworks (never the user's other or private crates, nor their
+/// credentials), and fairground may make its files readable to the build
+/// user (see [`make_readable`]).
+pub const CARGO_HOME_DIR: &str = "target/fairground-cargo-home";
+
+/// fairground's cargo home for the project at `root`, absolute (cargo runs
+/// from `/` here, so a relative path would move).
+pub fn cargo_home(root: &Path) -> anyhow::Result<PathBuf> {
+    let home = root.join(CARGO_HOME_DIR);
+    std::path::absolute(&home).with_context(|| format!("cargo home {}", home.display()))
+}
+
+/// Give "others" read access (and search access on folders) to everything
+/// under `cargo_home`'s `registry/` and `git/`. Crate archives carry their
+/// authors' file modes (fnv 1.0.7 ships `lib.rs` as 0640) and cargo keeps
+/// them, so the unprivileged build user could not read some sources. Only
+/// fairground's own cargo home is touched; returns how many modes changed.
+pub fn make_readable(cargo_home: &Path) -> anyhow::Result<usize> {
+    use std::os::unix::fs::PermissionsExt;
+    fn walk(path: &Path, changed: &mut usize) -> anyhow::Result<()> {
+        let meta = std::fs::symlink_metadata(path)
+            .with_context(|| format!("reading the mode of {}", path.display()))?;
+        if meta.file_type().is_symlink() {
+            return Ok(());
+        }
+        let mode = meta.permissions().mode();
+        let want = if meta.is_dir() {
+            mode | 0o005
+        } else {
+            mode | 0o004
+        };
+        if want != mode {
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(want))
+                .with_context(|| format!("making {} readable", path.display()))?;
+            *changed += 1;
+        }
+        if meta.is_dir() {
+            for e in
+                std::fs::read_dir(path).with_context(|| format!("listing {}", path.display()))?
+            {
+                walk(
+                    &e.with_context(|| format!("listing {}", path.display()))?
+                        .path(),
+                    changed,
+                )?;
+            }
+        }
+        Ok(())
+    }
+    let mut changed = 0;
+    for sub in ["registry", "git"] {
+        let dir = cargo_home.join(sub);
+        if dir.exists() {
+            walk(&dir, &mut changed)?;
+        }
+    }
+    Ok(changed)
+}
+
+/// Files and folders under `dir` (the framework's folder, as
+/// [`context_files`](super::super::context_files) sees it) that "others"
+/// cannot read: the build user could not either. Paths are relative.
+pub fn unreadable_by_others(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    use std::os::unix::fs::PermissionsExt;
+    let files =
+        super::super::context_files(dir).with_context(|| format!("listing {}", dir.display()))?;
+    let mut bad = Vec::new();
+    let mut folders = std::collections::BTreeSet::from([PathBuf::new()]);
+    for rel in &files {
+        folders.extend(rel.ancestors().skip(1).map(Path::to_path_buf));
+        let mode = std::fs::metadata(dir.join(rel))
+            .with_context(|| format!("reading the mode of {}", dir.join(rel).display()))?
+            .permissions()
+            .mode();
+        if mode & 0o004 == 0 {
+            bad.push(rel.clone());
+        }
+    }
+    for rel in folders {
+        let path = dir.join(&rel);
+        let mode = std::fs::metadata(&path)
+            .with_context(|| format!("reading the mode of {}", path.display()))?
+            .permissions()
+            .mode();
+        if mode & 0o005 != 0o005 {
+            bad.push(if rel.as_os_str().is_empty() {
+                PathBuf::from(".")
+            } else {
+                rel
+            });
+        }
+    }
+    bad.sort();
+    Ok(bad)
 }
 
 /// `cargo fetch --locked` of the project at `dir` (absolute), for the static
 /// target only: downloads and unpacks the crates its Cargo.lock names into
-/// the host's cargo home, compiles and runs nothing. Output goes to `log`.
+/// `cargo_home`, compiles and runs nothing. Output goes to `log`.
 pub async fn fetch(
     tc: &Toolchain,
     cargo_home: &Path,
@@ -280,6 +365,41 @@ mod tests {
             ]}
         });
         assert_eq!(direct_dependencies(&meta), vec!["tokio 1.0.0"]);
+    }
+
+    #[test]
+    fn crate_files_become_readable_and_unreadable_sources_are_listed() {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        let set = |p: &Path, m: u32| {
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap()
+        };
+        let tmp = tempfile::tempdir().unwrap();
+        let krate = tmp.path().join("registry/src/index/fnv-1.0.7");
+        std::fs::create_dir_all(&krate).unwrap();
+        std::fs::write(krate.join("lib.rs"), "").unwrap();
+        set(&krate.join("lib.rs"), 0o640);
+        set(&krate, 0o750);
+        assert_eq!(make_readable(tmp.path()).unwrap(), 2);
+        assert_eq!(mode(&krate.join("lib.rs")), 0o644);
+        assert_eq!(mode(&krate), 0o755);
+        assert_eq!(
+            make_readable(tmp.path()).unwrap(),
+            0,
+            "nothing left to change"
+        );
+
+        let fw = tmp.path().join("fw");
+        std::fs::create_dir_all(fw.join("src")).unwrap();
+        std::fs::write(fw.join("Cargo.toml"), "").unwrap();
+        std::fs::write(fw.join("src/main.rs"), "").unwrap();
+        assert!(unreadable_by_others(&fw).unwrap().is_empty());
+        set(&fw.join("src/main.rs"), 0o600);
+        set(&fw.join("src"), 0o700);
+        assert_eq!(
+            unreadable_by_others(&fw).unwrap(),
+            vec![PathBuf::from("src"), PathBuf::from("src/main.rs")]
+        );
     }
 
     #[test]

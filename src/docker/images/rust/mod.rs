@@ -120,12 +120,24 @@ pub async fn build(
     let base = bases::ensure(docker, BUILD_BASE, opts)
         .await
         .with_context(|| format!("framework {name}: its build image"))?;
-    let cargo_home = host::cargo_home().with_context(|| format!("framework {name}"))?;
+    let unreadable =
+        host::unreadable_by_others(&plan.dir).with_context(|| format!("framework {name}"))?;
+    if !unreadable.is_empty() {
+        let list: Vec<String> = unreadable.iter().map(|p| p.display().to_string()).collect();
+        anyhow::bail!(
+            "framework {name}: the build container compiles as an unprivileged user ({}), which cannot read these in {}: {}; make them readable: `chmod -R o+rX {}`",
+            sandbox::BUILD_USER,
+            plan.dir.display(),
+            list.join(", "),
+            plan.dir.display()
+        );
+    }
+    let cargo_home = host::cargo_home(&opts.root).with_context(|| format!("framework {name}"))?;
     let mut log_file =
         super::context::open_log(log).map_err(|e| anyhow::anyhow!("framework {name}: {e}"))?;
     let _ = writeln!(
         log_file,
-        "=== cargo fetch on the host ({}; downloads and unpacks crates into {}, compiles and runs nothing)",
+        "=== cargo fetch on the host ({}; downloads and unpacks crates into fairground's cargo home {}, compiles and runs nothing)",
         plan.toolchain.cargo().display(),
         cargo_home.display()
     );
@@ -142,6 +154,7 @@ pub async fn build(
                 super::tail_file(log, super::TAIL_LINES)
             )
         })?;
+    host::make_readable(&cargo_home).with_context(|| format!("framework {name}"))?;
     (opts.progress)(&format!(
         "framework {name}: cargo build in a build container (network none, unprivileged; log: {})",
         log.display()

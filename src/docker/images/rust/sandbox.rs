@@ -39,7 +39,8 @@ pub const TOOLCHAIN_IN: &str = "/fairground/rust";
 /// Where the framework's folder is mounted (read-only).
 pub const SOURCE_IN: &str = "/fairground/src";
 /// `CARGO_HOME` in the container: a tmpfs for cargo's lock files, with the
-/// host's `registry/` and `git/` mounted read-only inside it.
+/// `registry/` and `git/` of fairground's cargo home (where the host fetched
+/// the crates) mounted read-only inside it.
 pub const CARGO_HOME_IN: &str = "/fairground/cargo-home";
 /// Where the cache volume is mounted. It must be a directory of the image
 /// with mode 1777: Docker gives a new, empty named volume the owner and mode
@@ -63,7 +64,7 @@ pub struct CompileSpec {
     pub bin: String,
     /// The toolchain's sysroot, absolute.
     pub toolchain: PathBuf,
-    /// The host's cargo home, absolute (its `registry/` and `git/` are
+    /// fairground's cargo home, absolute (its `registry/` and `git/` are
     /// mounted when they exist).
     pub cargo_home: PathBuf,
     /// The build image (gcc and static glibc).
