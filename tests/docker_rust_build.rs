@@ -54,21 +54,31 @@ fn bridge_gateway() -> Option<String> {
     net.ipam?.config?.into_iter().find_map(|c| c.gateway)
 }
 
-/// Remove the image `tag` and the cargo cache volume of the framework
-/// folder `dir`, both made by this test.
-fn remove_image_and_cache(tag: &str, name: &str, dir: &Path) {
+/// Remove the cargo cache volume of framework `name` built from this
+/// checkout (the test framework names are this file's own); `must` when it
+/// has to be there.
+fn remove_cache(name: &str, must: bool) {
+    let d = rt().block_on(fairground::docker::connect()).unwrap();
+    let volume = sandbox::cache_volume(name, &root().canonicalize().unwrap());
+    let removed = rt().block_on(d.remove_volume(
+        &volume,
+        None::<bollard::query_parameters::RemoveVolumeOptions>,
+    ));
+    if must {
+        removed.unwrap_or_else(|e| panic!("removing cache volume {volume}: {e}"));
+    }
+}
+
+/// Remove the image `tag` and the cache volume of framework `name`, both
+/// made by this test.
+fn remove_image_and_cache(tag: &str, name: &str) {
     let d = rt().block_on(fairground::docker::connect()).unwrap();
     let _ = rt().block_on(d.remove_image(
         tag,
         None::<bollard::query_parameters::RemoveImageOptions>,
         None,
     ));
-    let volume = sandbox::cache_volume(name, &dir.canonicalize().unwrap());
-    rt().block_on(d.remove_volume(
-        &volume,
-        None::<bollard::query_parameters::RemoveVolumeOptions>,
-    ))
-    .unwrap_or_else(|e| panic!("removing cache volume {volume}: {e}"));
+    remove_cache(name, true);
 }
 
 #[test]
@@ -76,6 +86,8 @@ fn build_script_can_neither_write_to_the_host_nor_reach_the_network() {
     if !docker_or_skip("build_script_can_neither_write_to_the_host_nor_reach_the_network") {
         return;
     }
+    // A cache left by an interrupted earlier run would hide the first compile.
+    remove_cache("escapefw", false);
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("frameworks/escapefw");
     copy_dir(&root().join("tests/fixtures/sandbox/escapefw"), &dir);
@@ -159,7 +171,7 @@ fn build_script_can_neither_write_to_the_host_nor_reach_the_network() {
         text.contains("Finished") && !text.contains("Compiling"),
         "a rebuild of unchanged inputs compiled something:\n{text}"
     );
-    remove_image_and_cache(&info.tag, "escapefw", &dir);
+    remove_image_and_cache(&info.tag, "escapefw");
 }
 
 /// The bug: `fairground images build NAME --frameworks DIR` with the default
@@ -173,6 +185,7 @@ fn relative_root_with_a_rust_framework_outside_frameworks_no_longer_fails_with_b
     if !docker_or_skip("relative_root_with_a_rust_framework_outside_frameworks…") {
         return;
     }
+    remove_cache("relfw", false);
     let tmp = tempfile::tempdir().unwrap();
     let fws = tmp.path().join("fws");
     let dir = fws.join("relfw");
@@ -229,5 +242,5 @@ fn relative_root_with_a_rust_framework_outside_frameworks_no_longer_fails_with_b
         "the error names the folder: {stderr}"
     );
     assert!(leftovers(&run).is_empty(), "{:?}", leftovers(&run));
-    remove_image_and_cache(&tag, "relfw", &dir);
+    remove_image_and_cache(&tag, "relfw");
 }

@@ -162,6 +162,12 @@ pub async fn build(
     let spec = sandbox::CompileSpec {
         framework: name.clone(),
         source: plan.dir.clone(),
+        project: opts.root.canonicalize().with_context(|| {
+            format!(
+                "framework {name}: cannot resolve the project root {}",
+                opts.root.display()
+            )
+        })?,
         bin: plan.bin.clone(),
         toolchain: plan.toolchain.sysroot.clone(),
         cargo_home: cargo_home.clone(),

@@ -1,8 +1,10 @@
 //! The compile of a Rust framework, in a build container: no network, an
 //! unprivileged user, no capabilities, a read-only root, the framework's
-//! folder, the toolchain and the fetched crates mounted read-only, and one
-//! writable cache (the cargo target dir) in a named volume of that folder's
-//! own. The compiled binary is read back through the archive API.
+//! folder, the toolchain and the fetched crates mounted read-only. Writable:
+//! the cargo target dir, in a named volume of that framework's own (kept:
+//! the cache), and `/tmp`, an anonymous volume removed with the container,
+//! where the compiled binary is copied and read back through the archive
+//! API.
 //!
 //! Everything the framework's `build.rs` and proc macros do happens here;
 //! this module must never run any of it on the host, and must give the
@@ -50,6 +52,11 @@ pub const CARGO_HOME_IN: &str = "/fairground/cargo-home";
 pub const CACHE_IN: &str = "/var/tmp";
 /// `CARGO_TARGET_DIR` in the container, inside the cache volume.
 pub const TARGET_IN: &str = "/var/tmp/target";
+/// Where the binary is copied at the end of the compile: an anonymous
+/// volume on the image's `/tmp` (mode 1777, copied up like the cache), so
+/// the file read back is this container's own even when another build of a
+/// framework of the same name (a test's copy) shares the cache volume.
+pub const OUTPUT_IN: &str = "/tmp/fairground-app";
 /// Longest a compile may take before it is killed.
 pub const BUILD_TIMEOUT: Duration = Duration::from_secs(3600);
 
@@ -60,6 +67,8 @@ pub struct CompileSpec {
     pub framework: String,
     /// The framework's folder, absolute.
     pub source: PathBuf,
+    /// The project root, absolute: with the name, it keys the cache volume.
+    pub project: PathBuf,
     /// The binary target to build.
     pub bin: String,
     /// The toolchain's sysroot, absolute.
@@ -74,36 +83,21 @@ pub struct CompileSpec {
 }
 
 impl CompileSpec {
-    /// The cargo cache volume of this framework folder:
-    /// `fairground-cargo-NAME-<8 hex of the folder's path>`. One per folder,
-    /// so no framework's build script can touch another's cache, and two
-    /// checkouts sharing a daemon never overwrite each other's binaries.
+    /// The cargo cache volume of this framework (see [`cache_volume`]).
     pub fn cache_volume(&self) -> String {
-        cache_volume(&self.framework, &self.source)
+        cache_volume(&self.framework, &self.project)
     }
 
-    /// The command run in the container.
-    pub fn command(&self) -> Vec<String> {
-        [
-            "cargo",
-            "build",
-            "--release",
-            // --locked and --offline: the crates were fetched on the host,
-            // and there is no network to look for others.
-            "--frozen",
-            "--target",
-            STATIC_TARGET,
-            "--bin",
-            &self.bin,
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect()
-    }
-
-    /// Where cargo leaves the binary in the container.
-    pub fn output_path(&self) -> String {
-        format!("{TARGET_IN}/{STATIC_TARGET}/release/{}", self.bin)
+    /// The compile, as one shell line (`/bin/sh -c`): cargo, then a copy of
+    /// the binary to [`OUTPUT_IN`]. The binary name comes through the
+    /// environment (`FAIRGROUND_BIN`), never spliced into the line.
+    pub fn script(&self) -> String {
+        // --frozen: --locked and --offline; the crates were fetched on the
+        // host, and there is no network to look for others.
+        format!(
+            "cargo build --release --frozen --target {STATIC_TARGET} --bin \"$FAIRGROUND_BIN\" \
+             && cp \"{TARGET_IN}/{STATIC_TARGET}/release/$FAIRGROUND_BIN\" {OUTPUT_IN}"
+        )
     }
 
     /// The container's name.
@@ -120,16 +114,19 @@ impl CompileSpec {
             read_only: Some(true),
             ..Default::default()
         };
+        let volume = |source: Option<String>, target: &str| Mount {
+            typ: Some(MountType::VOLUME),
+            source,
+            target: Some(target.to_string()),
+            read_only: Some(false),
+            ..Default::default()
+        };
         let mut mounts = vec![
             bind(&self.source, SOURCE_IN),
             bind(&self.toolchain, TOOLCHAIN_IN),
-            Mount {
-                typ: Some(MountType::VOLUME),
-                source: Some(self.cache_volume()),
-                target: Some(CACHE_IN.to_string()),
-                read_only: Some(false),
-                ..Default::default()
-            },
+            volume(Some(self.cache_volume()), CACHE_IN),
+            // Anonymous: removed with the container.
+            volume(None, "/tmp"),
         ];
         // A project without dependencies leaves no registry to mount.
         for sub in ["registry", "git"] {
@@ -152,13 +149,14 @@ impl CompileSpec {
             // registry.
             ("CARGO_CACHE_AUTO_CLEAN_FREQUENCY", "never".to_string()),
             ("CARGO_TERM_COLOR", "never".to_string()),
+            ("FAIRGROUND_BIN", self.bin.clone()),
         ]
         .into_iter()
         .map(|(k, v)| format!("{k}={v}"))
         .collect();
         ContainerCreateBody {
             image: Some(self.image.clone()),
-            cmd: Some(self.command()),
+            cmd: Some(vec!["/bin/sh".into(), "-c".into(), self.script()]),
             env: Some(env),
             user: Some(BUILD_USER.to_string()),
             working_dir: Some(SOURCE_IN.to_string()),
@@ -170,17 +168,10 @@ impl CompileSpec {
             host_config: Some(HostConfig {
                 network_mode: Some("none".to_string()),
                 mounts: Some(mounts),
-                // Build scripts may run what they compile from /tmp.
-                tmpfs: Some(HashMap::from([
-                    (
-                        "/tmp".to_string(),
-                        "rw,exec,nosuid,nodev,size=4g,mode=1777".to_string(),
-                    ),
-                    (
-                        CARGO_HOME_IN.to_string(),
-                        "rw,noexec,nosuid,nodev,size=64m,mode=1777".to_string(),
-                    ),
-                ])),
+                tmpfs: Some(HashMap::from([(
+                    CARGO_HOME_IN.to_string(),
+                    "rw,noexec,nosuid,nodev,size=64m,mode=1777".to_string(),
+                )])),
                 readonly_rootfs: Some(true),
                 cap_drop: Some(vec!["ALL".to_string()]),
                 security_opt: Some(vec!["no-new-privileges:true".to_string()]),
@@ -194,9 +185,14 @@ impl CompileSpec {
     }
 }
 
-/// The cache volume name of framework `name` in folder `dir` (absolute).
-pub fn cache_volume(name: &str, dir: &Path) -> String {
-    let digest = Sha256::digest(dir.as_os_str().as_encoded_bytes());
+/// The cargo cache volume of framework `name` built by the project at
+/// `project` (absolute): `fairground-cargo-NAME-<8 hex of the project
+/// path>`. One per framework, so no framework's build script can touch
+/// another's cache; one per checkout, so checkouts sharing a daemon never
+/// share one; copies of a framework under the same name (tests) share it,
+/// which keeps their number bounded.
+pub fn cache_volume(name: &str, project: &Path) -> String {
+    let digest = Sha256::digest(project.as_os_str().as_encoded_bytes());
     format!("fairground-cargo-{name}-{}", &hex::encode(digest)[..8])
 }
 
@@ -226,7 +222,7 @@ pub async fn compile(
         "=== build container {name} (image {}, network none, user {BUILD_USER}, cache volume {}): {}",
         spec.image,
         spec.cache_volume(),
-        spec.command().join(" ")
+        spec.script()
     );
     let created = docker
         .create_container(
@@ -314,14 +310,15 @@ async fn run(
     if code != 0 {
         return Err(format!(
             "`{}` in build container {name} (network none, user {BUILD_USER}) exited with code {code}",
-            spec.command().join(" ")
+            spec.script()
         ));
     }
-    let path = spec.output_path();
-    files::read_bytes_from_container(docker, id, &format!("build container {name}"), &path)
+    files::read_bytes_from_container(docker, id, &format!("build container {name}"), OUTPUT_IN)
         .await
         .map_err(|e| e.to_string())?
-        .ok_or_else(|| format!("cargo finished but build container {name} has no {path}"))
+        .ok_or_else(|| {
+            format!("the compile finished but build container {name} has no {OUTPUT_IN}")
+        })
 }
 
 /// Create the cache volume when missing (creating an existing named volume
@@ -351,6 +348,7 @@ mod tests {
         CompileSpec {
             framework: "demo".into(),
             source: PathBuf::from("/src/frameworks/demo"),
+            project: PathBuf::from("/src"),
             bin: "demo-app".into(),
             toolchain: PathBuf::from("/opt/rust"),
             cargo_home: cargo_home.to_path_buf(),
@@ -374,15 +372,30 @@ mod tests {
         let writable: Vec<_> = mounts
             .iter()
             .filter(|m| m.read_only != Some(true))
+            .map(|m| (m.typ, m.source.clone(), m.target.clone().unwrap()))
             .collect();
-        assert_eq!(writable.len(), 1, "{mounts:?}");
-        assert_eq!(writable[0].typ, Some(MountType::VOLUME));
-        assert_eq!(writable[0].target.as_deref(), Some(CACHE_IN));
+        assert_eq!(
+            writable,
+            vec![
+                (
+                    Some(MountType::VOLUME),
+                    Some(cache_volume("demo", Path::new("/src"))),
+                    CACHE_IN.to_string()
+                ),
+                (Some(MountType::VOLUME), None, "/tmp".to_string()),
+            ],
+            "only the named cache and an anonymous /tmp are writable"
+        );
         let targets: Vec<_> = mounts.iter().filter_map(|m| m.target.clone()).collect();
         assert!(targets.contains(&format!("{CARGO_HOME_IN}/registry")));
         // No git checkouts on this "host": nothing mounted for them.
         assert!(!targets.contains(&format!("{CARGO_HOME_IN}/git")));
-        assert!(body.cmd.unwrap().contains(&"--frozen".to_string()));
+        let cmd = body.cmd.unwrap().join(" ");
+        assert!(cmd.contains("--frozen") && cmd.contains(OUTPUT_IN), "{cmd}");
+        assert!(body
+            .env
+            .unwrap()
+            .contains(&"FAIRGROUND_BIN=demo-app".to_string()));
         assert_eq!(
             body.labels.unwrap().get(LABEL_ROLE).map(String::as_str),
             Some(ROLE_BUILD)
@@ -390,14 +403,11 @@ mod tests {
     }
 
     #[test]
-    fn cache_volume_is_per_folder() {
-        let a = cache_volume("hyper", Path::new("/work/main/frameworks/hyper"));
-        let b = cache_volume("hyper", Path::new("/work/wt/frameworks/hyper"));
+    fn cache_volume_is_per_framework_and_checkout() {
+        let a = cache_volume("hyper", Path::new("/work/main"));
         assert!(a.starts_with("fairground-cargo-hyper-"), "{a}");
-        assert_ne!(a, b);
-        assert_eq!(
-            a,
-            cache_volume("hyper", Path::new("/work/main/frameworks/hyper"))
-        );
+        assert_ne!(a, cache_volume("hyper", Path::new("/work/wt")));
+        assert_ne!(a, cache_volume("axum", Path::new("/work/main")));
+        assert_eq!(a, cache_volume("hyper", Path::new("/work/main")));
     }
 }
