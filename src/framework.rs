@@ -1,7 +1,7 @@
 //! Framework manifests: `frameworks/NAME/framework.yaml`, discovery and checks.
 //!
 //! A manifest says what a framework is (language, versions), how its image is
-//! built (base image, optional host-side cargo build), how it is served (port,
+//! built (base image, optional sandboxed cargo build), how it is served (port,
 //! readiness path, workers) and which contract scenarios it answers. This
 //! module parses and validates manifests; it builds nothing and starts nothing.
 
@@ -40,7 +40,8 @@ pub struct Manifest {
     /// Base image: `scratch`, or the name of a base described by
     /// `docker/bases/NAME.yaml` (built from the Debian archive when missing).
     pub base: String,
-    /// Host-side build step run before `docker build`, if any.
+    /// Build step run before `docker build`, if any (compiles in a build
+    /// container, never on the host).
     #[serde(default)]
     pub prebuild: Option<Prebuild>,
     /// TCP port the server listens on inside the container.
@@ -63,14 +64,17 @@ pub struct Manifest {
     pub notes: String,
 }
 
-/// A build step fairground runs on the host before `docker build`, because
-/// builds inside a container must never need the network.
+/// A build step fairground runs before `docker build`: downloads on the host,
+/// the compile in a build container with no network (nothing from the
+/// framework's folder runs on the host).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase", deny_unknown_fields)]
 pub enum Prebuild {
     /// `cargo build --release` of the framework folder's own Cargo project,
-    /// statically linked; the binary is placed in the build context as `app`
-    /// and the resolved crate versions as `versions.txt`.
+    /// statically linked: `cargo fetch --locked` on the host, the compile in
+    /// a build container (no network, unprivileged, read-only sources); the
+    /// binary is placed in the build context as `app` and the resolved crate
+    /// versions as `versions.txt`.
     Cargo {
         /// Name of the binary target to copy.
         bin: String,

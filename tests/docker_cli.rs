@@ -106,7 +106,12 @@ fn images_build_builds_the_fixture_framework_and_list_shows_it() {
     let fw = fairground::framework::load(&fixture_framework("tinyfw")).unwrap();
     let bin = fairground::docker::images::locate_static_binary(&root()).expect("make static");
     let fg_hash = fairground::docker::images::sha256_hex(&std::fs::read(bin).unwrap());
-    let fw_hash = fairground::docker::images::framework_inputs_hash(&fw, "scratch").unwrap();
+    let fw_hash = fairground::docker::images::framework_inputs_hash(
+        &fw,
+        "scratch",
+        &fairground::docker::images::ImageOptions::new(root(), test_run("plan")),
+    )
+    .unwrap();
     let fresh = remove_if_ours(&format!("fairground/fairground:{}", &fg_hash[..12]))
         & remove_if_ours(&format!("fairground/fw-tinyfw:{}", &fw_hash[..12]));
     let (stdout, _) = build_tinyfw(&root().join("tests/fixtures/frameworks"), "cli");

@@ -30,7 +30,6 @@ fn every_roster_framework_passes_verify_on_its_declared_scenarios() {
     );
     let run = test_run("roster");
     let opts = OrchestrateOptions {
-        root: root(),
         timeout: Duration::from_secs(5),
         require_pipelining: false,
         seed: None,

@@ -9,7 +9,7 @@ mod docker_support;
 
 use std::time::Duration;
 
-use docker_support::{docker_or_skip, engine, fixture_framework, leftovers, root, rt, test_run};
+use docker_support::{docker_or_skip, engine, fixture_framework, leftovers, rt, test_run};
 use fairground::contract::Scenario;
 use fairground::docker::engine::Engine;
 use fairground::verify::orchestrate::{verify_all, OrchestrateOptions};
@@ -24,7 +24,6 @@ fn verifies_tinyfw_in_containers_and_catches_its_catch_all_route() {
     let fw = fairground::framework::load(&fixture_framework("tinyfw")).unwrap();
     let run = test_run("verify");
     let opts = OrchestrateOptions {
-        root: root(),
         timeout: Duration::from_secs(1),
         require_pipelining: false,
         seed: None,

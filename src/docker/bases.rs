@@ -160,8 +160,22 @@ pub async fn resolve(
     Ok((info.tag.clone(), Some(info)))
 }
 
-/// Build (or reuse) base `name`.
-pub async fn ensure(docker: &Docker, name: &str, opts: &ImageOptions) -> anyhow::Result<ImageInfo> {
+/// What base `name` would be built from, and so its tag, known without
+/// Docker.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// The parsed `docker/bases/NAME.yaml`.
+    pub spec: BaseSpec,
+    /// The Debian mirror, or `upstream IMAGE`.
+    pub source: String,
+    /// The inputs hash.
+    pub hash: String,
+    /// `fairground/base-NAME:<12 hex>`.
+    pub tag: String,
+}
+
+/// Plan base `name`: read its yaml, find its source, hash them.
+pub fn plan(name: &str, opts: &ImageOptions) -> Result<Plan, DockerError> {
     let (spec, yaml) = load_spec(&opts.root, name)?;
     let source = match &opts.upstream_base {
         Some(up) => format!("upstream {up}"),
@@ -169,6 +183,22 @@ pub async fn ensure(docker: &Docker, name: &str, opts: &ImageOptions) -> anyhow:
     };
     let hash = inputs_hash(&yaml, &source);
     let tag = format!("fairground/base-{name}:{}", images::short(&hash));
+    Ok(Plan {
+        spec,
+        source,
+        hash,
+        tag,
+    })
+}
+
+/// Build (or reuse) base `name`.
+pub async fn ensure(docker: &Docker, name: &str, opts: &ImageOptions) -> anyhow::Result<ImageInfo> {
+    let Plan {
+        spec,
+        source,
+        hash,
+        tag,
+    } = plan(name, opts)?;
     let finish = |id: String, size: u64, reused: bool| ImageInfo {
         kind: ImageKind::Base,
         name: name.to_string(),
@@ -230,8 +260,7 @@ async fn bootstrap(
         log: log.to_path_buf(),
         tail: images::tail_file(log, 30),
     };
-    std::fs::create_dir_all(&opts.log_dir)?;
-    let mut log_file = std::fs::File::create(log)?;
+    let mut log_file = images::open_log(log).map_err(fail)?;
     let mut args = vec!["--variant=minbase".to_string(), "--mode=auto".to_string()];
     if !spec.packages.is_empty() {
         args.push(format!("--include={}", spec.packages.join(",")));
@@ -242,7 +271,7 @@ async fn bootstrap(
         "--customize-hook=rm -rf \"$1\"/var/lib/apt/lists/* \"$1\"/var/cache/apt/*.bin".to_string(),
     );
     args.extend([spec.suite.clone(), "-".to_string(), mirror.to_string()]);
-    writeln!(log_file, "=== mmdebstrap {}", args.join(" "))?;
+    let _ = writeln!(log_file, "=== mmdebstrap {}", args.join(" "));
     (opts.progress)(&format!(
         "base {name} {tag}: mmdebstrap {} from {mirror} (log: {})",
         spec.packages.join(","),
@@ -251,7 +280,11 @@ async fn bootstrap(
     let mut child = tokio::process::Command::new("mmdebstrap")
         .args(&args)
         .stdout(std::process::Stdio::piped())
-        .stderr(log_file.try_clone()?)
+        .stderr(
+            log_file
+                .try_clone()
+                .map_err(|e| fail(format!("cannot share build log {}: {e}", log.display())))?,
+        )
         .kill_on_drop(true)
         .spawn()
         .map_err(|e| fail(format!("cannot run mmdebstrap ({e}); install it: `make deps` or `apt-get install mmdebstrap`")))?;
@@ -307,7 +340,10 @@ async fn bootstrap(
             }
         }
     }
-    let status = child.wait().await?;
+    let status = child
+        .wait()
+        .await
+        .map_err(|e| fail(format!("waiting for mmdebstrap: {e}")))?;
     if !status.success() || import_err.is_some() {
         // A failed bootstrap may still have produced a partial import: drop it.
         let _ = docker

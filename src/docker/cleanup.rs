@@ -4,15 +4,16 @@
 //!
 //! Only ever removes objects by label, and only a given run's unless the
 //! caller explicitly asks for every fairground run (`fairground clean`).
-//! Images are the build cache: removed only when asked (`--images`).
+//! Images and the cargo cache volumes of Rust framework builds are the build
+//! cache: removed only when asked (`--images`).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use bollard::query_parameters::{
-    ListContainersOptions, ListImagesOptions, ListNetworksOptions, RemoveContainerOptions,
-    RemoveImageOptions,
+    ListContainersOptions, ListImagesOptions, ListNetworksOptions, ListVolumesOptions,
+    RemoveContainerOptions, RemoveImageOptions, RemoveVolumeOptions,
 };
 use bollard::Docker;
 
@@ -28,6 +29,8 @@ pub struct CleanupReport {
     pub networks: Vec<String>,
     /// Image tags (or ids) removed.
     pub images: Vec<String>,
+    /// Cargo cache volumes removed.
+    pub volumes: Vec<String>,
     /// Objects that could not be removed, with why.
     pub failed: Vec<String>,
 }
@@ -38,16 +41,18 @@ impl CleanupReport {
         self.containers.is_empty()
             && self.networks.is_empty()
             && self.images.is_empty()
+            && self.volumes.is_empty()
             && self.failed.is_empty()
     }
 
     /// One line for humans.
     pub fn summary(&self) -> String {
         let mut s = format!(
-            "removed {} container(s), {} network(s), {} image(s)",
+            "removed {} container(s), {} network(s), {} image(s), {} cache volume(s)",
             self.containers.len(),
             self.networks.len(),
-            self.images.len()
+            self.images.len(),
+            self.volumes.len()
         );
         if !self.failed.is_empty() {
             s.push_str(&format!("; could not remove: {}", self.failed.join("; ")));
@@ -147,6 +152,27 @@ pub async fn clean(
                 Ok(_) => report.images.push(name),
                 Err(e) if is_not_found(&e) => {}
                 Err(e) => report.failed.push(format!("image {name}: {e}")),
+            }
+        }
+        let mut filters = run_filter(run);
+        filters.get_mut("label").unwrap().push(format!(
+            "{LABEL_KIND}={}",
+            super::images::rust::sandbox::KIND_CARGO_CACHE
+        ));
+        let volumes = docker
+            .list_volumes(Some(ListVolumesOptions {
+                filters: Some(filters),
+            }))
+            .await
+            .doing(|| format!("listing cargo cache volumes of {which}"))?;
+        for v in volumes.volumes.unwrap_or_default() {
+            match docker
+                .remove_volume(&v.name, None::<RemoveVolumeOptions>)
+                .await
+            {
+                Ok(()) => report.volumes.push(v.name),
+                Err(e) if is_not_found(&e) => {}
+                Err(e) => report.failed.push(format!("volume {}: {e}", v.name)),
             }
         }
     }

@@ -59,7 +59,8 @@ pub struct CleanArgs {
     /// Only this run's objects (default: every fairground run's leftovers).
     #[arg(long)]
     pub run: Option<String>,
-    /// Also remove fairground's images (the build cache).
+    /// Also remove fairground's images and the cargo cache volumes of Rust
+    /// framework builds (the build cache).
     #[arg(long)]
     pub images: bool,
 }
@@ -191,6 +192,9 @@ pub fn run_clean(args: &CleanArgs) -> anyhow::Result<ExitCode> {
         }
         for i in &report.images {
             println!("image {i}");
+        }
+        for v in &report.volumes {
+            println!("volume {v}");
         }
         Ok(if report.failed.is_empty() {
             ExitCode::Ok

@@ -96,6 +96,14 @@ pub enum DockerError {
         /// The server's last log lines.
         tail: String,
     },
+    /// A local file or archive could not be read or written.
+    #[error("{doing}: {source}")]
+    Io {
+        /// What fairground was doing (names the file or object).
+        doing: String,
+        /// The I/O error.
+        source: std::io::Error,
+    },
     /// Any other daemon error, with what fairground was doing.
     #[error("{doing}: {source}")]
     Api {

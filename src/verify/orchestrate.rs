@@ -12,7 +12,6 @@
 //! the real one is exercised against the daemon. It judges nothing itself:
 //! the verdicts are the verifier's.
 
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context;
@@ -31,8 +30,6 @@ use super::report::{Footprint, VerifyReport};
 /// How frameworks are verified in containers.
 #[derive(Debug, Clone)]
 pub struct OrchestrateOptions {
-    /// Project root (holds `target/frameworks`, where cargo prebuilds land).
-    pub root: PathBuf,
     /// Per-request timeout handed to the verifier.
     pub timeout: Duration,
     /// Whether pipelining is required.
@@ -91,24 +88,6 @@ fn verifier_bound(fw: &Framework, opts: &OrchestrateOptions) -> Duration {
     opts.timeout * timeouts + Duration::from_secs(30)
 }
 
-/// Size of the framework's single binary, where it is one (cargo prebuild):
-/// the prebuilt file when this checkout built it, else the size of its
-/// FROM-scratch image, which holds only that binary and a versions.txt of a
-/// few hundred bytes (an image reused from an earlier build leaves no file).
-pub fn binary_bytes(root: &Path, fw: &Framework, image_size: u64) -> Option<u64> {
-    let crate::framework::Prebuild::Cargo { bin } = fw.manifest.prebuild.as_ref()?;
-    let path = root
-        .join("target/frameworks")
-        .join(crate::docker::images::STATIC_TARGET)
-        .join("release")
-        .join(bin);
-    match std::fs::metadata(path) {
-        Ok(m) => Some(m.len()),
-        Err(_) if fw.manifest.base == "scratch" && image_size > 0 => Some(image_size),
-        Err(_) => None,
-    }
-}
-
 /// Verify one framework whose image is `image`, on `network`, with the
 /// fairground image `fairground_image` as verifier.
 pub async fn verify_one<E: Engine>(
@@ -144,7 +123,9 @@ pub async fn verify_one<E: Engine>(
     report.footprint = Some(Footprint {
         lines: footprint::count_dir(&fw.dir)
             .with_context(|| format!("counting lines of code in {}", fw.dir.display()))?,
-        binary_bytes: binary_bytes(&opts.root, fw, image.size_bytes),
+        // Read from the image when it was built or reused: the size of its
+        // one `/app` binary, none for interpreted frameworks.
+        binary_bytes: image.app_binary_bytes,
     });
     Ok(report)
 }
@@ -301,7 +282,6 @@ pub fn run(args: &super::VerifyArgs) -> anyhow::Result<crate::exit::ExitCode> {
     }
     let root = std::env::current_dir().context("cannot read the current directory")?;
     let opts = OrchestrateOptions {
-        root: root.clone(),
         timeout: args.timeout,
         require_pipelining: args.require_pipelining,
         seed: args.seed,
@@ -347,6 +327,7 @@ pub fn run(args: &super::VerifyArgs) -> anyhow::Result<crate::exit::ExitCode> {
 mod tests {
     use super::*;
     use crate::docker::fake::{FakeEngine, FakeScript};
+    use std::path::Path;
 
     fn framework(dir: &Path) -> Framework {
         let d = dir.join("demo");
@@ -361,9 +342,8 @@ mod tests {
         crate::framework::load(&d).unwrap()
     }
 
-    fn opts(root: &Path) -> OrchestrateOptions {
+    fn opts() -> OrchestrateOptions {
         OrchestrateOptions {
-            root: root.to_path_buf(),
             timeout: Duration::from_secs(2),
             require_pipelining: true,
             seed: Some(9),
@@ -387,14 +367,13 @@ mod tests {
             ..FakeScript::default()
         });
         let run = RunId("fgtest-verify".into());
-        let reports = verify_all(&engine, &run, &[fw], &opts(tmp.path()))
-            .await
-            .unwrap();
+        let reports = verify_all(&engine, &run, &[fw], &opts()).await.unwrap();
         assert_eq!(reports.len(), 1);
         assert!(reports[0].passed);
         let fp = reports[0].footprint.as_ref().unwrap();
         assert_eq!(fp.lines.total, 2);
-        assert_eq!(fp.binary_bytes, None);
+        // The size of the image's `/app`, as the engine read it back.
+        assert_eq!(fp.binary_bytes, Some(2 << 20));
         let calls = engine.calls();
         let at = |prefix: &str| {
             calls
@@ -418,9 +397,7 @@ mod tests {
             ..FakeScript::default()
         });
         let run = RunId("fgtest-verify-nr".into());
-        let reports = verify_all(&engine, &run, &[fw], &opts(tmp.path()))
-            .await
-            .unwrap();
+        let reports = verify_all(&engine, &run, &[fw], &opts()).await.unwrap();
         let r = &reports[0];
         assert!(!r.passed);
         let why = r.excluded(Scenario::Param).unwrap();
@@ -438,9 +415,7 @@ mod tests {
             ..FakeScript::default()
         });
         let run = RunId("fgtest-verify-bad".into());
-        let err = verify_all(&engine, &run, &[fw], &opts(tmp.path()))
-            .await
-            .unwrap_err();
+        let err = verify_all(&engine, &run, &[fw], &opts()).await.unwrap_err();
         assert!(
             format!("{err:#}").contains("the verifier for framework demo printed no report"),
             "{err:#}"
@@ -450,36 +425,10 @@ mod tests {
     }
 
     #[test]
-    fn binary_size_is_the_prebuilt_file_or_the_scratch_image() {
-        let tmp = tempfile::tempdir().unwrap();
-        let mut fw = framework(tmp.path());
-        assert_eq!(
-            binary_bytes(tmp.path(), &fw, 5000),
-            None,
-            "no prebuild: no single binary"
-        );
-        fw.manifest.prebuild = Some(crate::framework::Prebuild::Cargo { bin: "demo".into() });
-        assert_eq!(binary_bytes(tmp.path(), &fw, 5000), Some(5000));
-        let dir = tmp
-            .path()
-            .join("target/frameworks/x86_64-unknown-linux-gnu/release");
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("demo"), vec![0u8; 1234]).unwrap();
-        assert_eq!(binary_bytes(tmp.path(), &fw, 5000), Some(1234));
-        fw.manifest.base = "python".into();
-        std::fs::remove_file(dir.join("demo")).unwrap();
-        assert_eq!(
-            binary_bytes(tmp.path(), &fw, 5000),
-            None,
-            "a runtime image is not a binary"
-        );
-    }
-
-    #[test]
     fn verifier_args_carry_the_manifest_scenarios_and_options() {
         let tmp = tempfile::tempdir().unwrap();
         let fw = framework(tmp.path());
-        let args = verifier_args("http://10.213.0.2:8080", &fw, &opts(tmp.path()));
+        let args = verifier_args("http://10.213.0.2:8080", &fw, &opts());
         assert_eq!(
             args.join(" "),
             "verify --url http://10.213.0.2:8080 --json --exit-zero --name demo \

@@ -117,7 +117,12 @@ pub fn images() -> BuiltImages {
     let fw = fairground::framework::load(&fixture_framework("tinyfw")).expect("fixture manifest");
     let bin = fairground::docker::images::locate_static_binary(&root()).expect("make static");
     let fg_hash = fairground::docker::images::sha256_hex(&std::fs::read(bin).unwrap());
-    let fw_hash = fairground::docker::images::framework_inputs_hash(&fw, "scratch").unwrap();
+    let fw_hash = fairground::docker::images::framework_inputs_hash(
+        &fw,
+        "scratch",
+        &ImageOptions::new(root(), test_run("plan")),
+    )
+    .unwrap();
     // The SIGTERM test's child process reuses what its parent built.
     let child = std::env::var_os("FAIRGROUND_TEST_SIGTERM_CHILD").is_some();
     let fresh = !child
