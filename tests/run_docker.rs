@@ -33,16 +33,6 @@ fn profile(dir: &Path, rounds: u32, duration: &str) -> PathBuf {
     path
 }
 
-fn fairground(args: &[&str]) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_fairground"));
-    c.args(args).current_dir(root());
-    if std::env::var_os("FAIRGROUND_STATIC_BIN").is_none() {
-        let bin = fairground::docker::images::locate_static_binary(&root()).expect("make static");
-        c.env("FAIRGROUND_STATIC_BIN", bin);
-    }
-    c
-}
-
 fn frameworks() -> String {
     root()
         .join("tests/fixtures/run/frameworks")
@@ -103,7 +93,7 @@ fn runs_a_profile_end_to_end_and_writes_the_report() {
     let tmp = tempfile::tempdir().unwrap();
     let prof = profile(tmp.path(), 2, "2s");
     let out = tmp.path().join("output");
-    let o = fairground(&[
+    let o = fairground_cmd(&[
         "run",
         "--profile",
         prof.to_str().unwrap(),
@@ -191,7 +181,7 @@ fn ctrl_c_keeps_what_was_measured_and_resume_finishes_the_run() {
     let tmp = tempfile::tempdir().unwrap();
     let prof = profile(tmp.path(), 3, "3s");
     let out = tmp.path().join("output");
-    let mut child = fairground(&[
+    let mut child = fairground_cmd(&[
         "run",
         "--profile",
         prof.to_str().unwrap(),
@@ -227,7 +217,7 @@ fn ctrl_c_keeps_what_was_measured_and_resume_finishes_the_run() {
         "the report is written for what was measured"
     );
 
-    let o = fairground(&[
+    let o = fairground_cmd(&[
         "run",
         "--resume",
         dir.to_str().unwrap(),
@@ -247,34 +237,13 @@ fn ctrl_c_keeps_what_was_measured_and_resume_finishes_the_run() {
     assert_eq!(leftovers(&stderr), "");
 }
 
-/// A copy of the plainfw fixture under `dir/frameworks/NAME`, with its
-/// manifest renamed and `env` set: how the gate tests turn on its faults.
-fn plainfw_variant(dir: &Path, name: &str, env: &[(&str, &str)]) {
-    let src = root().join("tests/fixtures/run/frameworks/plainfw");
-    let dst = dir.join("frameworks").join(name);
-    std::fs::create_dir_all(dst.join("src")).unwrap();
-    for f in ["Cargo.toml", "Cargo.lock", "Dockerfile", "src/main.rs"] {
-        std::fs::copy(src.join(f), dst.join(f)).unwrap();
-    }
-    let mut manifest = std::fs::read_to_string(src.join("framework.yaml"))
-        .unwrap()
-        .replace("name: plainfw", &format!("name: {name}"));
-    if !env.is_empty() {
-        manifest.push_str("env:\n");
-        for (k, v) in env {
-            manifest.push_str(&format!("  {k}: \"{v}\"\n"));
-        }
-    }
-    std::fs::write(dst.join("framework.yaml"), manifest).unwrap();
-}
-
 /// Run `profile` (YAML text) against the frameworks under `dir/frameworks`;
 /// the finished run's results and fairground's stderr.
 fn run_gate_profile(dir: &Path, profile: &str) -> (Results, String) {
     let path = dir.join("gates.yaml");
     std::fs::write(&path, profile).unwrap();
     let out = dir.join("output");
-    let o = fairground(&[
+    let o = fairground_cmd(&[
         "run",
         "--profile",
         path.to_str().unwrap(),

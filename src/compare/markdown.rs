@@ -12,7 +12,7 @@ use super::terminal::{band, call_word, flags, interval, ratio, samples, value};
 use super::verdict::Call;
 use crate::report::fmt::cell as esc;
 
-const HEADER: &str = "| verdict | cell | metric | BASE | NEW | ratio | 95% interval | noise band | rounds (s) | flags |\n|---|---|---|--:|--:|--:|--:|--:|--:|---|\n";
+const HEADER: &str = "| verdict | cell | metric | BASE | NEW | ratio | 95% interval | noise band | rounds (windows) | flags |\n|---|---|---|--:|--:|--:|--:|--:|--:|---|\n";
 
 fn table_row(r: &Row) -> String {
     let verdict = match r.call {

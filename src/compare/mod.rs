@@ -161,7 +161,7 @@ fn compare(base: &LoadedSide, new: &LoadedSide, force: bool) -> anyhow::Result<C
                 .into(),
             confidence: CONFIDENCE,
             min_rounds: MIN_ROUNDS,
-            band: "the largest of: BASE's and NEW's round-to-round spread (sd of log round values, floored for req/s by its per-second windows), and the median of that spread over every cell compared".into(),
+            band: "the largest of: the range between the best and worst round of BASE, the same of NEW, and the median of that range over every cell compared (3 or more)".into(),
         },
         forced,
         differences: check.differences,
@@ -209,12 +209,12 @@ fn sample(metric: Metric, cell: &Cell) -> stats::Sample {
     }
 }
 
-/// The typical round-to-round spread of a metric over every cell compared
-/// (median of each cell's larger side), so a cell whose few rounds agreed
-/// by chance is held to the noise the run shows elsewhere. Needs three
+/// The typical round-to-round range of a metric over every cell compared
+/// (median of each cell's wider side), so a cell whose few rounds agreed
+/// by chance is held to the noise the runs show elsewhere. Needs three
 /// cells to mean anything; 0 otherwise.
 fn run_floor<'a>(estimates: impl Iterator<Item = &'a stats::Estimate>) -> f64 {
-    let spreads: Vec<f64> = estimates.map(|e| e.spread_base.max(e.spread_new)).collect();
+    let spreads: Vec<f64> = estimates.map(|e| e.range_base.max(e.range_new)).collect();
     if spreads.len() < 3 {
         return 0.0;
     }
@@ -233,13 +233,13 @@ fn row(
     floor: f64,
     forced: bool,
 ) -> Row {
-    let figures = |s: &stats::Sample, c: &Cell, spread: Option<f64>| Figures {
+    let figures = |s: &stats::Sample, c: &Cell, range: Option<f64>| Figures {
         rounds: s.values.len(),
         busy_rounds_left_out: figures::busy_rounds(c).len(),
         windows: s.windows,
         values: s.values.clone(),
         geomean: geomean(&s.values),
-        spread,
+        range,
     };
     let flags = |c: &Cell| -> Vec<String> {
         c.verdict
@@ -270,8 +270,8 @@ fn row(
         Ok(e) => {
             let band = verdict::band(&e, floor);
             let (call, why) = verdict::judge(metric, &e, band);
-            r.base.spread = Some(e.spread_base);
-            r.new.spread = Some(e.spread_new);
+            r.base.range = Some(e.range_base.exp() - 1.0);
+            r.new.range = Some(e.range_new.exp() - 1.0);
             r.ratio = Some(e.ratio);
             r.interval = Some(Interval {
                 low: e.low,

@@ -143,7 +143,8 @@ pub struct Row {
     /// 95% confidence interval on the ratio; absent when inconclusive.
     pub interval: Option<Interval>,
     /// Noise band as a fraction: ratios between 1/(1+band) and 1+band are
-    /// noise; absent when inconclusive.
+    /// noise. The wider side's `range`, or the median range of the metric
+    /// over the cells compared if larger; absent when inconclusive.
     pub band: Option<f64>,
     /// The verdict.
     pub call: Call,
@@ -173,10 +174,9 @@ pub struct Figures {
     /// Geometric mean of the round values (the centre the ratio compares);
     /// absent when a value is not positive or there is none.
     pub geomean: Option<f64>,
-    /// Round-to-round spread: standard deviation of the log round values
-    /// (after the windows' floor), about the relative spread as a fraction;
-    /// absent when inconclusive.
-    pub spread: Option<f64>,
+    /// How far apart the best and worst rounds are: largest / smallest
+    /// round value − 1, a fraction; absent when inconclusive.
+    pub range: Option<f64>,
 }
 
 /// A confidence interval on a ratio.

@@ -1,5 +1,5 @@
 //! The statistics of a comparison: the ratio NEW/BASE of one metric in one
-//! cell, its confidence interval, and the round-to-round spread of each side
+//! cell, its confidence interval, and the round-to-round range of each side
 //! that the noise band is made of (docs/compare.md explains the choice).
 //!
 //! Rounds are the independent unit: each round is its own warm-up and
@@ -90,10 +90,15 @@ pub struct Estimate {
     /// neither side varies).
     pub df: f64,
     /// Round-to-round standard deviation of the log values of BASE (after
-    /// the window floor): its relative spread.
+    /// the window floor): its relative spread, as the interval uses it.
     pub spread_base: f64,
     /// The same for NEW.
     pub spread_new: f64,
+    /// Largest minus smallest log round value of BASE: how far apart its
+    /// best and worst rounds are (a relative distance). The noise band.
+    pub range_base: f64,
+    /// The same for NEW.
+    pub range_new: f64,
 }
 
 /// Why a metric of a cell could not be estimated.
@@ -156,6 +161,8 @@ pub fn estimate(base: &Sample, new: &Sample) -> Result<Estimate, Insufficient> {
         df,
         spread_base: vx.sqrt(),
         spread_new: vy.sqrt(),
+        range_base: range(&lx),
+        range_new: range(&ly),
     })
 }
 
@@ -168,6 +175,12 @@ fn t_quantile(df: f64) -> f64 {
         // Infinite degrees of freedom: the normal quantile.
         _ => statrs::distribution::Normal::standard().inverse_cdf(p),
     }
+}
+
+fn range(values: &[f64]) -> f64 {
+    let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let min = values.iter().copied().fold(f64::INFINITY, f64::min);
+    max - min
 }
 
 fn logs(values: &[f64]) -> Result<Vec<f64>, Insufficient> {
@@ -225,6 +238,7 @@ mod tests {
         assert!(close(e.low, 0.8 * (-half).exp(), 1e-5), "{e:?}");
         assert!(close(e.high, 0.8 * half.exp(), 1e-5), "{e:?}");
         assert!(close(e.spread_base, 0.02, 1e-12));
+        assert!(close(e.range_base, 0.04, 1e-12) && close(e.range_new, 0.04, 1e-12));
     }
 
     #[test]

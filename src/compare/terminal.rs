@@ -106,7 +106,7 @@ pub fn to_terminal(cmp: &Comparison, colour: bool) -> Vec<u8> {
         paint(
             DIM,
             &format!(
-                "ratio NEW/BASE of geometric means over rounds; {:.0}% interval: Welch's t on log round values; a change is named only when the whole interval clears the noise band (round-to-round spread); docs/compare.md",
+                "ratio NEW/BASE of geometric means over rounds; {:.0}% interval: Welch's t on log round values; a change is named only when the whole interval clears the noise band (the range between the best and worst round of a side); docs/compare.md",
                 cmp.method.confidence * 100.0
             )
         )

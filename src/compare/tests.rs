@@ -302,3 +302,88 @@ fn rounds_measured_on_a_busy_host_are_left_out() {
         "{table}"
     );
 }
+
+/// Draws of the method on simulated rounds (normal noise on the logs, from
+/// a seeded generator): how often it names a change that is not there, and
+/// how often it finds one that is. docs/compare.md quotes these rates.
+mod simulated {
+    use rand::{Rng, SeedableRng};
+
+    use super::super::stats::{estimate, Sample};
+    use super::super::verdict::{band, judge};
+    use super::*;
+
+    const TRIALS: usize = 4000;
+
+    fn normal(rng: &mut impl Rng) -> f64 {
+        // Box–Muller.
+        let (u, v): (f64, f64) = (rng.random::<f64>().max(1e-300), rng.random());
+        (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
+    }
+
+    /// Share of trials called regressed (or improved, for `improved`):
+    /// `n` rounds a side, log-noise `sigma`, NEW shifted by `change`
+    /// (a ratio of req/s) plus a drift between the runs drawn with `drift`.
+    fn rate(n: usize, sigma: f64, change: f64, drift: f64, call: Call) -> f64 {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(12);
+        let mut hits = 0;
+        for _ in 0..TRIALS {
+            let d = drift * normal(&mut rng);
+            let base: Vec<f64> = (0..n)
+                .map(|_| 1000.0 * (sigma * normal(&mut rng)).exp())
+                .collect();
+            let new: Vec<f64> = (0..n)
+                .map(|_| 1000.0 * change * (d + sigma * normal(&mut rng)).exp())
+                .collect();
+            let e = estimate(&Sample::of_rounds(base), &Sample::of_rounds(new)).unwrap();
+            if judge(Metric::Throughput, &e, band(&e, 0.0)).0 == call {
+                hits += 1;
+            }
+        }
+        hits as f64 / TRIALS as f64
+    }
+
+    #[test]
+    fn an_unchanged_server_is_rarely_called_changed_even_with_drift_between_runs() {
+        for (n, drift, limit) in [
+            (3, 0.0, 0.01),
+            (3, 0.05, 0.025),
+            (5, 0.0, 0.01),
+            (5, 0.05, 0.025),
+        ] {
+            let false_calls = rate(n, 0.05, 1.0, drift, Call::Regressed)
+                + rate(n, 0.05, 1.0, drift, Call::Improved);
+            eprintln!(
+                "A/A, {n} rounds, noise 5%, drift {drift}: {:.2}% called changed",
+                false_calls * 100.0
+            );
+            assert!(
+                false_calls < limit,
+                "{n} rounds, drift {drift}: {false_calls}"
+            );
+        }
+        let one_percent = rate(3, 0.05, 0.99, 0.0, Call::Regressed);
+        eprintln!(
+            "1% slower, 3 rounds, noise 5%: {:.2}% called regressed",
+            one_percent * 100.0
+        );
+        assert!(one_percent < 0.01, "{one_percent}");
+    }
+
+    #[test]
+    fn a_quarter_slower_server_is_found_when_rounds_are_a_few_percent_apart() {
+        for (n, sigma, at_least) in [(3, 0.03, 0.85), (5, 0.03, 0.95), (5, 0.05, 0.5)] {
+            let found = rate(n, sigma, 0.8, 0.0, Call::Regressed);
+            eprintln!(
+                "20% fewer req/s, {n} rounds, noise {sigma}: found {:.1}%",
+                found * 100.0
+            );
+            assert!(found >= at_least, "{n} rounds, noise {sigma}: {found}");
+        }
+        let noisy = rate(3, 0.10, 0.8, 0.0, Call::Regressed);
+        eprintln!(
+            "20% fewer req/s, 3 rounds, noise 10%: found {:.1}%",
+            noisy * 100.0
+        );
+    }
+}

@@ -4,11 +4,12 @@
 //!
 //! The rule is criterion.rs's: a change is named only when the whole
 //! confidence interval lies outside the noise band; anything else is within
-//! noise. The band is not a fixed percentage: it is the round-to-round
-//! spread the runs themselves show (the noisier of the two sides, or the
-//! typical spread of the same metric over every cell compared, whichever is
-//! larger). This file decides; it computes no interval (`compare::stats`)
-//! and formats no table.
+//! noise. The band is not a fixed percentage: it is how far apart the best
+//! and worst rounds of one side are (the wider of the two sides, or the
+//! typical such range of the same metric over every cell compared,
+//! whichever is larger): a change smaller than the disagreement between
+//! rounds of one run is noise. This file decides; it computes no interval
+//! (`compare::stats`) and formats no table.
 
 use serde::{Deserialize, Serialize};
 
@@ -58,9 +59,9 @@ impl Call {
 
 /// The noise band of one metric of one cell, as a fraction: a ratio between
 /// 1/(1 + band) and 1 + band is noise (the band is symmetric in log space,
-/// like the interval).
+/// like the interval). `run_floor` is a log range too.
 pub fn band(e: &Estimate, run_floor: f64) -> f64 {
-    e.spread_base.max(e.spread_new).max(run_floor).exp() - 1.0
+    e.range_base.max(e.range_new).max(run_floor).exp() - 1.0
 }
 
 /// Judge `metric` by its estimate and band; the call and why, in words.
@@ -101,14 +102,16 @@ pub fn judge(metric: Metric, e: &Estimate, band: f64) -> (Call, String) {
 mod tests {
     use super::*;
 
-    fn est(ratio: f64, low: f64, high: f64, spread: f64) -> Estimate {
+    fn est(ratio: f64, low: f64, high: f64, range: f64) -> Estimate {
         Estimate {
             ratio,
             low,
             high,
             df: 4.0,
-            spread_base: spread,
-            spread_new: spread / 2.0,
+            spread_base: range / 2.0,
+            spread_new: range / 4.0,
+            range_base: range,
+            range_new: range / 2.0,
         }
     }
 

@@ -166,3 +166,36 @@ pub fn leftovers(run: &RunId) -> Vec<String> {
 pub fn rel(p: &Path) -> String {
     p.strip_prefix(root()).unwrap_or(p).display().to_string()
 }
+
+/// `fairground ARGS` (the binary under test) from the project root, with
+/// the static binary its image needs.
+pub fn fairground_cmd(args: &[&str]) -> std::process::Command {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_fairground"));
+    c.args(args).current_dir(root());
+    if std::env::var_os("FAIRGROUND_STATIC_BIN").is_none() {
+        let bin = fairground::docker::images::locate_static_binary(&root()).expect("make static");
+        c.env("FAIRGROUND_STATIC_BIN", bin);
+    }
+    c
+}
+
+/// A copy of the plainfw fixture under `dir/frameworks/NAME`, with its
+/// manifest renamed and `env` set: how the gate tests turn on its faults.
+pub fn plainfw_variant(dir: &Path, name: &str, env: &[(&str, &str)]) {
+    let src = root().join("tests/fixtures/run/frameworks/plainfw");
+    let dst = dir.join("frameworks").join(name);
+    std::fs::create_dir_all(dst.join("src")).unwrap();
+    for f in ["Cargo.toml", "Cargo.lock", "Dockerfile", "src/main.rs"] {
+        std::fs::copy(src.join(f), dst.join(f)).unwrap();
+    }
+    let mut manifest = std::fs::read_to_string(src.join("framework.yaml"))
+        .unwrap()
+        .replace("name: plainfw", &format!("name: {name}"));
+    if !env.is_empty() {
+        manifest.push_str("env:\n");
+        for (k, v) in env {
+            manifest.push_str(&format!("  {k}: \"{v}\"\n"));
+        }
+    }
+    std::fs::write(dst.join("framework.yaml"), manifest).unwrap();
+}
