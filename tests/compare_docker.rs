@@ -35,7 +35,7 @@ const ROUNDS: u32 = 5;
 /// Measurements of one run before the test gives up on a quiet host.
 const ATTEMPTS: u32 = 3;
 /// Longest wait for a quiet host before each measurement.
-const QUIET_WAIT: Duration = Duration::from_secs(300);
+const QUIET_WAIT: Duration = Duration::from_secs(120);
 /// Other processes' CPU use below which the host counts as quiet, cores:
 /// the gates' own default limit (results::verdict::DEFAULT_MAX_FOREIGN_CORES).
 const QUIET_CORES: f64 = fairground::results::verdict::DEFAULT_MAX_FOREIGN_CORES;

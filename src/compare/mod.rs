@@ -183,7 +183,10 @@ fn side(s: &LoadedSide) -> Side {
         path: s.spec.file.display().to_string(),
         run_id: s.results.run_id.clone(),
         profile_name: s.results.profile_name.clone(),
-        started_at: s.results.started_at.to_rfc3339(),
+        started_at: s
+            .results
+            .started_at
+            .to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         framework: s.spec.framework.clone(),
     }
 }
