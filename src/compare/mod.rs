@@ -161,7 +161,7 @@ fn compare(base: &LoadedSide, new: &LoadedSide, force: bool) -> anyhow::Result<C
                 .into(),
             confidence: CONFIDENCE,
             min_rounds: MIN_ROUNDS,
-            band: "the largest of: the range between the best and worst round of BASE, the same of NEW, and the median of that range over every cell compared (3 or more)".into(),
+            band: "the largest of: the range between the best and worst round of BASE, the same of NEW, the median of that range over every cell compared (3 or more), and 1% (none for a figure that does not vary at all)".into(),
         },
         forced,
         differences: check.differences,

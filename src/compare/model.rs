@@ -144,7 +144,8 @@ pub struct Row {
     pub interval: Option<Interval>,
     /// Noise band as a fraction: ratios between 1/(1+band) and 1+band are
     /// noise. The wider side's `range`, or the median range of the metric
-    /// over the cells compared if larger; absent when inconclusive.
+    /// over the cells compared if larger, and at least 1% unless neither
+    /// side varies at all; absent when inconclusive.
     pub band: Option<f64>,
     /// The verdict.
     pub call: Call,

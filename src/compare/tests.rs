@@ -145,6 +145,23 @@ fn a_one_percent_change_in_noisy_rounds_is_never_a_regression() {
 }
 
 #[test]
+fn a_one_percent_change_measured_precisely_is_still_within_noise() {
+    // CPU per request on a quiet host: rounds within 0.15% of each other,
+    // NEW burns 404 instead of 400 µs (+0.94% with the baseline).
+    let cpu = [426.0, 426.4, 425.8];
+    let base = one_cell(&[2340.0, 2338.0, 2343.0], &cpu);
+    let new = one_cell(&[2320.0, 2318.0, 2322.0], &cpu.map(|v| v * 1.0094));
+    let cmp = compare(&side(base, None), &side(new, None), false).unwrap();
+    let row = rows_of(&cmp, Metric::CpuPerRequest)[0];
+    assert_eq!(row.call, Call::WithinNoise, "{row:?}");
+    assert_eq!(row.band, Some(super::verdict::MIN_BAND));
+    assert!(
+        row.interval.unwrap().low > 1.0,
+        "significant, but below the floor: {row:?}"
+    );
+}
+
+#[test]
 fn fewer_than_three_rounds_is_inconclusive_with_the_counts() {
     let base = one_cell(&[2400.0, 2330.0], &[410.0, 415.0]);
     let new = one_cell(&[1200.0, 1100.0, 1150.0], &[800.0, 810.0, 790.0]);

@@ -57,11 +57,25 @@ impl Call {
     }
 }
 
+/// The smallest band, a fraction: a change below 1% is never named, however
+/// precisely it was measured. Source: criterion.rs's default noise
+/// threshold (±1%). The rounds of a run cannot see drift between runs
+/// (where the kernel put the server's memory, cache and frequency state),
+/// and a figure as steady as CPU per request can have rounds within 0.5% of
+/// each other while two runs of the same server differ by more.
+pub const MIN_BAND: f64 = 0.01;
+
 /// The noise band of one metric of one cell, as a fraction: a ratio between
 /// 1/(1 + band) and 1 + band is noise (the band is symmetric in log space,
-/// like the interval). `run_floor` is a log range too.
+/// like the interval). `run_floor` is a log range too. A figure that does
+/// not vary at all (no spread on either side) has no floor: its ratio is
+/// exact, so any change is real.
 pub fn band(e: &Estimate, run_floor: f64) -> f64 {
-    e.range_base.max(e.range_new).max(run_floor).exp() - 1.0
+    let measured = e.range_base.max(e.range_new).max(run_floor);
+    if e.low == e.high {
+        return measured.exp() - 1.0;
+    }
+    (measured.exp() - 1.0).max(MIN_BAND)
 }
 
 /// Judge `metric` by its estimate and band; the call and why, in words.
@@ -120,6 +134,8 @@ mod tests {
         let e = est(0.80, 0.78, 0.82, 0.03);
         let b = band(&e, 0.0);
         assert!((b - (0.03f64.exp() - 1.0)).abs() < 1e-12);
+        // Rounds within 0.2% of each other still get a 1% band.
+        assert_eq!(band(&est(1.0, 0.999, 1.001, 0.002), 0.0), MIN_BAND);
         assert_eq!(judge(Metric::Throughput, &e, b).0, Call::Regressed);
         assert_eq!(judge(Metric::CpuPerRequest, &e, b).0, Call::Improved);
         let up = est(1.25, 1.2, 1.3, 0.03);
