@@ -113,12 +113,12 @@ fn clean_rounds(r: &Results) -> usize {
 }
 
 /// Run `profile_text` against the frameworks under `dir/frameworks` until
-/// every cell has [`MIN_ROUNDS`] clean rounds (at most [`ATTEMPTS`] runs);
-/// the run directory of the last attempt.
+/// every cell has `min_clean` clean rounds (at most [`ATTEMPTS`] runs); the
+/// run directory of the attempt with the most.
 fn measure(dir: &Path, profile: &str, name: &str, profile_text: &str, min_clean: usize) -> PathBuf {
     let path = dir.join(format!("{profile}.yaml"));
     std::fs::write(&path, profile_text).unwrap();
-    let mut last = None;
+    let mut best: Option<(usize, PathBuf)> = None;
     for attempt in 1..=ATTEMPTS {
         wait_for_quiet_host();
         let out = dir.join(format!("{name}-{attempt}"));
@@ -149,12 +149,14 @@ fn measure(dir: &Path, profile: &str, name: &str, profile_text: &str, min_clean:
             run.display(),
             started.elapsed()
         );
-        last = Some(run);
+        if best.as_ref().is_none_or(|(c, _)| clean > *c) {
+            best = Some((clean, run));
+        }
         if clean >= min_clean {
             break;
         }
     }
-    last.unwrap()
+    best.expect("at least one attempt").1
 }
 
 struct Runs {
