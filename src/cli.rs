@@ -40,6 +40,10 @@ pub enum Command {
     /// Run a benchmark profile: preflight, images, every cell through the
     /// gates, and the report in output/<UTC time>-<profile>/.
     Run(crate::bench::command::RunArgs),
+    /// Compare two runs (or two frameworks of one run): ratio, 95% interval
+    /// and a noise-aware verdict per cell and metric (exit 6 with
+    /// --fail-on-regression when something regressed).
+    Compare(crate::compare::CompareArgs),
 }
 
 /// Run the parsed command line; the returned code is the process exit status.
@@ -55,5 +59,6 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Verify(args) => crate::verify::run(&args),
         Command::Report(args) => crate::report::run(&args).map(|()| ExitCode::Ok),
         Command::Run(args) => crate::bench::command::run(&args),
+        Command::Compare(args) => crate::compare::run(&args),
     }
 }

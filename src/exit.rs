@@ -23,6 +23,9 @@ pub enum ExitCode {
     DockerUnavailable = 4,
     /// A framework failed contract verification.
     VerifyFailed = 5,
+    /// `compare --fail-on-regression`: a cell regressed beyond its noise
+    /// band (or NEW rejects a cell BASE measured).
+    Regressed = 6,
     /// Interrupted by SIGINT/SIGTERM; what was measured was kept.
     Interrupted = 130,
 }

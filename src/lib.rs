@@ -6,6 +6,7 @@
 
 pub mod bench;
 pub mod cli;
+pub mod compare;
 pub mod contract;
 pub mod docker;
 pub mod exit;

@@ -1,0 +1,231 @@
+//! The one place `compare` reads figures out of a results.json: which number
+//! of a round each metric is, the per-second windows, and the facts about a
+//! run that decide whether two runs can be compared.
+//!
+//! Every other file of `compare` goes through these accessors, so a change
+//! of the results layout (new fields, renamed ones) is one edit here. This
+//! file only reads; it computes no statistic and passes no judgement.
+
+use serde::{Deserialize, Serialize};
+
+use crate::results::{Cell, Reason, Results, Round};
+
+/// A figure `compare` judges, one value per round.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Metric {
+    /// 2xx responses per second of the measured window.
+    Throughput,
+    /// Median latency of the round (its HDR histogram), µs.
+    LatencyP50,
+    /// 99th-percentile latency of the round, µs.
+    LatencyP99,
+    /// Server CPU time (cgroup) per 2xx response, µs.
+    CpuPerRequest,
+    /// Median of the server's memory samples under load, bytes.
+    MemoryUnderLoad,
+    /// Bytes read from the socket per response (headers and body).
+    WireBytes,
+}
+
+/// Which way is better for a metric.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Better {
+    /// A larger value is an improvement (throughput).
+    Higher,
+    /// A smaller value is an improvement (latency, CPU, memory, bytes).
+    Lower,
+}
+
+impl Metric {
+    /// Every metric, in the order reports list them.
+    pub const ALL: [Metric; 6] = [
+        Metric::Throughput,
+        Metric::LatencyP50,
+        Metric::LatencyP99,
+        Metric::CpuPerRequest,
+        Metric::MemoryUnderLoad,
+        Metric::WireBytes,
+    ];
+
+    /// Short name for tables.
+    pub fn label(self) -> &'static str {
+        match self {
+            Metric::Throughput => "req/s",
+            Metric::LatencyP50 => "p50",
+            Metric::LatencyP99 => "p99",
+            Metric::CpuPerRequest => "CPU/req",
+            Metric::MemoryUnderLoad => "memory",
+            Metric::WireBytes => "wire bytes",
+        }
+    }
+
+    /// What the figure is and how it was measured, for the notes under a table.
+    pub fn measured(self) -> &'static str {
+        match self {
+            Metric::Throughput => "req/s: 2xx responses completed in the loader's window / its length, per round",
+            Metric::LatencyP50 => "p50: median latency of the round's HDR histogram",
+            Metric::LatencyP99 => "p99: 99th-percentile latency of the round's HDR histogram",
+            Metric::CpuPerRequest => {
+                "CPU/req: server cgroup CPU time during the window / 2xx responses, µs"
+            }
+            Metric::MemoryUnderLoad => {
+                "memory: median of the server cgroup's memory samples (every 250 ms) inside the loader's window"
+            }
+            Metric::WireBytes => "wire bytes: bytes read from the socket per response",
+        }
+    }
+
+    /// Unit of the values, as JSON records it.
+    pub fn unit(self) -> &'static str {
+        match self {
+            Metric::Throughput => "req/s",
+            Metric::LatencyP50 | Metric::LatencyP99 | Metric::CpuPerRequest => "µs",
+            Metric::MemoryUnderLoad | Metric::WireBytes => "bytes",
+        }
+    }
+
+    /// Which way is better.
+    pub fn better(self) -> Better {
+        match self {
+            Metric::Throughput => Better::Higher,
+            _ => Better::Lower,
+        }
+    }
+
+    /// The metric's value in `round`, if the round has one.
+    pub fn of(self, round: &Round) -> Option<f64> {
+        match self {
+            Metric::Throughput => Some(round.throughput_rps),
+            Metric::LatencyP50 => Some(round.latency.p50_us as f64),
+            Metric::LatencyP99 => Some(round.latency.p99_us as f64),
+            Metric::CpuPerRequest => round.server.cpu_us_per_request,
+            Metric::MemoryUnderLoad => round.server.memory_median_bytes.map(|b| b as f64),
+            Metric::WireBytes => round.wire_bytes_per_response,
+        }
+    }
+
+    /// The sub-round samples whose mean is the round's value, when the
+    /// results have them: the per-second 2xx counts behind req/s. Other
+    /// metrics are percentiles, medians or ratios of whole-round totals,
+    /// not means of anything recorded, so they have none.
+    pub fn windows(self, round: &Round) -> Option<&[f64]> {
+        match self {
+            Metric::Throughput if !round.windows_rps.is_empty() => Some(&round.windows_rps),
+            _ => None,
+        }
+    }
+}
+
+/// Rounds of `cell` (by index) that the gates found measured on a busy
+/// host: other processes used more CPU than the run's threshold during the
+/// window, so the round measured them as much as the server.
+pub fn busy_rounds(cell: &Cell) -> Vec<u32> {
+    let mut rounds: Vec<u32> = cell
+        .verdict
+        .reasons
+        .iter()
+        .filter_map(|r| match r {
+            Reason::HostBusy { round, .. } => Some(*round),
+            _ => None,
+        })
+        .collect();
+    rounds.sort_unstable();
+    rounds.dedup();
+    rounds
+}
+
+/// A fact about a run that changes its figures, by the name the refusal
+/// message uses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fact {
+    /// Field name, e.g. `load.pipeline` or `host.kernel`.
+    pub field: &'static str,
+    /// Its value in words; `None` when the run did not record it.
+    pub value: Option<String>,
+}
+
+/// Every fact that must match for two runs' figures to be comparable: the
+/// load (connections, pipeline, rate, loader threads), the window, the
+/// container limits, the loader (fairground) version, and the machine
+/// (CPU model, cores, virtualization, kernel, network mode).
+pub fn comparability_facts(r: &Results) -> Vec<Fact> {
+    let p = &r.profile;
+    let host = &r.environment.report["host"];
+    let fact = |field: &'static str, v: &serde_json::Value| Fact {
+        field,
+        value: words(v),
+    };
+    vec![
+        fact("connections (concurrency)", &p["concurrency"]),
+        fact("load.mode", &p["load"]["mode"]),
+        fact("load.rate", &p["load"]["rate"]),
+        fact("load.pipeline", &p["load"]["pipeline"]),
+        fact("load.threads", &p["load"]["threads"]),
+        fact("load.timeout", &p["load"]["timeout"]),
+        fact("window.duration", &p["duration"]),
+        fact("window.warmup", &p["warmup"]),
+        fact("restart_between_rounds", &p["restart_between_rounds"]),
+        fact("limits.server", &p["server"]),
+        fact("limits.loader", &p["loader"]),
+        fact("limits.allow_shared_cores", &p["allow_shared_cores"]),
+        fact("network", &p["network"]),
+        Fact {
+            field: "loader version (fairground)",
+            value: Some(r.fairground_version.clone()),
+        },
+        fact("host.cpu_model", &host["cpu_model"]),
+        fact("host.cores_online", &host["cores_online"]),
+        fact("host.virtualization", &host["platform"]),
+        fact(
+            "host.hypervisor",
+            &r.environment.report["probes"]["cpuid"]["signature"],
+        ),
+        fact("host.kernel", &host["kernel"]),
+    ]
+}
+
+/// A JSON value in words: strings bare, everything else as compact JSON;
+/// `None` for null or absent.
+fn words(v: &serde_json::Value) -> Option<String> {
+    match v {
+        serde_json::Value::Null => None,
+        serde_json::Value::String(s) => Some(s.clone()),
+        other => Some(other.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::testdata::sample_results;
+
+    #[test]
+    fn reads_every_metric_of_a_round() {
+        let r = sample_results();
+        let round = &r.cells[0].rounds[0];
+        for m in Metric::ALL {
+            assert!(m.of(round).is_some_and(|v| v > 0.0), "{m:?}");
+        }
+        assert_eq!(
+            Metric::Throughput.windows(round).map(<[f64]>::len),
+            Some(round.windows_rps.len())
+        );
+        assert!(Metric::LatencyP99.windows(round).is_none());
+    }
+
+    #[test]
+    fn facts_name_the_profile_fields_and_mark_what_is_not_recorded() {
+        let mut r = sample_results();
+        r.profile =
+            serde_json::json!({"load": {"mode": "closed", "pipeline": 16}, "duration": "15s"});
+        let facts = comparability_facts(&r);
+        let get = |f: &str| facts.iter().find(|x| x.field == f).unwrap().value.clone();
+        assert_eq!(get("load.pipeline").as_deref(), Some("16"));
+        assert_eq!(get("window.duration").as_deref(), Some("15s"));
+        assert_eq!(get("load.rate"), None);
+    }
+}

@@ -1,0 +1,331 @@
+//! `fairground compare BASE NEW`: did it get faster, slower, or is that
+//! noise? For every cell the two runs share, and for each of req/s, p50,
+//! p99, server CPU µs per request, memory under load and wire bytes per
+//! response: the ratio NEW/BASE, its 95% confidence interval, the noise
+//! band, and a verdict (docs/compare.md explains the method).
+//!
+//! Files by responsibility: `load` (read the sides, pair the cells),
+//! `figures` (the only reader of results.json figures), `comparability`
+//! (refuse runs that differ in what changes the figures), `stats` (the
+//! interval), `verdict` (the call), `model` (the document), and one
+//! exporter per output: `terminal`, `markdown`, `json`. This file wires
+//! them together; it neither measures nor runs anything.
+
+mod comparability;
+mod figures;
+mod json;
+mod load;
+mod markdown;
+mod model;
+mod stats;
+mod terminal;
+mod verdict;
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+
+use anyhow::Context;
+
+pub use self::comparability::Refused;
+pub use self::figures::{Better, Metric};
+pub use self::json::to_json;
+pub use self::markdown::to_markdown;
+pub use self::model::{
+    schema, CellRef, Comparison, Figures, Interval, NotCompared, Row, Side, Summary,
+    COMPARE_SCHEMA_VERSION,
+};
+pub use self::stats::{CONFIDENCE, MIN_ROUNDS};
+pub use self::terminal::to_terminal;
+pub use self::verdict::Call;
+
+use self::load::{LoadedSide, SideSpec};
+use crate::exit::{coded, ExitCode};
+use crate::report::write_atomic;
+use crate::results::{Cell, Status};
+
+/// Options of `fairground compare`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct CompareArgs {
+    /// The baseline: a run directory or its results.json, optionally
+    /// `:FRAMEWORK` to take one framework of it (e.g. `output/old:axum`).
+    #[arg(value_name = "BASE")]
+    pub base: String,
+    /// The run judged against BASE, same form. `RUN:a RUN:b` compares two
+    /// frameworks of one run, cell by cell (scenario, connections, rate).
+    #[arg(value_name = "NEW")]
+    pub new: String,
+    /// Print the comparison as JSON (schema: docs/compare.schema.json)
+    /// instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// Also write a Markdown summary, fit for a pull-request comment, to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
+    /// Exit 6 when any cell regressed beyond its noise band (or NEW now
+    /// rejects a cell BASE measured).
+    #[arg(long)]
+    pub fail_on_regression: bool,
+    /// Compare runs that differ in what changes the figures (connections,
+    /// pipeline, window, limits, machine, …); every verdict is marked.
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// Entry point of `fairground compare`.
+pub fn run(args: &CompareArgs) -> anyhow::Result<ExitCode> {
+    let base = load::read(SideSpec::parse(&args.base)?)?;
+    let new = load::read(SideSpec::parse(&args.new)?)?;
+    let cmp = compare(&base, &new, args.force)?;
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        out.write_all(&to_json(&cmp)?)?;
+    } else {
+        let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+        out.write_all(&to_terminal(&cmp, colour))?;
+    }
+    out.flush()?;
+    if let Some(path) = &args.markdown {
+        write_atomic(path, &to_markdown(&cmp))
+            .with_context(|| format!("writing the Markdown summary to {}", path.display()))?;
+    }
+    Ok(if args.fail_on_regression && cmp.any_regression() {
+        ExitCode::Regressed
+    } else {
+        ExitCode::Ok
+    })
+}
+
+/// Compare two loaded sides. Refuses (exit 2) when the runs differ in what
+/// changes the figures, unless `force`; refuses too when no cell pairs up.
+fn compare(base: &LoadedSide, new: &LoadedSide, force: bool) -> anyhow::Result<Comparison> {
+    let check = comparability::check(&base.results, &new.results);
+    if !check.differences.is_empty() && !force {
+        return Err(coded(
+            ExitCode::BadInput,
+            Refused(check.differences.clone()),
+        ));
+    }
+    let forced = !check.differences.is_empty();
+    let pairing = load::pair(base, new)?;
+    if pairing.both.is_empty() {
+        return Err(coded(
+            ExitCode::BadInput,
+            anyhow::anyhow!(
+                "no cell of {} matches one of {} (cells pair up by framework, scenario, connections and rate); nothing to compare",
+                base.spec.file.display(),
+                new.spec.file.display()
+            ),
+        ));
+    }
+
+    let mut rows = Vec::new();
+    let mut not_compared = Vec::new();
+    let mut compared: Vec<(&CellRef, &Cell, &Cell)> = Vec::new();
+    for (cref, b, n) in &pairing.both {
+        if b.verdict.status == Status::Rejected || n.verdict.status == Status::Rejected {
+            not_compared.push(rejected(cref, b, n));
+        } else {
+            compared.push((cref, b, n));
+        }
+    }
+    for metric in Metric::ALL {
+        let estimates: Vec<_> = compared
+            .iter()
+            .map(|(_, b, n)| {
+                let (sb, sn) = (sample(metric, b), sample(metric, n));
+                let e = stats::estimate(&sb, &sn);
+                (sb, sn, e)
+            })
+            .collect();
+        let floor = run_floor(estimates.iter().filter_map(|(_, _, e)| e.as_ref().ok()));
+        for ((cref, b, n), (sb, sn, e)) in compared.iter().zip(estimates) {
+            rows.push(row(metric, cref, b, n, &sb, &sn, e, floor, forced));
+        }
+    }
+    rows.sort_by(|a, b| (a.call, &a.cell, a.metric).cmp(&(b.call, &b.cell, b.metric)));
+    let summary = Summary {
+        regressed: count(&rows, Call::Regressed),
+        improved: count(&rows, Call::Improved),
+        within_noise: count(&rows, Call::WithinNoise),
+        inconclusive: count(&rows, Call::Inconclusive),
+        not_compared: not_compared.len(),
+        newly_rejected: not_compared.iter().filter(|c| c.newly_rejected).count(),
+    };
+    Ok(Comparison {
+        schema_version: COMPARE_SCHEMA_VERSION,
+        fairground_version: env!("CARGO_PKG_VERSION").to_string(),
+        base: side(base),
+        new: side(new),
+        method: model::Method {
+            interval: "Welch's t interval on the logs of the round values (ratio of geometric means)"
+                .into(),
+            confidence: CONFIDENCE,
+            min_rounds: MIN_ROUNDS,
+            band: "the largest of: the range between the best and worst round of BASE, the same of NEW, the median of that range over every cell compared (3 or more), and 1% (none for a figure that does not vary at all)".into(),
+        },
+        forced,
+        differences: check.differences,
+        unchecked: check.unchecked,
+        rows,
+        not_compared,
+        only_in_base: pairing.only_base,
+        only_in_new: pairing.only_new,
+        summary,
+    })
+}
+
+fn count(rows: &[Row], call: Call) -> usize {
+    rows.iter().filter(|r| r.call == call).count()
+}
+
+fn side(s: &LoadedSide) -> Side {
+    Side {
+        path: s.spec.file.display().to_string(),
+        run_id: s.results.run_id.clone(),
+        profile_name: s.results.profile_name.clone(),
+        started_at: s
+            .results
+            .started_at
+            .to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        framework: s.spec.framework.clone(),
+    }
+}
+
+/// One side's sample of `metric` in `cell`: one value per round that has
+/// one, with the req/s windows' floor. Rounds measured on a busy host are
+/// left out: the other processes' CPU use is in their figures, and it
+/// differs between any two runs, so it would read as a change.
+fn sample(metric: Metric, cell: &Cell) -> stats::Sample {
+    let busy = figures::busy_rounds(cell);
+    let with: Vec<_> = cell
+        .rounds
+        .iter()
+        .filter(|r| !busy.contains(&r.index))
+        .filter_map(|r| metric.of(r).map(|v| (v, metric.windows(r))))
+        .collect();
+    let values: Vec<f64> = with.iter().map(|(v, _)| *v).collect();
+    let windows: Vec<&[f64]> = with.iter().filter_map(|(_, w)| *w).collect();
+    if windows.is_empty() {
+        stats::Sample::of_rounds(values)
+    } else {
+        stats::Sample::with_windows(values, &windows)
+    }
+}
+
+/// The typical round-to-round range of a metric over every cell compared
+/// (median of each cell's wider side), so a cell whose few rounds agreed
+/// by chance is held to the noise the runs show elsewhere. Needs three
+/// cells to mean anything; 0 otherwise.
+fn run_floor<'a>(estimates: impl Iterator<Item = &'a stats::Estimate>) -> f64 {
+    let spreads: Vec<f64> = estimates.map(|e| e.range_base.max(e.range_new)).collect();
+    if spreads.len() < 3 {
+        return 0.0;
+    }
+    crate::stats::median(&spreads).unwrap_or(0.0)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn row(
+    metric: Metric,
+    cref: &CellRef,
+    b: &Cell,
+    n: &Cell,
+    sb: &stats::Sample,
+    sn: &stats::Sample,
+    e: Result<stats::Estimate, stats::Insufficient>,
+    floor: f64,
+    forced: bool,
+) -> Row {
+    let figures = |s: &stats::Sample, c: &Cell, range: Option<f64>| Figures {
+        rounds: s.values.len(),
+        busy_rounds_left_out: figures::busy_rounds(c).len(),
+        windows: s.windows,
+        values: s.values.clone(),
+        geomean: geomean(&s.values),
+        range,
+    };
+    let flags = |c: &Cell| -> Vec<String> {
+        c.verdict
+            .labels(false)
+            .into_iter()
+            .map(str::to_string)
+            .collect()
+    };
+    let (base_fig, new_fig) = (figures(sb, b, None), figures(sn, n, None));
+    let ratio = base_fig.geomean.zip(new_fig.geomean).map(|(x, y)| y / x);
+    let mut r = Row {
+        cell: cref.clone(),
+        metric,
+        unit: metric.unit().to_string(),
+        better: metric.better(),
+        base: base_fig,
+        new: new_fig,
+        ratio,
+        interval: None,
+        band: None,
+        call: Call::Inconclusive,
+        why: String::new(),
+        base_flags: flags(b),
+        new_flags: flags(n),
+        forced,
+    };
+    match e {
+        Ok(e) => {
+            let band = verdict::band(&e, floor);
+            let (call, why) = verdict::judge(metric, &e, band);
+            r.base.range = Some(e.range_base.exp() - 1.0);
+            r.new.range = Some(e.range_new.exp() - 1.0);
+            r.ratio = Some(e.ratio);
+            r.interval = Some(Interval {
+                low: e.low,
+                high: e.high,
+                df: e.df.is_finite().then_some(e.df),
+            });
+            r.band = Some(band);
+            r.call = call;
+            r.why = why;
+        }
+        Err(why) => {
+            r.why = why.to_string();
+            let left_out = r.base.busy_rounds_left_out + r.new.busy_rounds_left_out;
+            if left_out > 0 {
+                r.why.push_str(&format!(
+                    " ({} BASE and {} NEW round(s) measured on a busy host were left out)",
+                    r.base.busy_rounds_left_out, r.new.busy_rounds_left_out
+                ));
+            }
+        }
+    }
+    r
+}
+
+fn geomean(values: &[f64]) -> Option<f64> {
+    if values.is_empty() || values.iter().any(|v| !(*v > 0.0 && v.is_finite())) {
+        return None;
+    }
+    let logs: Vec<f64> = values.iter().map(|v| v.ln()).collect();
+    crate::stats::mean(&logs).map(f64::exp)
+}
+
+fn rejected(cref: &CellRef, b: &Cell, n: &Cell) -> NotCompared {
+    let mut reasons = Vec::new();
+    for (side, c) in [("BASE", b), ("NEW", n)] {
+        if c.verdict.status == Status::Rejected {
+            for r in &c.verdict.reasons {
+                if r.status() == Status::Rejected {
+                    reasons.push(format!("{side} rejected: {r}"));
+                }
+            }
+        }
+    }
+    NotCompared {
+        cell: cref.clone(),
+        base_status: b.verdict.status,
+        new_status: n.verdict.status,
+        reasons,
+        newly_rejected: b.verdict.status != Status::Rejected,
+    }
+}
+
+#[cfg(test)]
+mod tests;
