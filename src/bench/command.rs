@@ -28,10 +28,6 @@ use crate::profile::{self, HostFacts, Placement, Profile};
 use crate::report;
 use crate::results::{Results, ResumedEnvironment, RunTiming, Status};
 
-/// Longest wait for a lagging load average on an otherwise quiet host before
-/// preflight judges it: about three time constants of the 1-minute average.
-const SETTLE_WAIT: std::time::Duration = std::time::Duration::from_secs(180);
-
 /// Options of `fairground run`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct RunArgs {
@@ -199,21 +195,13 @@ fn setup(args: &RunArgs) -> anyhow::Result<Setup> {
 }
 
 /// Measure and judge the environment (preflight), printing what is not a
-/// pass. `make bench` compiles right before the run: the load average that
-/// compile left behind is waited out, not held against the run.
-async fn judge_environment(input: PreflightInput, cores: usize) -> anyhow::Result<EnvReport> {
-    let rep = tokio::task::spawn_blocking(move || {
-        preflight::load::wait_for_quiet(
-            Path::new("/"),
-            cores,
-            input.load_per_core_limit,
-            SETTLE_WAIT,
-            |note| eprintln!("preflight: {note}"),
-        );
-        preflight::run(&input, Path::new("/"))
-    })
-    .await
-    .context("preflight")?;
+/// pass. Foreign load is judged by what is busy now (`load.now`), so the
+/// load average a compile right before the run left behind (`make bench`)
+/// costs no wait.
+async fn judge_environment(input: PreflightInput) -> anyhow::Result<EnvReport> {
+    let rep = tokio::task::spawn_blocking(move || preflight::run(&input, Path::new("/")))
+        .await
+        .context("preflight")?;
     eprintln!("preflight: environment {}", rep.verdict);
     for c in rep
         .checks
@@ -244,7 +232,7 @@ async fn open_store(args: &RunArgs, setup: &mut Setup) -> anyhow::Result<(Store,
         ..PreflightInput::from_profile(profile, &setup.host)
     };
     let judging = std::time::Instant::now();
-    let rep = judge_environment(input, setup.host.cores_online.len()).await?;
+    let rep = judge_environment(input).await?;
     let preflight_s = judging.elapsed().as_secs_f64();
     let environment = environment::admit(&rep, args.accept_env, profile.thresholds.preflight)?;
     if let Some(mut s) = setup.resumed.take() {
