@@ -35,6 +35,11 @@ use crate::verify::{self, VerifyOptions};
 /// memory figures use the samples inside the window only.
 const SAMPLE_EVERY: Duration = Duration::from_millis(250);
 
+/// How often an idle server's memory is read after its settle: an idle
+/// server's memory does not move, so a few readings close together give
+/// the median without stretching the settle by a second.
+const IDLE_SAMPLE_EVERY: Duration = Duration::from_millis(50);
+
 /// Per-request timeout of contract verification.
 const VERIFY_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -411,9 +416,10 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
         tokio::time::sleep(settle).await;
         let sampler = self
             .engine
-            .start_sampler(&server.handle, SAMPLE_EVERY)
+            .start_sampler(&server.handle, IDLE_SAMPLE_EVERY)
             .await?;
-        tokio::time::sleep(SAMPLE_EVERY * 4).await;
+        // Five readings (the first, three ticks, the one `stop` takes).
+        tokio::time::sleep(IDLE_SAMPLE_EVERY * 3 + IDLE_SAMPLE_EVERY / 2).await;
         let series = sampler.stop().await;
         let samples: Vec<f64> = series.samples.iter().map(|s| s.mem_bytes as f64).collect();
         Ok(crate::stats::median(&samples).map(|m| m as u64))
@@ -491,9 +497,8 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
             }
         };
         let loaded_ns = now_ns();
-        // One reading after the loader's exit at least, so the window's end
-        // has a sample after it (two periods: one tick may race the stop).
-        tokio::time::sleep(SAMPLE_EVERY * 2).await;
+        // Stopping takes a reading now, after the loader's exit and so after
+        // the window's end: the window is bracketed without a wait.
         let series = sampler.stop().await;
         if !announced {
             loaded?;
