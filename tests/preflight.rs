@@ -460,7 +460,12 @@ fn a_lagging_average_on_a_machine_idle_now_warns_and_does_not_refuse() {
     sample.busy_pct = 30.0;
     sample.own_busy_pct = 26.0;
     sample.top.clear();
-    let r = preflight::judge(&PreflightInput::default(), &root, probes.clone(), docker.clone());
+    let r = preflight::judge(
+        &PreflightInput::default(),
+        &root,
+        probes.clone(),
+        docker.clone(),
+    );
     assert_check(
         &r,
         "load.now",
@@ -638,7 +643,10 @@ fn report_round_trips_through_json_and_summarises_as_markdown() {
     assert!(md.starts_with("Environment: **FAIL**"), "{md}");
     let rows = md.lines().filter(|l| l.starts_with("| `")).count();
     assert_eq!(rows, r.checks.len());
-    assert!(md.contains("| `load.now` | FAIL | 96% of all CPU time"), "{md}");
+    assert!(
+        md.contains("| `load.now` | FAIL | 96% of all CPU time"),
+        "{md}"
+    );
     assert!(md.contains("| `load.avg` | warn | 9.04 on 4 cores"), "{md}");
     assert!(md.contains("Amazon EC2 m5.xlarge"), "{md}");
 }

@@ -149,7 +149,10 @@ async fn every_phase_of_every_round_and_start_is_timed_per_framework_and_run() {
     assert_eq!(t.phases.start_s, 0.2);
     // The fake lab takes no wall time: what was timed from the first round
     // to the end is the executor's own work, far below the fake's figures.
-    assert!(t.first_round_to_end_s > 0.0 && t.first_round_to_end_s < 5.0, "{t:?}");
+    assert!(
+        t.first_round_to_end_s > 0.0 && t.first_round_to_end_s < 5.0,
+        "{t:?}"
+    );
     assert!(t.to_first_round_s >= 0.0 && t.to_first_round_s < t.first_round_to_end_s + 5.0);
 }
 

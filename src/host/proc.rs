@@ -105,7 +105,11 @@ pub fn parse_pid_stat(text: &str) -> Option<(String, u64)> {
 /// The parent pid (field 4) from a /proc/PID/stat line.
 pub fn parse_pid_parent(text: &str) -> Option<u32> {
     let close = text.rfind(')')?;
-    text.get(close + 1..)?.split_whitespace().nth(1)?.parse().ok()
+    text.get(close + 1..)?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
 }
 
 /// Every process under `root`/proc: pid → its parent's pid.
