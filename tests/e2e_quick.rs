@@ -75,6 +75,13 @@ fn quick_profile_runs_end_to_end_with_verifiable_evidence() {
         }
         for round in &cell.rounds {
             assert_eq!(round.connections.established, 50, "{:?}", cell.key);
+            assert_eq!(round.connections.serving, 50, "{:?}", cell.key);
+            assert!(
+                round.requests.balanced(),
+                "{:?}: {:?}",
+                cell.key,
+                round.requests
+            );
             assert!(round.responses.status_2xx > 0, "{:?}", cell.key);
         }
     }

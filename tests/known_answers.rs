@@ -11,7 +11,8 @@
 //! - `base` and `burn`: 0 and 500 µs of CPU burnt per request → the CPU per
 //!   request of `burn` is 500 µs plus `base`'s own;
 //! - `hold`: 64 MiB held from start-up → idle memory is 64 MiB plus `base`'s;
-//! - `hang`: every 7th request never answered → timeouts counted, rejected;
+//! - `hang`: every 7th request never answered once verification is past →
+//!   timeouts counted, rejected;
 //! - `backlog`: at most 4 connections served, the rest left in the kernel's
 //!   backlog → connected but not served, rejected;
 //! - `liar`: right for verification, wrong under load → rejected, the
@@ -43,7 +44,10 @@ fn run() -> Option<&'static (Results, String)> {
             ("delay", &[("PLAINFW_DELAY_MS", "1000")]),
             ("burn", &[("PLAINFW_BURN_US", "500")]),
             ("hold", &[("PLAINFW_HOLD_MIB", "64")]),
-            ("hang", &[("PLAINFW_HANG_EVERY", "7")]),
+            (
+                "hang",
+                &[("PLAINFW_HANG_EVERY", "7"), ("PLAINFW_HANG_AFTER", "500")],
+            ),
             ("backlog", &[("PLAINFW_MAX_SERVED", "4")]),
             ("liar", &[("PLAINFW_WRONG_AFTER", "500")]),
             ("steady", &[("PLAINFW_DELAY_MS", "20")]),
@@ -63,6 +67,27 @@ fn run() -> Option<&'static (Results, String)> {
             names.join(", ")
         );
         let (r, stderr) = run_profile_in(&tmp, &profile);
+        // The figures, for the record (`--nocapture` shows them).
+        for c in &r.cells {
+            let f = r.framework(&c.key.framework);
+            let round = c.rounds.first();
+            eprintln!(
+                "known answer {:8} {:>9} req/s, cpu {:>8} µs/req, idle {:>10} B, served {}/{}, sent {} = answered {} + lost {}, in use {:.2}: {:?}",
+                c.key.framework,
+                round.map_or("-".into(), |x| format!("{:.2}", x.throughput_rps)),
+                round
+                    .and_then(|x| x.server.cpu_us_per_request)
+                    .map_or("-".into(), |v| format!("{v:.1}")),
+                f.and_then(|f| f.idle_memory_bytes).unwrap_or(0),
+                round.map_or(0, |x| x.connections.serving),
+                CONNECTIONS,
+                round.map_or(0, |x| x.requests.sent),
+                round.map_or(0, |x| x.requests.answered.total()),
+                round.map_or(0, |x| x.requests.lost.total()),
+                round.map_or(0.0, |x| x.connections_in_use),
+                c.verdict.status
+            );
+        }
         let _ = std::fs::remove_dir_all(&tmp);
         Some((r, stderr))
     })
@@ -159,6 +184,7 @@ fn idle_memory_is_what_the_server_holds_plus_its_baseline() {
 fn requests_that_never_finish_are_timeouts_and_reject_the_cell() {
     let Some((r, stderr)) = run() else { return };
     let c = cell(r, "hang", stderr);
+    assert!(!c.rounds.is_empty(), "measured, not excluded: {}", why(c));
     let round = &c.rounds[0];
     assert!(round.requests.lost.timeout > 0, "{:?}", round.requests);
     assert!(round.requests.balanced(), "{:?}", round.requests);

@@ -74,6 +74,13 @@ fn runs_a_profile_end_to_end_and_writes_the_report() {
     for round in &cell.rounds {
         assert!(round.responses.status_2xx > 0);
         assert_eq!(round.connections.established, 8);
+        assert_eq!(round.connections.serving, 8);
+        assert!(round.requests.balanced(), "{:?}", round.requests);
+        assert!(
+            round.answers.checked > 0 && round.answers.wrong == 0,
+            "{:?}",
+            round.answers
+        );
         assert!(
             round.server.cpu_us_per_request.is_some_and(|us| us > 0.0),
             "{round:?}"
@@ -190,6 +197,82 @@ fn ctrl_c_keeps_what_was_measured_and_resume_finishes_the_run() {
     assert_eq!(idx, [0, 1, 2]);
     assert!(!done.interrupted && done.finished_at.is_some());
     assert_eq!(run_leftovers(&stderr), "");
+}
+
+/// Containers labelled with any of `runs` still on the daemon.
+fn containers_of(runs: &[String]) -> Vec<String> {
+    runs.iter()
+        .flat_map(|run| {
+            let o = std::process::Command::new("docker")
+                .args([
+                    "ps",
+                    "-aq",
+                    "--filter",
+                    &format!("label=fairground.run={run}"),
+                ])
+                .output()
+                .unwrap();
+            String::from_utf8_lossy(&o.stdout)
+                .split_whitespace()
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+#[test]
+fn after_a_kill_9_resume_removes_the_server_left_running_and_finishes() {
+    if !docker_or_skip("after_a_kill_9_resume_removes_the_server_left_running_and_finishes") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let prof = profile(tmp.path(), 3, "3s");
+    let out = tmp.path().join("output");
+    let mut child = fairground(&[
+        "run",
+        "--profile",
+        prof.to_str().unwrap(),
+        "--frameworks",
+        &frameworks(),
+        "--output",
+        out.to_str().unwrap(),
+    ])
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let dir = wait_for_first_round(&out, &mut child);
+    // SIGKILL: no cleanup, no report; the server keeps running on its core.
+    child.kill().unwrap();
+    let _ = child.wait();
+    let runs = results_of(&dir).docker_runs;
+    assert_eq!(runs.len(), 1, "the run recorded its label");
+    assert!(
+        !containers_of(&runs).is_empty(),
+        "the killed run left its server behind"
+    );
+    let o = fairground(&[
+        "run",
+        "--resume",
+        dir.to_str().unwrap(),
+        "--frameworks",
+        &frameworks(),
+    ])
+    .env("FAIRGROUND_PROFILES", tmp.path())
+    .output()
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("removed what an earlier invocation of this run left"),
+        "{stderr}"
+    );
+    let done = results_of(&dir);
+    assert!(done.remaining().is_empty(), "{stderr}");
+    assert_eq!(done.resumed_environments.len(), 1, "preflight ran again");
+    assert!(
+        containers_of(&done.docker_runs).is_empty(),
+        "nothing left on any invocation's label"
+    );
 }
 
 fn reasons_of(r: &Results, framework: &str, stderr: &str) -> (Status, String) {
