@@ -1,48 +1,78 @@
 #!/usr/bin/env bash
-# bench-loader.sh: is `fairground load` at least as fast as wrk on the same core?
+# bench-loader.sh: how does `fairground load` compare with wrk on one core?
 #
-# nginx (1 worker, `return 200 "Hello, World!"`, 127.0.0.1 only, its own temp
-# prefix) is pinned to core 0; wrk and `fairground load` (release build) run in
-# turn pinned to core 1, one thread each, alternating A B A B for $PAIRS pairs,
-# at 100 and then 1000 connections. Printed per connection count: the median of
-# the per-pair ratios fairground req/s / wrk req/s (must be >= 1.0), and each
-# loader's CPU time per response (user+sys of the loader process, from bash's
-# `time`, divided by the responses it reported). On a busy machine req/s is
-# set by the scheduler more than by either loader; CPU per response (and the
-# one-core ceiling derived from it) is the steadier measure of loader cost.
+# Two kinds of server, each pinned to core $SERVER_CPU and listening on
+# 127.0.0.1 only:
+#   nginx    1 worker, `return 200 "Hello, World!"` (an event loop);
+#   threads  scripts/bench-loader-server.rs, compiled here with `rustc -O`:
+#            one blocking OS thread per connection (every request wakes a
+#            sleeping thread).
+# wrk and `fairground load` (release build), one thread each, run in turn
+# pinned to core $LOADER_CPU, side by side in pairs (the order flips every
+# pair, so neither always runs first), $PAIRS pairs per server and connection
+# count. Each server's runs hold the shared measurement lock ($LOCK, as the
+# Docker tests do), so no other measurement runs beside them; a compile may.
 #
-# A benchmark, not a test: run it on a quiet machine (the load average is
-# printed before and after; figures taken under load are noise).
+# Printed per server and connection count, as medians over the pairs:
+#   req/s ratio  fairground req/s / wrk req/s, per pair    (goal >= 1.3)
+#   CPU ratio    fairground CPU per response / wrk's        (goal <= 0.75)
+# CPU per response = user+sys CPU time of the loader process (bash `time`,
+# whole process: connects and fairground's drain included) / the responses it
+# reported (wrk: all of its run; fairground: those completed in its window).
+# On a shared machine req/s follows the scheduler more than either loader;
+# CPU per response is the steadier figure. Load averages are printed before
+# and after.
 #
-# Env: DURATION (default 10s), PAIRS (default 3), PORT (default 18199),
-#      CONNS (default "100 1000"), SERVER_CPU (0), LOADER_CPU (1),
-#      NO_BUILD=1 to use the existing target/release/fairground.
+# A benchmark, not a test. Env: DURATION (default 10s), PAIRS (3), PORT
+# (18199), CONNS ("100 1000"), SERVERS ("nginx threads"), SERVER_CPU (0),
+# LOADER_CPU (1), LOCK (/tmp/fairground-docker.lock; empty: no lock),
+# FG_FLAGS (extra flags for fairground load), NO_BUILD=1 to use the existing
+# target/release/fairground, FG_BIN=PATH to measure another fairground binary
+# (e.g. an older build, for a before/after figure).
 set -euo pipefail
 
 DURATION=${DURATION:-10s}
 PAIRS=${PAIRS:-3}
 PORT=${PORT:-18199}
 CONNS=${CONNS:-"100 1000"}
+SERVERS=${SERVERS:-"nginx threads"}
 SERVER_CPU=${SERVER_CPU:-0}
 LOADER_CPU=${LOADER_CPU:-1}
+LOCK=${LOCK-/tmp/fairground-docker.lock}
+FG_FLAGS=${FG_FLAGS:-}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-BIN="$ROOT/target/release/fairground"
+BIN=${FG_BIN:-$ROOT/target/release/fairground}
+secs=${DURATION%s}
+[[ "$secs" =~ ^[0-9]+$ ]] || { echo "bench-loader: DURATION must be whole seconds, like 10s" >&2; exit 2; }
+# Every loader run is bounded: its duration plus connects, drain and slack.
+RUN_LIMIT=$((secs + 30))
 
-for tool in nginx wrk taskset python3; do
+for tool in nginx wrk taskset python3 rustc flock; do
   command -v "$tool" >/dev/null || { echo "bench-loader: $tool is missing (make deps)" >&2; exit 2; }
 done
-[[ -n "${NO_BUILD:-}" ]] || (cd "$ROOT" && cargo build --release --locked --quiet)
+[[ -n "${NO_BUILD:-}${FG_BIN:-}" ]] || (cd "$ROOT" && cargo build --release --locked --quiet)
 
 TMP=$(mktemp -d /tmp/fairground-bench-loader.XXXXXX)
-NGINX_PID=""
-cleanup() {
-  if [[ -n "$NGINX_PID" ]]; then kill "$NGINX_PID" 2>/dev/null || true; wait "$NGINX_PID" 2>/dev/null || true; fi
-  rm -rf "$TMP"
+SERVER_PID=""
+stop_server() {
+  if [[ -n "$SERVER_PID" ]]; then kill "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; fi
+  SERVER_PID=""
 }
+cleanup() { stop_server; rm -rf "$TMP"; }
 trap cleanup EXIT
 
-mkdir -p "$TMP/logs" "$TMP/tmp"
-cat > "$TMP/nginx.conf" <<CONF
+ulimit -n "$(ulimit -Hn)"
+if [[ -n "$LOCK" ]]; then exec 9>>"$LOCK"; fi
+lock() { [[ -z "$LOCK" ]] || flock 9; }
+unlock() { [[ -z "$LOCK" ]] || flock -u 9; }
+
+# The longest a server may live (it starts once the lock is held): every
+# pair of every connection count.
+SERVER_LIFE=$(( (2 * RUN_LIMIT * PAIRS + 60) * $(wc -w <<<"$CONNS") ))
+
+start_nginx() {
+  mkdir -p "$TMP/logs" "$TMP/tmp"
+  cat > "$TMP/nginx.conf" <<CONF
 worker_processes 1;
 worker_rlimit_nofile 16384;
 daemon off;
@@ -66,22 +96,33 @@ http {
   }
 }
 CONF
-ulimit -n "$(ulimit -Hn)"
-taskset -c "$SERVER_CPU" nginx -p "$TMP" -c "$TMP/nginx.conf" -e "$TMP/logs/error.log" &
-NGINX_PID=$!
-for _ in $(seq 50); do
-  curl_ok=$(python3 -c "import socket;s=socket.socket();s.settimeout(0.2);print(s.connect_ex(('127.0.0.1',$PORT)))" 2>/dev/null || echo 1)
-  [[ "$curl_ok" == "0" ]] && break
-  sleep 0.1
-done
+  taskset -c "$SERVER_CPU" timeout "$SERVER_LIFE" nginx -p "$TMP" -c "$TMP/nginx.conf" -e "$TMP/logs/error.log" &
+  SERVER_PID=$!
+}
+
+start_threads() {
+  [[ -x "$TMP/threads-server" ]] || rustc -O --edition 2021 -o "$TMP/threads-server" "$ROOT/scripts/bench-loader-server.rs"
+  taskset -c "$SERVER_CPU" "$TMP/threads-server" "$PORT" "$SERVER_LIFE" &
+  SERVER_PID=$!
+}
+
+wait_listening() {
+  for _ in $(seq 100); do
+    if python3 -c "import socket,sys;s=socket.socket();s.settimeout(0.2);sys.exit(s.connect_ex(('127.0.0.1',$PORT)))" 2>/dev/null; then return 0; fi
+    sleep 0.1
+  done
+  echo "bench-loader: the $1 server did not listen on 127.0.0.1:$PORT" >&2
+  exit 1
+}
+
 URL="http://127.0.0.1:$PORT/"
 
 # run_wrk CONNS -> "rps responses cpu_s"
 run_wrk() {
-  local out cpu
+  local cpu
   TIMEFORMAT='%U %S'
-  { time taskset -c "$LOADER_CPU" wrk -t1 -c"$1" -d"$DURATION" "$URL" > "$TMP/wrk.out"; } 2> "$TMP/wrk.time"
-  cpu=$(awk '{print $1 + $2}' "$TMP/wrk.time")
+  { time timeout "$RUN_LIMIT" taskset -c "$LOADER_CPU" wrk -t1 -c"$1" -d"$DURATION" "$URL" > "$TMP/wrk.out"; } 2> "$TMP/wrk.time"
+  cpu=$(tail -1 "$TMP/wrk.time" | awk '{print $1 + $2}')
   python3 - "$TMP/wrk.out" "$cpu" <<'PY'
 import re, sys
 text = open(sys.argv[1]).read()
@@ -99,40 +140,69 @@ PY
 run_fg() {
   local cpu
   TIMEFORMAT='%U %S'
-  { time taskset -c "$LOADER_CPU" "$BIN" load --url "$URL" -t 1 -c "$1" -d "$DURATION" --json > "$TMP/fg.json"; } 2> "$TMP/fg.time"
+  # shellcheck disable=SC2086 # FG_FLAGS is a list of flags
+  { time timeout "$RUN_LIMIT" taskset -c "$LOADER_CPU" "$BIN" load --url "$URL" -t 1 -c "$1" -d "$DURATION" $FG_FLAGS --json > "$TMP/fg.json"; } 2> "$TMP/fg.time"
   cpu=$(tail -1 "$TMP/fg.time" | awk '{print $1 + $2}')
   python3 - "$TMP/fg.json" "$cpu" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
-if r["errors_whole_run"] != {k: 0 for k in r["errors_whole_run"]} or r["responses"]["status_2xx"] != r["responses"]["total"]:
+total = sum(r["responses"].values())
+if any(r["errors_whole_run"].values()) or r["responses"]["status_2xx"] != total:
     print("fairground reported errors:", r["errors_whole_run"], r["responses"], file=sys.stderr)
-print(r["throughput_rps"], r["responses"]["total"], sys.argv[2])
+print(r["throughput_rps"], total, sys.argv[2])
 PY
 }
 
-echo "bench-loader: nginx on cpu $SERVER_CPU, loaders on cpu $LOADER_CPU, $DURATION per run, $PAIRS pairs"
+echo "bench-loader: servers on cpu $SERVER_CPU, loaders on cpu $LOADER_CPU (one thread each), $DURATION per run, $PAIRS pairs"
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
-for c in $CONNS; do
-  ratios=()
-  wrk_cpu=()
-  fg_cpu=()
-  for pair in $(seq "$PAIRS"); do
-    read -r w_rps w_n w_cpu < <(run_wrk "$c")
-    read -r f_rps f_n f_cpu < <(run_fg "$c")
-    ratio=$(python3 -c "print(f'{$f_rps / $w_rps:.3f}')")
-    wpr=$(python3 -c "print(f'{$w_cpu * 1e6 / $w_n:.2f}')")
-    fpr=$(python3 -c "print(f'{$f_cpu * 1e6 / $f_n:.2f}')")
-    ratios+=("$ratio"); wrk_cpu+=("$wpr"); fg_cpu+=("$fpr")
-    printf "  c=%-5s pair %s: wrk %10.0f req/s (%s us CPU/resp)  fairground %10.0f req/s (%s us CPU/resp)  ratio %s\n" \
-      "$c" "$pair" "$w_rps" "$wpr" "$f_rps" "$fpr" "$ratio"
-  done
-  python3 - "$c" "${ratios[*]}" "${wrk_cpu[*]}" "${fg_cpu[*]}" <<'PY'
-import statistics, sys
-c, ratios, wcpu, fcpu = sys.argv[1], *[list(map(float, a.split())) for a in sys.argv[2:]]
-w, f = statistics.median(wcpu), statistics.median(fcpu)
-print(f"c={c}: median ratio fairground/wrk = {statistics.median(ratios):.3f}; "
-      f"median CPU per response: wrk {w:.2f} us, fairground {f:.2f} us "
-      f"(CPU ceiling of one core: wrk {1e6 / w:,.0f} req/s, fairground {1e6 / f:,.0f} req/s)")
+SUMMARY="$TMP/summary"
+: > "$SUMMARY"
+for server in $SERVERS; do
+  lock
+  case "$server" in
+    nginx) start_nginx ;;
+    threads) start_threads ;;
+    *) echo "bench-loader: unknown server '$server' (nginx, threads)" >&2; exit 2 ;;
+  esac
+  wait_listening "$server"
+  for c in $CONNS; do
+    for pair in $(seq "$PAIRS"); do
+      if (( pair % 2 )); then
+        read -r w_rps w_n w_cpu < <(run_wrk "$c")
+        read -r f_rps f_n f_cpu < <(run_fg "$c")
+      else
+        read -r f_rps f_n f_cpu < <(run_fg "$c")
+        read -r w_rps w_n w_cpu < <(run_wrk "$c")
+      fi
+      echo "$server $c $w_rps $w_n $w_cpu $f_rps $f_n $f_cpu" >> "$SUMMARY"
+      python3 - "$server" "$c" "$pair" "$w_rps" "$w_n" "$w_cpu" "$f_rps" "$f_n" "$f_cpu" <<'PY'
+import sys
+s, c, pair = sys.argv[1:4]
+w_rps, w_n, w_cpu, f_rps, f_n, f_cpu = map(float, sys.argv[4:])
+wpr, fpr = w_cpu * 1e6 / w_n, f_cpu * 1e6 / f_n
+print(f"  {s:7} c={c:<5} pair {pair}: wrk {w_rps:9.0f} req/s {wpr:6.2f} us CPU/resp | "
+      f"fairground {f_rps:9.0f} req/s {fpr:6.2f} us CPU/resp | req/s ratio {f_rps / w_rps:.3f}, CPU ratio {fpr / wpr:.3f}")
 PY
+    done
+  done
+  stop_server
+  unlock
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+python3 - "$SUMMARY" <<'PY'
+import statistics, sys
+rows = {}
+for line in open(sys.argv[1]):
+    s, c, *v = line.split()
+    rows.setdefault((s, int(c)), []).append(list(map(float, v)))
+print("summary (medians over pairs; goals: req/s ratio >= 1.3, CPU ratio <= 0.75):")
+for (s, c), pairs in rows.items():
+    rps_ratio = statistics.median(f_rps / w_rps for w_rps, _, _, f_rps, _, _ in pairs)
+    wpr = statistics.median(w_cpu * 1e6 / w_n for _, w_n, w_cpu, _, _, _ in pairs)
+    fpr = statistics.median(f_cpu * 1e6 / f_n for _, _, _, _, f_n, f_cpu in pairs)
+    cpu_ratio = statistics.median((f_cpu / f_n) / (w_cpu / w_n) for _, w_n, w_cpu, _, f_n, f_cpu in pairs)
+    print(f"  {s:7} c={c:<5} req/s ratio {rps_ratio:.3f} ({'meets' if rps_ratio >= 1.3 else 'misses'} 1.3) | "
+          f"CPU per response: wrk {wpr:.2f} us, fairground {fpr:.2f} us, ratio {cpu_ratio:.3f} "
+          f"({'meets' if cpu_ratio <= 0.75 else 'misses'} 0.75) | one-core ceiling: wrk {1e6 / wpr:,.0f} req/s, "
+          f"fairground {1e6 / fpr:,.0f} req/s")
+PY

@@ -413,10 +413,17 @@ fn an_unreachable_daemon_fails_and_the_container_checks_say_why() {
 #[test]
 fn loaded_host_is_refused_and_the_busy_processes_are_named() {
     let r = judge("loaded");
+    // Busy now is what refuses; the (lagging) average only warns beside it.
+    assert_check(
+        &r,
+        "load.now",
+        CheckStatus::Fail,
+        "96% of all CPU time busy with other work (machine 96%, fairground 0%)",
+    );
     assert_check(
         &r,
         "load.avg",
-        CheckStatus::Fail,
+        CheckStatus::Warn,
         "9.04 on 4 cores = 2.26 per core",
     );
     assert_check(
@@ -442,6 +449,35 @@ fn loaded_host_is_refused_and_the_busy_processes_are_named() {
         CheckStatus::Pass,
         "2.26 per core",
     );
+}
+
+#[test]
+fn a_lagging_average_on_a_machine_idle_now_warns_and_does_not_refuse() {
+    // Right after a compile: the average is high, nothing else runs now,
+    // and what is busy is fairground itself.
+    let (root, mut probes, docker) = facts("loaded");
+    let sample = probes.sample.as_mut().unwrap();
+    sample.busy_pct = 30.0;
+    sample.own_busy_pct = 26.0;
+    sample.top.clear();
+    let r = preflight::judge(
+        &PreflightInput::default(),
+        &root,
+        probes.clone(),
+        docker.clone(),
+    );
+    assert_check(
+        &r,
+        "load.now",
+        CheckStatus::Pass,
+        "4% of all CPU time busy with other work (machine 30%, fairground 26%)",
+    );
+    assert_check(&r, "load.avg", CheckStatus::Warn, "2.26 per core");
+    // Nothing sampled: the average is all there is, and it judges.
+    probes.sample = None;
+    let r = preflight::judge(&PreflightInput::default(), &root, probes, docker);
+    assert_check(&r, "load.now", CheckStatus::Warn, "not sampled");
+    assert_check(&r, "load.avg", CheckStatus::Fail, "2.26 per core");
 }
 
 #[test]
@@ -607,7 +643,11 @@ fn report_round_trips_through_json_and_summarises_as_markdown() {
     assert!(md.starts_with("Environment: **FAIL**"), "{md}");
     let rows = md.lines().filter(|l| l.starts_with("| `")).count();
     assert_eq!(rows, r.checks.len());
-    assert!(md.contains("| `load.avg` | FAIL | 9.04 on 4 cores"), "{md}");
+    assert!(
+        md.contains("| `load.now` | FAIL | 96% of all CPU time"),
+        "{md}"
+    );
+    assert!(md.contains("| `load.avg` | warn | 9.04 on 4 cores"), "{md}");
     assert!(md.contains("Amazon EC2 m5.xlarge"), "{md}");
 }
 

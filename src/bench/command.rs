@@ -26,11 +26,7 @@ use crate::framework::{self, Framework};
 use crate::preflight::{self, EnvReport, PreflightInput};
 use crate::profile::{self, HostFacts, Placement, Profile};
 use crate::report;
-use crate::results::{Results, ResumedEnvironment, Status};
-
-/// Longest wait for a lagging load average on an otherwise quiet host before
-/// preflight judges it: about three time constants of the 1-minute average.
-const SETTLE_WAIT: std::time::Duration = std::time::Duration::from_secs(180);
+use crate::results::{Results, ResumedEnvironment, RunTiming, Status};
 
 /// Options of `fairground run`.
 #[derive(Debug, Clone, clap::Args)]
@@ -199,21 +195,13 @@ fn setup(args: &RunArgs) -> anyhow::Result<Setup> {
 }
 
 /// Measure and judge the environment (preflight), printing what is not a
-/// pass. `make bench` compiles right before the run: the load average that
-/// compile left behind is waited out, not held against the run.
-async fn judge_environment(input: PreflightInput, cores: usize) -> anyhow::Result<EnvReport> {
-    let rep = tokio::task::spawn_blocking(move || {
-        preflight::load::wait_for_quiet(
-            Path::new("/"),
-            cores,
-            input.load_per_core_limit,
-            SETTLE_WAIT,
-            |note| eprintln!("preflight: {note}"),
-        );
-        preflight::run(&input, Path::new("/"))
-    })
-    .await
-    .context("preflight")?;
+/// pass. Foreign load is judged by what is busy now (`load.now`), so the
+/// load average a compile right before the run left behind (`make bench`)
+/// costs no wait.
+async fn judge_environment(input: PreflightInput) -> anyhow::Result<EnvReport> {
+    let rep = tokio::task::spawn_blocking(move || preflight::run(&input, Path::new("/")))
+        .await
+        .context("preflight")?;
     eprintln!("preflight: environment {}", rep.verdict);
     for c in rep
         .checks
@@ -243,7 +231,9 @@ async fn open_store(args: &RunArgs, setup: &mut Setup) -> anyhow::Result<(Store,
         run_id: Some(dir_name.clone()),
         ..PreflightInput::from_profile(profile, &setup.host)
     };
-    let rep = judge_environment(input, setup.host.cores_online.len()).await?;
+    let judging = std::time::Instant::now();
+    let rep = judge_environment(input).await?;
+    let preflight_s = judging.elapsed().as_secs_f64();
     let environment = environment::admit(&rep, args.accept_env, profile.thresholds.preflight)?;
     if let Some(mut s) = setup.resumed.take() {
         eprintln!(
@@ -256,10 +246,15 @@ async fn open_store(args: &RunArgs, setup: &mut Setup) -> anyhow::Result<(Store,
                 at: started,
                 environment,
             });
+            // This invocation's clock, not the interrupted one's.
+            r.timing = RunTiming {
+                preflight_s,
+                ..RunTiming::default()
+            };
         })?;
         return Ok((s, rep));
     }
-    let results = super::new_results(
+    let mut results = super::new_results(
         &dir_name,
         started,
         profile,
@@ -267,6 +262,7 @@ async fn open_store(args: &RunArgs, setup: &mut Setup) -> anyhow::Result<(Store,
         environment,
         profile.thresholds,
     );
+    results.timing.preflight_s = preflight_s;
     let store = Store::create(&args.output.join(&dir_name), results)?;
     report::link_latest(&args.output, &dir_name)?;
     Ok((store, rep))
@@ -301,6 +297,7 @@ async fn measure(
     setup: &Setup,
     run: &RunId,
     cancel: &Cancel,
+    started: std::time::Instant,
 ) -> anyhow::Result<RunOutcome> {
     // Absolute: framework prebuilds run cargo inside each framework folder,
     // where a relative target directory would land somewhere else.
@@ -325,11 +322,16 @@ async fn measure(
         }
     }
     store.update(|r| r.docker_runs.push(run.as_str().to_string()))?;
+    let checking = std::time::Instant::now();
     let images = tokio::select! {
         images = engine.ensure_images(&setup.frameworks) => images.context("building the images")?,
         () = cancel.cancelled() => return Ok(RunOutcome::Interrupted),
     };
-    store.update(|r| record_frameworks(r, &setup.frameworks, &images))?;
+    let image_check_s = checking.elapsed().as_secs_f64();
+    store.update(|r| {
+        record_frameworks(r, &setup.frameworks, &images);
+        r.timing.image_check_s = image_check_s;
+    })?;
     let spec = RunSpec::resolve(&setup.profile, &setup.placement, &setup.frameworks, &images)?;
     let rules = RunRules {
         thresholds: store.results().thresholds,
@@ -351,8 +353,11 @@ async fn measure(
         plan: &setup.plan,
         spec: &spec,
         rules: &rules,
+        started,
     };
     let outcome = execute(&mut lab, store, job, observer.as_mut(), cancel).await;
+    drop(observer);
+    eprintln!("{}", timing_line(&store.results().timing));
     // Whatever happened, remove this run's containers and network.
     match lab.close().await {
         Ok(r) if !r.is_empty() => eprintln!("cleanup: {}", r.summary()),
@@ -364,6 +369,22 @@ async fn measure(
         ),
     }
     outcome
+}
+
+/// `timing: …`: where this invocation's wall time went, for the run log.
+fn timing_line(t: &RunTiming) -> String {
+    let ratio = t
+        .overhead_ratio()
+        .map_or_else(String::new, |r| format!(" ({r:.2}× the warm-up + window)"));
+    format!(
+        "timing (wall): preflight {:.1} s, image check {:.1} s, start to first round {:.1} s; \
+         first round to end {:.1} s for {:.1} s of warm-up + window{ratio}",
+        t.preflight_s,
+        t.image_check_s,
+        t.to_first_round_s,
+        t.first_round_to_end_s,
+        t.phases.load_s()
+    )
 }
 
 /// Step 5: close the record, write the report (even after an error) and
@@ -431,6 +452,7 @@ fn finish(
 
 /// `fairground run`, step by step.
 async fn run_async(args: &RunArgs) -> anyhow::Result<ExitCode> {
+    let started = std::time::Instant::now();
     let mut setup = setup(args)?;
     eprintln!(
         "fairground run: profile `{}` ({})",
@@ -446,6 +468,6 @@ async fn run_async(args: &RunArgs) -> anyhow::Result<ExitCode> {
         "docker objects of this run carry the label fairground.run={}",
         run.as_str()
     );
-    let outcome = measure(&mut store, &setup, &run, &cancel).await;
+    let outcome = measure(&mut store, &setup, &run, &cancel, started).await;
     finish(&mut store, outcome, &env_report)
 }

@@ -10,6 +10,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 use anyhow::Context;
 use chrono::Utc;
@@ -20,7 +21,9 @@ use super::lab::{Lab, Measurement};
 use super::plan::{FrameworkPlan, Plan, Step};
 use super::spec::RunSpec;
 use super::store::Store;
-use crate::results::{Cell, CellKey, Incident, Round, Skipped, Thresholds, VerifyOutcome};
+use crate::results::{
+    Cell, CellKey, Incident, PhaseTimes, Round, Skipped, Thresholds, VerifyOutcome,
+};
 
 /// A cancellation flag that can also be awaited (set by the Ctrl-C handler).
 #[derive(Debug, Clone, Default)]
@@ -99,6 +102,14 @@ pub enum Event<'a> {
     },
     /// Something went wrong and was recorded; the run goes on.
     Incident(&'a Incident),
+    /// Work on a framework (or one segment of it) ended: where its wall
+    /// time went.
+    Phases {
+        /// Framework name.
+        name: &'a str,
+        /// Seconds by phase.
+        phases: &'a PhaseTimes,
+    },
 }
 
 /// Receives [`Event`]s.
@@ -142,6 +153,8 @@ pub struct Job<'a> {
     pub spec: &'a RunSpec,
     /// Gate thresholds and the environment verdict.
     pub rules: &'a RunRules,
+    /// When the run started: the wait for its first round is timed from here.
+    pub started: Instant,
 }
 
 /// Run every step of the job's plan not already in `store`.
@@ -162,6 +175,8 @@ pub async fn execute<L: Lab>(
         observer,
         job,
         cancel,
+        phases: PhaseTimes::default(),
+        first_round: None,
     };
     for (i, (fw, steps)) in segments.into_iter().enumerate() {
         if cancel.is_cancelled() {
@@ -223,6 +238,10 @@ struct Runner<'a, L: Lab> {
     cancel: &'a Cancel,
     /// Steps finished in the whole run (for progress).
     done: usize,
+    /// Where the current segment's time went so far.
+    phases: PhaseTimes,
+    /// When the run's first loader was asked for.
+    first_round: Option<Instant>,
 }
 
 impl<L: Lab> Runner<'_, L> {
@@ -241,6 +260,8 @@ impl<L: Lab> Runner<'_, L> {
     /// Start (or restart) the server, recording the cold start and limits.
     async fn start(&mut self, name: &str) -> anyhow::Result<Running<L::Server>> {
         let (server, started) = self.lab.start(self.job.spec.server(name)?).await?;
+        self.phases.start_s += started.start_s;
+        self.phases.readiness_s += started.readiness_s;
         self.observer.on(&Event::Started {
             name,
             cold_start_ms: started.cold_start_ms,
@@ -268,10 +289,12 @@ impl<L: Lab> Runner<'_, L> {
         slot: &mut Option<Running<L::Server>>,
     ) -> anyhow::Result<()> {
         if let Some(old) = slot.take() {
+            let t = Instant::now();
             self.lab
                 .stop(old.server)
                 .await
                 .with_context(|| format!("stopping {name}"))?;
+            self.phases.teardown_s += t.elapsed().as_secs_f64();
         }
         *slot = Some(self.start(name).await?);
         Ok(())
@@ -285,6 +308,8 @@ impl<L: Lab> Runner<'_, L> {
         steps: Vec<Step>,
     ) -> anyhow::Result<RunOutcome> {
         let name = fw.name.as_str();
+        let began = Instant::now();
+        self.phases = PhaseTimes::default();
         let server = match self.start(name).await {
             Ok(s) => s,
             Err(e) => {
@@ -298,6 +323,7 @@ impl<L: Lab> Runner<'_, L> {
                     });
                 })?;
                 self.incident(name, None, why)?;
+                self.close_phases(name, began)?;
                 return Ok(RunOutcome::Finished);
             }
         };
@@ -305,10 +331,13 @@ impl<L: Lab> Runner<'_, L> {
         // leaves None so the final stop below has nothing to do.
         let mut slot = Some(server);
         let result = self.steps(fw, steps, &mut slot).await;
+        let stopping = Instant::now();
         let stopped = match slot.take() {
             Some(r) => self.lab.stop(r.server).await,
             None => Ok(()),
         };
+        self.phases.teardown_s += stopping.elapsed().as_secs_f64();
+        self.close_phases(name, began)?;
         match result {
             Ok(RunOutcome::Interrupted) => Ok(RunOutcome::Interrupted),
             Ok(RunOutcome::Finished) => {
@@ -324,6 +353,29 @@ impl<L: Lab> Runner<'_, L> {
                 Ok(RunOutcome::Finished)
             }
         }
+    }
+
+    /// Store where the segment of `name` that began at `began` spent its
+    /// time (what no phase covers is `between`), and the run's clock.
+    fn close_phases(&mut self, name: &str, began: Instant) -> anyhow::Result<()> {
+        let mut phases = self.phases;
+        phases.between_s = (began.elapsed().as_secs_f64() - phases.total_s()).max(0.0);
+        let started = self.job.started;
+        let first = self.first_round;
+        self.store.update(|r| {
+            r.framework_mut(name).phases.add(&phases);
+            r.timing.phases.add(&phases);
+            if let Some(first) = first {
+                r.timing.to_first_round_s = (first - started).as_secs_f64();
+                r.timing.first_round_to_end_s = first.elapsed().as_secs_f64();
+            }
+        })?;
+        self.observer.on(&Event::Phases {
+            name,
+            phases: &phases,
+        });
+        self.phases = PhaseTimes::default();
+        Ok(())
     }
 
     /// What the gates need besides the rounds (no verify failure).
@@ -359,11 +411,15 @@ impl<L: Lab> Runner<'_, L> {
         let outcome = match known {
             Some(v) => v,
             None => {
+                let t = Instant::now();
                 let idle = self
                     .lab
                     .idle_memory(&running.server, self.job.spec.idle_settle)
                     .await?;
+                self.phases.settle_s += t.elapsed().as_secs_f64();
+                let t = Instant::now();
                 let verified = self.lab.verify(&running.server, &fw.scenarios).await?;
+                self.phases.verify_s += t.elapsed().as_secs_f64();
                 self.store.update(|r| {
                     let f = r.framework_mut(name);
                     f.idle_memory_bytes = idle;
@@ -426,13 +482,17 @@ impl<L: Lab> Runner<'_, L> {
                 done: self.done,
             });
             let cancel = self.cancel;
+            self.first_round.get_or_insert_with(Instant::now);
             let measured = tokio::select! {
                 m = measure_round(self.lab, self.job.spec, &step, running(slot)?) => m,
                 () = cancel.cancelled() => return Ok(RunOutcome::Interrupted),
             };
             self.done += 1;
             match measured {
-                Ok(m) => self.store_round(name, &step, m, slot).await?,
+                Ok(m) => {
+                    self.phases.add(&m.phases);
+                    self.store_round(name, &step, m, slot).await?;
+                }
                 Err(e) => {
                     let what = format!("round {} not measured: {e:#}", step.round + 1);
                     self.incident(name, Some(&step), what)?;

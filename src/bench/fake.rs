@@ -15,8 +15,8 @@ use crate::contract::Scenario;
 use crate::docker::container::{LoaderSpec, ServerSpec};
 use crate::results::histogram;
 use crate::results::{
-    AnswerChecks, AppliedLimits, Connections, ErrorCounts, Exclusion, HostUse, RequestAccounting,
-    StatusCounts, VerifyOutcome, WindowTimes,
+    AnswerChecks, AppliedLimits, Connections, ErrorCounts, Exclusion, HostUse, PhaseTimes,
+    RequestAccounting, StatusCounts, VerifyOutcome, WindowTimes,
 };
 
 /// Clean figures for one 10 s round at `concurrency` doing `rps` req/s:
@@ -84,6 +84,16 @@ pub(crate) fn measurement(concurrency: u32, rps: f64) -> Measurement {
             busy_cores: 1.6,
             foreign_cores: 0.05,
         }),
+        phases: PhaseTimes {
+            loader_start_s: 0.25,
+            connect_s: 0.01,
+            warmup_s: 2.0,
+            window_s: 10.0,
+            drain_s: 0.01,
+            loader_exit_s: 0.1,
+            sampling_s: 0.05,
+            ..PhaseTimes::default()
+        },
     }
 }
 
@@ -210,6 +220,8 @@ impl Lab for FakeLab {
                     cap_drop: vec!["ALL".into()],
                     ..AppliedLimits::default()
                 }),
+                start_s: 0.1,
+                readiness_s: 0.04,
             },
         ))
     }

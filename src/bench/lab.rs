@@ -16,8 +16,8 @@ use crate::contract::Scenario;
 use crate::docker::container::{LoaderSpec, ServerSpec};
 use crate::results::histogram::{self, HistogramError, Latency};
 use crate::results::{
-    AnswerChecks, AppliedLimits, Connections, ErrorCounts, HostUse, LoaderUse, RateFigures,
-    RequestAccounting, Round, ServerUse, StatusCounts, VerifyOutcome, WindowTimes,
+    AnswerChecks, AppliedLimits, Connections, ErrorCounts, HostUse, LoaderUse, PhaseTimes,
+    RateFigures, RequestAccounting, Round, ServerUse, StatusCounts, VerifyOutcome, WindowTimes,
 };
 use crate::stats;
 
@@ -33,6 +33,10 @@ pub struct Started {
     pub cold_start_is_upper_bound: bool,
     /// Limits the daemon really applied.
     pub limits: Option<AppliedLimits>,
+    /// Creating and starting the container, seconds.
+    pub start_s: f64,
+    /// From the container's start to the readiness 200, seconds.
+    pub readiness_s: f64,
 }
 
 /// Raw figures of one measured round, before aggregation.
@@ -97,6 +101,9 @@ pub struct Measurement {
     pub restarts: u64,
     /// Host activity during the window.
     pub host: Option<HostUse>,
+    /// Where the round's wall time went: the loader's phases (the others
+    /// stay zero; the executor times those).
+    pub phases: PhaseTimes,
 }
 
 impl Measurement {

@@ -25,7 +25,7 @@ mod tests;
 use chrono::{DateTime, Utc};
 
 use crate::profile::Profile;
-use crate::results::{Environment, Results, Thresholds, SCHEMA_VERSION};
+use crate::results::{Environment, Results, RunTiming, Thresholds, SCHEMA_VERSION};
 
 /// The results of a run that has not measured anything yet: what was asked
 /// (profile, plan, skips), where (environment) and by which rules.
@@ -60,5 +60,6 @@ pub fn new_results(
         incidents: Vec::new(),
         resumed_environments: Vec::new(),
         docker_runs: Vec::new(),
+        timing: RunTiming::default(),
     }
 }

@@ -64,6 +64,11 @@ fn text(event: &Event<'_>, total: usize) -> Option<String> {
         )),
         Event::Stored { cell, round } => Some(round_line(cell, round)),
         Event::Incident(i) => Some(format!("{}: {}", i.framework, i.what)),
+        Event::Phases { name, phases } => Some(format!(
+            "{name}: {:.1} s by phase (wall time): {}",
+            phases.total_s(),
+            phases.describe()
+        )),
     }
 }
 

@@ -72,6 +72,7 @@ impl Run {
             plan: &self.plan,
             spec: &self.spec,
             rules: &rules,
+            started: std::time::Instant::now(),
         };
         execute(lab, store, job, &mut Silent, cancel).await.unwrap()
     }
@@ -124,6 +125,35 @@ async fn clean_run_accepts_every_cell_and_stops_every_server() {
     assert_eq!(a.idle_memory_bytes, Some(1 << 20));
     assert_eq!(a.cold_start_ms.len(), 1);
     assert!(a.limits.is_some() && a.verify.is_some());
+}
+
+#[tokio::test]
+async fn every_phase_of_every_round_and_start_is_timed_per_framework_and_run() {
+    let run = setup(profile());
+    let mut lab = FakeLab::default();
+    let mut store = run.store();
+    run.go(&mut lab, &mut store, &Cancel::new()).await;
+    let r = run.on_disk();
+    // The fake lab's 8 rounds per framework: 2 s warm-up, 10 s window,
+    // 0.25 s loader start each; one start of 0.1 s + 0.04 s readiness.
+    for name in ["a", "b"] {
+        let p = r.framework(name).unwrap().phases;
+        assert_eq!(p.warmup_s, 16.0, "{name}: {p:?}");
+        assert_eq!(p.window_s, 80.0, "{name}: {p:?}");
+        assert_eq!(p.loader_start_s, 2.0, "{name}: {p:?}");
+        assert_eq!((p.start_s, p.readiness_s), (0.1, 0.04), "{name}: {p:?}");
+        assert!(p.settle_s >= 0.0 && p.between_s >= 0.0, "{p:?}");
+    }
+    let t = r.timing;
+    assert_eq!(t.phases.window_s, 160.0);
+    assert_eq!(t.phases.start_s, 0.2);
+    // The fake lab takes no wall time: what was timed from the first round
+    // to the end is the executor's own work, far below the fake's figures.
+    assert!(
+        t.first_round_to_end_s > 0.0 && t.first_round_to_end_s < 5.0,
+        "{t:?}"
+    );
+    assert!(t.to_first_round_s >= 0.0 && t.to_first_round_s < t.first_round_to_end_s + 5.0);
 }
 
 #[tokio::test]

@@ -102,6 +102,54 @@ pub fn parse_pid_stat(text: &str) -> Option<(String, u64)> {
     Some((comm, utime + stime))
 }
 
+/// The parent pid (field 4) from a /proc/PID/stat line.
+pub fn parse_pid_parent(text: &str) -> Option<u32> {
+    let close = text.rfind(')')?;
+    text.get(close + 1..)?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+/// Every process under `root`/proc: pid → its parent's pid.
+pub fn read_pid_parents(root: &Path) -> HashMap<u32, u32> {
+    let mut out = HashMap::new();
+    let Ok(entries) = std::fs::read_dir(root.join("proc")) else {
+        return out;
+    };
+    for e in entries.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        if let Some(ppid) = std::fs::read_to_string(e.path().join("stat"))
+            .ok()
+            .and_then(|s| parse_pid_parent(&s))
+        {
+            out.insert(pid, ppid);
+        }
+    }
+    out
+}
+
+/// `me` and every process descended from it, by the parent links `parents`.
+pub fn descendants_of(me: u32, parents: &HashMap<u32, u32>) -> std::collections::HashSet<u32> {
+    let mut family = std::collections::HashSet::from([me]);
+    // Parents come before children only by chance; repeat until stable
+    // (the depth of the tree, a handful of passes).
+    loop {
+        let before = family.len();
+        for (pid, ppid) in parents {
+            if family.contains(ppid) {
+                family.insert(*pid);
+            }
+        }
+        if family.len() == before {
+            return family;
+        }
+    }
+}
+
 /// Every process under `root`/proc: pid → (comm, CPU ticks so far).
 pub fn read_pid_ticks(root: &Path) -> HashMap<u32, (String, u64)> {
     let mut out = HashMap::new();
@@ -138,6 +186,15 @@ mod tests {
     use super::*;
 
     #[test]
+    fn descendants_follow_parent_links_in_any_order() {
+        let parents = HashMap::from([(30, 20), (20, 10), (11, 1), (10, 1), (40, 30)]);
+        let mut got: Vec<u32> = descendants_of(10, &parents).into_iter().collect();
+        got.sort_unstable();
+        assert_eq!(got, vec![10, 20, 30, 40]);
+        assert_eq!(parse_pid_parent("7 (a (b) c) S 42 7 7 0"), Some(42));
+    }
+
+    #[test]
     fn stat_shares_count_busy_iowait_and_steal_apart() {
         let a = parse_stat("cpu  100 0 100 700 50 0 0 50 0 0\ncpu0 1 2 3\n").unwrap();
         let b = parse_stat("cpu  200 0 100 800 70 0 0 80 0 0\n").unwrap();
@@ -167,5 +224,7 @@ mod tests {
         assert!(read_loadavg(root).is_some());
         let me = std::process::id();
         assert!(read_pid_ticks(root).contains_key(&me));
+        let parents = read_pid_parents(root);
+        assert_eq!(parents.get(&me), Some(&std::os::unix::process::parent_id()));
     }
 }

@@ -1,5 +1,7 @@
-//! Load: is the box already busy? 1-minute load average against the cores,
-//! steal and iowait over the 1-second sample, the busiest other processes,
+//! Load: is the box already busy? CPU busy with other work now (over the
+//! 1-second sample, fairground's own processes excluded), the 1-minute load
+//! average against the cores (it lags: it judges only when nothing was
+//! sampled), steal and iowait over the sample, the busiest other processes,
 //! and (after the run) whether the load rose more than the run explains.
 //!
 //! The Go library page measured the same targets 3.5-8.5x slower in a window
@@ -24,77 +26,56 @@ pub const OTHER_PROCESS_WARN_PCT: f64 = 20.0;
 /// CPUs explain, that marks a run whose window was disturbed.
 pub const LOAD_ROSE_MARGIN_PER_CORE: f64 = 0.5;
 
-/// Machine busy share (percent of all CPU time, over one second) below which
-/// a high load average is only the echo of work that already ended (a
-/// compile just before the run): the average lags by about a minute.
-pub const QUIET_NOW_BUSY_PCT: f64 = 15.0;
+/// `load.now`: CPU busy right now, over the 1-second sample, minus what
+/// fairground and its own processes used: the foreign load the run would
+/// share the machine with.
+pub struct LoadNow;
 
-/// How the wait for a lagging load average ended.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Settled {
-    /// The average was within the limit (at once or after `waited_s`).
-    Quiet {
-        /// Seconds waited.
-        waited_s: f64,
-    },
-    /// Something is busy right now: waiting would not help; preflight
-    /// judges it.
-    BusyNow {
-        /// Machine busy share over one second, percent.
-        busy_pct: f64,
-    },
-    /// Still above the limit after the longest wait; preflight judges it.
-    GaveUp {
-        /// The 1-minute load average at the end.
-        load_1m: f64,
-    },
-}
-
-/// Before preflight judges `load.avg`: when the 1-minute average is above
-/// `limit` per core but the machine is quiet now, wait (up to `max_wait`)
-/// for the average to catch up instead of refusing the run for work that
-/// already finished. `note` is told once when waiting starts.
-pub fn wait_for_quiet(
-    root: &std::path::Path,
-    cores: usize,
-    limit: f64,
-    max_wait: std::time::Duration,
-    mut note: impl FnMut(&str),
-) -> Settled {
-    let started = std::time::Instant::now();
-    let mut told = false;
-    loop {
-        let la = crate::host::proc::read_loadavg(root);
-        let Some(la) = la else {
-            return Settled::Quiet { waited_s: 0.0 };
+impl Check for LoadNow {
+    fn id(&self) -> &'static str {
+        "load.now"
+    }
+    fn family(&self) -> Family {
+        Family::Load
+    }
+    fn evaluate(&self, env: &Env<'_>) -> Judgement {
+        let limit = env.input.load_per_core_limit;
+        let why = "other work running now takes CPU from the server and the loader; \
+                   figures then measure the neighbours";
+        let threshold = format!(
+            "≤ {:.0}% of all CPU time busy with other work ({limit:.2} busy cores per core), \
+             over the sample",
+            limit * 100.0
+        );
+        let remedy = "wait for other work (builds, tests, other benchmarks) to finish, or stop \
+                      it; load.busy names the busiest processes";
+        let Some(s) = &env.probes.sample else {
+            return Judgement::new(
+                CheckStatus::Warn,
+                "not sampled (/proc/stat unreadable); load.avg judges the load instead",
+                threshold,
+                why,
+                remedy,
+            );
         };
-        if la / cores.max(1) as f64 <= limit {
-            return Settled::Quiet {
-                waited_s: started.elapsed().as_secs_f64(),
-            };
-        }
-        let busy = super::measure::sample_cpu(root, std::time::Duration::from_secs(1))
-            .map_or(0.0, |s| s.busy_pct);
-        if busy > QUIET_NOW_BUSY_PCT {
-            return Settled::BusyNow { busy_pct: busy };
-        }
-        if started.elapsed() >= max_wait {
-            return Settled::GaveUp { load_1m: la };
-        }
-        if !told {
-            note(&format!(
-                "host load average {la:.2} on {cores} cores is above {limit:.2} per core, but the \
-                 machine is {busy:.0}% busy now: the average lags by a minute, waiting up to {} for it \
-                 to settle",
-                humantime::format_duration(max_wait)
-            ));
-            told = true;
-        }
-        std::thread::sleep(std::time::Duration::from_secs(4));
+        let foreign = (s.busy_pct - s.own_busy_pct).max(0.0);
+        Judgement::new(
+            CheckStatus::pass_or(foreign <= limit * 100.0, CheckStatus::Fail),
+            format!(
+                "{foreign:.0}% of all CPU time busy with other work (machine {:.0}%, fairground \
+                 {:.0}%) over {:.2} s (/proc/stat, /proc/*/stat)",
+                s.busy_pct, s.own_busy_pct, s.seconds
+            ),
+            threshold,
+            why,
+            remedy,
+        )
     }
 }
 
-/// `load.avg`: 1-minute load average per online core before the run.
+/// `load.avg`: 1-minute load average per online core before the run. It
+/// lags by about a minute (a compile that just ended still counts), so when
+/// the present was sampled it only warns: `load.now` judges.
 pub struct LoadAvg;
 
 impl Check for LoadAvg {
@@ -117,7 +98,12 @@ impl Check for LoadAvg {
         match (la, cores) {
             (Some(la), Some(cores)) => {
                 let per_core = la / cores as f64;
-                let verdict = if per_core > limit { CheckStatus::Fail } else { CheckStatus::Pass };
+                let above = if env.probes.sample.is_some() {
+                    CheckStatus::Warn
+                } else {
+                    CheckStatus::Fail
+                };
+                let verdict = CheckStatus::pass_or(per_core <= limit, above);
                 Judgement::new(
                     verdict,
                     format!("{la:.2} on {cores} cores = {per_core:.2} per core"),
@@ -294,31 +280,10 @@ pub fn judge_after_run(report: &EnvReport, now: Option<f64>) -> CheckResult {
 
 /// The checks of this family (the after-run check is [`judge_after_run`]).
 pub fn checks() -> Vec<Box<dyn Check>> {
-    vec![Box::new(LoadAvg), Box::new(LoadSteal), Box::new(LoadBusy)]
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_quiet_host_with_a_lagging_average_waits_then_gives_up_at_the_bound() {
-        let dir = tempfile::tempdir().unwrap();
-        let proc_dir = dir.path().join("proc");
-        std::fs::create_dir_all(&proc_dir).unwrap();
-        // Idle /proc/stat (it does not move) and a high average.
-        std::fs::write(proc_dir.join("stat"), "cpu  1 0 1 1000 0 0 0 0 0 0\n").unwrap();
-        std::fs::write(proc_dir.join("loadavg"), "2.20 1.50 0.90 1/100 42\n").unwrap();
-        let mut notes = Vec::new();
-        let s = wait_for_quiet(dir.path(), 2, 0.5, std::time::Duration::ZERO, |n| {
-            notes.push(n.to_string())
-        });
-        assert_eq!(s, Settled::GaveUp { load_1m: 2.2 });
-        std::fs::write(proc_dir.join("loadavg"), "0.40 1.50 0.90 1/100 42\n").unwrap();
-        let s = wait_for_quiet(dir.path(), 2, 0.5, std::time::Duration::ZERO, |_| {});
-        assert!(matches!(s, Settled::Quiet { .. }), "{s:?}");
-    }
-
-    #[test]
-    fn loadavg_first_field_is_the_one_minute_average() {}
+    vec![
+        Box::new(LoadNow),
+        Box::new(LoadAvg),
+        Box::new(LoadSteal),
+        Box::new(LoadBusy),
+    ]
 }

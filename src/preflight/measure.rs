@@ -74,6 +74,10 @@ pub struct LoadSample {
     pub iowait_pct: f64,
     /// Share of all CPU time busy (not idle, not iowait, not steal), percent.
     pub busy_pct: f64,
+    /// Part of `busy_pct` used by fairground itself and the processes it
+    /// started, percent of all CPU time: not foreign load.
+    #[serde(default)]
+    pub own_busy_pct: f64,
     /// The busiest other processes in the sample, most CPU first (at most 3).
     pub top: Vec<ProcCpu>,
 }
@@ -217,7 +221,8 @@ impl MeasuredFacts {
 }
 
 /// Sample /proc/stat and every /proc/PID/stat under `root` twice, `interval`
-/// apart. fairground's own process is left out of the top list.
+/// apart. fairground's own process and its descendants are left out of the
+/// top list and counted apart (`own_busy_pct`).
 pub fn sample_cpu(root: &Path, interval: Duration) -> Option<LoadSample> {
     let t0 = Instant::now();
     let before = proc::read_stat(root)?;
@@ -228,9 +233,15 @@ pub fn sample_cpu(root: &Path, interval: Duration) -> Option<LoadSample> {
     let seconds = t0.elapsed().as_secs_f64();
     let hz = proc::ticks_per_second();
     let me = std::process::id();
+    let family = proc::descendants_of(me, &proc::read_pid_parents(root));
+    let own_ticks: u64 = ticks1
+        .iter()
+        .filter(|(pid, _)| family.contains(pid))
+        .filter_map(|(pid, (_, t1))| Some(t1.saturating_sub(ticks0.get(pid)?.1)))
+        .sum();
     let mut top: Vec<ProcCpu> = ticks1
         .iter()
-        .filter(|(pid, _)| **pid != me)
+        .filter(|(pid, _)| !family.contains(pid))
         .filter_map(|(pid, (comm, t1))| {
             let (_, t0) = ticks0.get(pid)?;
             let d = t1.saturating_sub(*t0);
@@ -244,11 +255,16 @@ pub fn sample_cpu(root: &Path, interval: Duration) -> Option<LoadSample> {
     top.sort_by(|a, b| b.cpu_pct.total_cmp(&a.cpu_pct).then(a.pid.cmp(&b.pid)));
     top.truncate(TOP_PROCESSES);
     let shares = after.shares_since(&before)?;
+    let all_ticks = after.total().saturating_sub(before.total()).max(1);
+    let busy_pct = shares.busy * 100.0;
     Some(LoadSample {
         seconds,
         steal_pct: shares.steal * 100.0,
         iowait_pct: shares.iowait * 100.0,
-        busy_pct: shares.busy * 100.0,
+        busy_pct,
+        // Per-process and machine ticks are both USER_HZ; a process's tick
+        // may land just outside the machine's window, hence the clamp.
+        own_busy_pct: (own_ticks as f64 / all_ticks as f64 * 100.0).min(busy_pct),
         top,
     })
 }

@@ -141,10 +141,13 @@ impl Sampler {
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             let mut step = 0usize;
             loop {
-                tokio::select! {
-                    _ = &mut rx => break,
-                    _ = tick.tick() => {}
-                }
+                // Stopping takes one last reading: it is the sample after
+                // whatever the caller waited for (a loader's exit), so
+                // nobody has to sleep a period for one.
+                let last = tokio::select! {
+                    _ = &mut rx => true,
+                    _ = tick.tick() => false,
+                };
                 match source.read(step).await {
                     Ok(Some(r)) => series.samples.push(Sample {
                         t_ms: started.elapsed().as_millis() as u64,
@@ -156,7 +159,9 @@ impl Sampler {
                     }),
                     Ok(None) => {
                         // A scripted source ran out: wait for stop.
-                        let _ = (&mut rx).await;
+                        if !last {
+                            let _ = (&mut rx).await;
+                        }
                         break;
                     }
                     Err(e) => {
@@ -165,6 +170,9 @@ impl Sampler {
                     }
                 }
                 step += 1;
+                if last {
+                    break;
+                }
             }
             series
         });
@@ -174,7 +182,7 @@ impl Sampler {
         }
     }
 
-    /// Stop sampling and collect the series.
+    /// Take one last sample, stop sampling and collect the series.
     pub async fn stop(mut self) -> Series {
         if let Some(tx) = self.stop.take() {
             let _ = tx.send(());
@@ -214,6 +222,19 @@ mod tests {
         assert_eq!(series.max_mem_bytes(), Some(30));
         assert_eq!(series.peak_mem_bytes(), None, "no high-water mark read");
         assert_eq!(series.cpu_usec_delta(), 900);
+        assert_eq!(series.stopped_by, None);
+    }
+
+    #[tokio::test]
+    async fn stopping_takes_one_last_sample_after_what_the_caller_waited_for() {
+        let src = SamplerSource::Scripted((0..100).map(|i| reading(i, i * 10)).collect());
+        // A period far longer than the test: only the first sample is due.
+        let s = Sampler::start(src, Duration::from_secs(60));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let before_stop = crate::load::limits::now_ns();
+        let series = s.stop().await;
+        assert_eq!(series.samples.len(), 2, "{:?}", series.samples);
+        assert!(series.samples[1].t_mono_ns >= before_stop);
         assert_eq!(series.stopped_by, None);
     }
 

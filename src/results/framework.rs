@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::{AppliedLimits, Exclusion};
+use super::{AppliedLimits, Exclusion, PhaseTimes};
 use crate::contract::Scenario;
 
 /// Facts about one framework, measured or read during the run.
@@ -44,6 +44,9 @@ pub struct FrameworkFacts {
     pub verify: Option<VerifyOutcome>,
     /// Why the framework produced no cells at all (build or start failure).
     pub failure: Option<String>,
+    /// Wall time spent on this framework, by phase (every start and round).
+    #[serde(default)]
+    pub phases: PhaseTimes,
 }
 
 impl FrameworkFacts {

@@ -14,6 +14,7 @@ mod cell;
 mod environment;
 mod framework;
 pub mod histogram;
+mod timing;
 pub mod verdict;
 
 use chrono::{DateTime, Utc};
@@ -29,6 +30,7 @@ pub use cell::{
 pub use environment::{CheckStatus, EnvCheck, Environment};
 pub use framework::{FrameworkFacts, VerifyOutcome};
 pub use histogram::Latency;
+pub use timing::{PhaseTimes, RunTiming};
 pub use verdict::{Exclusion, Preflight, Reason, Status, Thresholds, Verdict};
 
 /// Version of the results.json layout. Bump on any change a reader of an
@@ -86,6 +88,10 @@ pub struct Results {
     /// found and removed.
     #[serde(default)]
     pub docker_runs: Vec<String>,
+    /// Where this invocation's wall time went: preflight, images, the wait
+    /// for the first round, and every phase from there to the end.
+    #[serde(default)]
+    pub timing: RunTiming,
 }
 
 /// The environment when a run was resumed.

@@ -111,6 +111,7 @@ fn key(fw: &str, scenario: Scenario, concurrency: u32) -> CellKey {
 }
 
 fn facts(name: &str, language: &str, display: &str, verify: VerifyOutcome) -> FrameworkFacts {
+    let rounds = verify.passed.len() as f64 * 2.0 * 3.0;
     FrameworkFacts {
         name: name.into(),
         language: language.into(),
@@ -142,6 +143,27 @@ fn facts(name: &str, language: &str, display: &str, verify: VerifyOutcome) -> Fr
         idle_memory_bytes: Some(2 << 20),
         verify: Some(verify),
         failure: None,
+        phases: phases(rounds),
+    }
+}
+
+/// Where the time of `rounds` sample rounds (5 s warm-up, 15 s window) and
+/// one start of their framework went.
+fn phases(rounds: f64) -> PhaseTimes {
+    PhaseTimes {
+        start_s: 0.125,
+        readiness_s: 0.0625,
+        settle_s: 3.0,
+        verify_s: 0.25,
+        loader_start_s: 0.25 * rounds,
+        connect_s: 0.0625 * rounds,
+        warmup_s: 5.0 * rounds,
+        window_s: WINDOW_S * rounds,
+        drain_s: 0.015625 * rounds,
+        loader_exit_s: 0.125 * rounds,
+        sampling_s: 0.0625 * rounds,
+        teardown_s: 0.25,
+        between_s: 0.03125 * rounds,
     }
 }
 
@@ -294,6 +316,19 @@ pub(crate) fn sample_results() -> Results {
         }],
         resumed_environments: Vec::new(),
         docker_runs: vec!["fg-20261129-230000-beef".into()],
+        timing: {
+            let mut all = PhaseTimes::default();
+            for rounds in [18.0, 18.0, 6.0] {
+                all.add(&phases(rounds));
+            }
+            RunTiming {
+                preflight_s: 2.5,
+                image_check_s: 1.5,
+                to_first_round_s: 8.0,
+                first_round_to_end_s: all.total_s() - 3.4375,
+                phases: all,
+            }
+        },
     }
 }
 

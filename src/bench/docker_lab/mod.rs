@@ -22,17 +22,23 @@ use crate::docker::cleanup::CleanupReport;
 use crate::docker::container::{ContainerSpec, LoaderSpec, ServerSpec, HOST_NETWORK};
 use crate::docker::engine::{Engine, Handle, ReadyCheck};
 use crate::docker::RunId;
+use crate::load::limits::now_ns;
 use crate::load::report::{Phase, Progress};
 use crate::load::LoadReport;
 use crate::probe::Series;
 use crate::profile::Network;
-use crate::results::{Exclusion, RateFigures, VerifyOutcome};
+use crate::results::{Exclusion, PhaseTimes, RateFigures, VerifyOutcome};
 use crate::verify::{self, VerifyOptions};
 
 /// How often the server's cgroup is read during a round. Finer than the 1 s
 /// the report promises, so the samples bracket the measured window tightly;
 /// memory figures use the samples inside the window only.
 const SAMPLE_EVERY: Duration = Duration::from_millis(250);
+
+/// How often an idle server's memory is read after its settle: an idle
+/// server's memory does not move, so a few readings close together give
+/// the median without stretching the settle by a second.
+const IDLE_SAMPLE_EVERY: Duration = Duration::from_millis(50);
 
 /// Per-request timeout of contract verification.
 const VERIFY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -241,6 +247,39 @@ pub fn outcome(report: &verify::VerifyReport, scenarios: &[Scenario]) -> VerifyO
     }
 }
 
+/// Where a round's wall time went, from the orchestrator's instants (ns,
+/// CLOCK_MONOTONIC): `asked` the loader, had its report at `loaded`, done
+/// sampling at `done`; and the loader's own (its report's window, warm-up
+/// and drain). Containers of a local daemon share the host's monotonic
+/// clock, so the loader's first connect splits its start from its exit;
+/// with a remote daemon (the connect outside `asked..loaded`) the whole
+/// loader overhead is counted as its exit.
+pub fn loader_phases(load: &LoadReport, asked: u64, loaded: u64, done: u64) -> PhaseTimes {
+    let s = |ns: u64| ns as f64 / 1e9;
+    let w = load.window;
+    let warmup_ns = (load.warmup.seconds * 1e9) as u64;
+    let drain_ns = (load.drain_s * 1e9) as u64;
+    let gate = w.start_mono_ns.saturating_sub(warmup_ns);
+    let drained = w.end_mono_ns + drain_ns;
+    let busy = drained.saturating_sub(w.connects_mono_ns);
+    let (loader_start, loader_exit) =
+        if w.connects_mono_ns >= asked && drained <= loaded && w.connects_mono_ns > 0 {
+            (w.connects_mono_ns - asked, loaded - drained)
+        } else {
+            (0, loaded.saturating_sub(asked).saturating_sub(busy))
+        };
+    PhaseTimes {
+        loader_start_s: s(loader_start),
+        connect_s: s(gate.saturating_sub(w.connects_mono_ns)),
+        warmup_s: load.warmup.seconds,
+        window_s: s(w.end_mono_ns.saturating_sub(w.start_mono_ns)),
+        drain_s: load.drain_s,
+        loader_exit_s: s(loader_exit),
+        sampling_s: s(done.saturating_sub(loaded)),
+        ..PhaseTimes::default()
+    }
+}
+
 /// How the window's memory peak was measured (`ServerUse::memory_peak_source`).
 pub const PEAK_FROM_MARK: &str = "high-water mark";
 /// The window's memory peak is its largest sample.
@@ -307,6 +346,7 @@ pub fn measurement(
         oom_kills: 0,
         restarts: 0,
         host: None,
+        phases: PhaseTimes::default(),
     }
 }
 
@@ -323,11 +363,13 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
         }
         let name = self.name(&spec.framework);
         let container = ContainerSpec::server(&self.run, name, spec, &self.network);
+        let asked = std::time::Instant::now();
         let handle = self
             .engine
             .start_container(&container)
             .await
             .with_context(|| format!("starting {}", spec.framework))?;
+        let started = std::time::Instant::now();
         let check = ReadyCheck {
             port: spec.port,
             path: spec.readiness_path.clone(),
@@ -340,6 +382,7 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
                 return Err(e.context(format!("{} never became ready", spec.framework)));
             }
         };
+        let ready_at = std::time::Instant::now();
         let limits = self.engine.inspect_limits(&handle).await.ok();
         let ip = handle.ip.clone().ok_or_else(|| {
             anyhow::anyhow!(
@@ -359,6 +402,8 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
                 cold_start_ms: ready.cold_start_ms.map(|ms| ms as f64),
                 cold_start_is_upper_bound: ready.cold_start_is_upper_bound,
                 limits,
+                start_s: (started - asked).as_secs_f64(),
+                readiness_s: (ready_at - started).as_secs_f64(),
             },
         ))
     }
@@ -371,9 +416,10 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
         tokio::time::sleep(settle).await;
         let sampler = self
             .engine
-            .start_sampler(&server.handle, SAMPLE_EVERY)
+            .start_sampler(&server.handle, IDLE_SAMPLE_EVERY)
             .await?;
-        tokio::time::sleep(SAMPLE_EVERY * 4).await;
+        // Five readings (the first, three ticks, the one `stop` takes).
+        tokio::time::sleep(IDLE_SAMPLE_EVERY * 3 + IDLE_SAMPLE_EVERY / 2).await;
         let series = sampler.stop().await;
         let samples: Vec<f64> = series.samples.iter().map(|s| s.mem_bytes as f64).collect();
         Ok(crate::stats::median(&samples).map(|m| m as u64))
@@ -406,6 +452,7 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
         // memory samples outside them are not used. The memory high-water
         // mark is reset when the loader announces its window and read when
         // it announces its end.
+        let asked_ns = now_ns();
         let sampler = self
             .engine
             .start_sampler(&server.handle, SAMPLE_EVERY)
@@ -449,9 +496,9 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
                 }
             }
         };
-        // One reading after the loader's exit at least, so the window's end
-        // has a sample after it (two periods: one tick may race the stop).
-        tokio::time::sleep(SAMPLE_EVERY * 2).await;
+        let loaded_ns = now_ns();
+        // Stopping takes a reading now, after the loader's exit and so after
+        // the window's end: the window is bracketed without a wait.
         let series = sampler.stop().await;
         if !announced {
             loaded?;
@@ -483,6 +530,7 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
         if let Some(mark) = mark {
             m.host = self.host.finish(mark, m.server_cpu_us + m.loader_cpu_us);
         }
+        m.phases = loader_phases(&load, asked_ns, loaded_ns, now_ns());
         Ok(m)
     }
 
