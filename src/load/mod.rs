@@ -21,9 +21,11 @@
 //! or resolve host names (the loader runs in a scratch container).
 
 pub mod args;
+pub mod config;
 pub mod conn;
 pub mod histogram;
 pub mod limits;
+mod merge;
 pub mod open;
 pub mod parse;
 pub mod report;
@@ -35,187 +37,14 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 
+pub use config::LoadConfig;
 pub use histogram::decode as decode_histogram;
 pub use report::{ErrorCounts, LoadReport, Mode, SCHEMA_VERSION};
 pub use request::{CustomRequest, RequestSpec, Target};
 
-use crate::contract::Scenario;
 use conn::{LiveCounters, LoadPlan, Shared, ThreadStats, Worker};
 use limits::now_ns;
-use report::{RequestAccounting, StatusCounts, WarmupReport, WindowTimes};
-
-/// Everything a load run needs. Build with [`LoadConfig::new`] and the
-/// chained setters, or fill the fields directly.
-#[derive(Debug, Clone, PartialEq)]
-pub struct LoadConfig {
-    /// Where to send the load (an IP address and port).
-    pub target: Target,
-    /// The URL as the user wrote it (for the report).
-    pub url: String,
-    /// What to send.
-    pub request: RequestSpec,
-    /// Keep-alive connections to hold.
-    pub connections: usize,
-    /// Worker threads (each with its own runtime); capped at `connections`.
-    pub threads: usize,
-    /// Measured duration.
-    pub duration: Duration,
-    /// Load before measuring (not counted).
-    pub warmup: Duration,
-    /// Fixed rate in requests per second; `None` is closed loop.
-    pub rate: Option<f64>,
-    /// Requests in flight per connection (closed loop: batch size).
-    pub pipeline: usize,
-    /// A request unanswered this long after it was sent is a timeout error.
-    pub timeout: Duration,
-    /// Longest wait for one connect.
-    pub connect_timeout: Duration,
-    /// Stop after this many measured requests (across all threads).
-    pub max_requests: Option<u64>,
-    /// Warm up until throughput (closed loop) or mean latency (fixed rate)
-    /// of the last three windows of this length varies by no more than
-    /// this CV; `warmup` is then the longest the warm-up may take.
-    pub until_stable: Option<(Duration, f64)>,
-    /// Print one JSON progress line per second on stderr.
-    pub progress: bool,
-    /// Seed for request pools and ids.
-    pub seed: u64,
-}
-
-impl Default for LoadConfig {
-    fn default() -> Self {
-        Self {
-            target: Target::parse("http://127.0.0.1:8080/").expect("constant URL"),
-            url: "http://127.0.0.1:8080/".into(),
-            request: RequestSpec::default(),
-            connections: 100,
-            threads: 1,
-            duration: Duration::from_secs(10),
-            warmup: Duration::ZERO,
-            rate: None,
-            pipeline: 1,
-            timeout: Duration::from_secs(2),
-            connect_timeout: Duration::from_secs(3),
-            max_requests: None,
-            until_stable: None,
-            progress: false,
-            seed: 0x5eed,
-        }
-    }
-}
-
-impl LoadConfig {
-    /// Defaults aimed at `url` (`http://IP:PORT[/path]`).
-    pub fn new(url: &str) -> anyhow::Result<Self> {
-        Ok(Self {
-            target: Target::parse(url)?,
-            url: url.to_string(),
-            ..Self::default()
-        })
-    }
-    /// Send requests of a contract scenario.
-    pub fn scenario(mut self, s: Scenario) -> Self {
-        self.request = RequestSpec::Scenario(s);
-        self
-    }
-    /// Send an ad-hoc request.
-    pub fn custom(mut self, c: CustomRequest) -> Self {
-        self.request = RequestSpec::Custom(c);
-        self
-    }
-    /// Connections to hold.
-    pub fn connections(mut self, n: usize) -> Self {
-        self.connections = n;
-        self
-    }
-    /// Worker threads.
-    pub fn threads(mut self, n: usize) -> Self {
-        self.threads = n;
-        self
-    }
-    /// Measured duration.
-    pub fn duration(mut self, d: Duration) -> Self {
-        self.duration = d;
-        self
-    }
-    /// Warmup before measuring.
-    pub fn warmup(mut self, d: Duration) -> Self {
-        self.warmup = d;
-        self
-    }
-    /// Fixed rate, req/s.
-    pub fn rate(mut self, r: f64) -> Self {
-        self.rate = Some(r);
-        self
-    }
-    /// Pipelining depth.
-    pub fn pipeline(mut self, d: usize) -> Self {
-        self.pipeline = d;
-        self
-    }
-    /// Per-request timeout.
-    pub fn timeout(mut self, d: Duration) -> Self {
-        self.timeout = d;
-        self
-    }
-    /// Connect timeout.
-    pub fn connect_timeout(mut self, d: Duration) -> Self {
-        self.connect_timeout = d;
-        self
-    }
-    /// Bound on measured requests.
-    pub fn max_requests(mut self, n: u64) -> Self {
-        self.max_requests = Some(n);
-        self
-    }
-
-    /// Check the settings make sense; errors name the flag to fix.
-    pub fn validate(&self) -> anyhow::Result<()> {
-        if self.connections == 0 {
-            bail!("--connections must be at least 1");
-        }
-        if self.threads == 0 {
-            bail!("--threads must be at least 1");
-        }
-        if self.duration.is_zero() {
-            bail!("--duration must be longer than zero");
-        }
-        if !(1..=1024).contains(&self.pipeline) {
-            bail!("--pipeline must be from 1 to 1024 (got {})", self.pipeline);
-        }
-        if let Some(r) = self.rate {
-            if !(r.is_finite() && r > 0.0) {
-                bail!("--rate must be a positive number of requests per second (got {r})");
-            }
-        }
-        if self.timeout.is_zero() || self.connect_timeout.is_zero() {
-            bail!("--timeout and --connect-timeout must be longer than zero");
-        }
-        if self.max_requests == Some(0) {
-            bail!("--requests must be at least 1");
-        }
-        if let Some((window, cv)) = self.until_stable {
-            if window.is_zero() || !(cv > 0.0 && cv.is_finite()) {
-                bail!("--stable-window must be longer than zero and --stable-cv a positive fraction (got {window:?}, {cv})");
-            }
-        }
-        Ok(())
-    }
-
-    fn scenario_name(&self) -> Option<String> {
-        match &self.request {
-            RequestSpec::Scenario(s) => Some(s.to_string()),
-            RequestSpec::Custom(_) => None,
-        }
-    }
-
-    fn method(&self) -> String {
-        match &self.request {
-            RequestSpec::Scenario(s) => s.method().to_string(),
-            RequestSpec::Custom(c) => c.method.clone(),
-        }
-    }
-}
+use report::{WarmupReport, WindowTimes};
 
 /// Print these before the run (limits that will cap it) on stderr.
 fn announce(warnings: &[String]) {
@@ -534,9 +363,9 @@ pub fn run(cfg: &LoadConfig) -> anyhow::Result<LoadReport> {
         stable,
         windows_ok: warm_windows,
     };
-    let mut report = merge(cfg, attempted, threads, &shared, stats, window, warmup);
+    let mut report = merge::merge(cfg, attempted, threads, &shared, stats, window, warmup);
     report.drain_s = drain_end.saturating_sub(window.end_mono_ns) as f64 / 1e9;
-    report.loader = loader_usage(cpu_start, cpu_end, report.responses.total());
+    report.loader = merge::loader_usage(cpu_start, cpu_end, report.responses.total());
     if let (Some(start), Some(end)) = (throttle_start, throttle_end) {
         report.loader.throttling = end.since(start);
     }
@@ -566,22 +395,6 @@ pub fn run(cfg: &LoadConfig) -> anyhow::Result<LoadReport> {
     warnings.append(&mut report.warnings);
     report.warnings = warnings;
     Ok(report)
-}
-
-fn loader_usage(start: limits::Usage, end: limits::Usage, responses: u64) -> report::LoaderUsage {
-    let user = end.user_us.saturating_sub(start.user_us);
-    let sys = end.sys_us.saturating_sub(start.sys_us);
-    report::LoaderUsage {
-        user_cpu_us: user,
-        sys_cpu_us: sys,
-        cpu_us_per_response: if responses > 0 {
-            (user + sys) as f64 / responses as f64
-        } else {
-            0.0
-        },
-        peak_rss_kib: end.max_rss_kib,
-        throttling: None,
-    }
 }
 
 fn worker_thread(
@@ -635,147 +448,4 @@ fn worker_thread(
         let out = std::mem::replace(&mut *stats, ThreadStats::new(local, windows));
         anyhow::Ok(out)
     })
-}
-
-fn merge(
-    cfg: &LoadConfig,
-    attempted: usize,
-    threads: usize,
-    shared: &Shared,
-    stats: Vec<ThreadStats>,
-    window: WindowTimes,
-    warmup: WarmupReport,
-) -> LoadReport {
-    let mut responses = StatusCounts::default();
-    let mut requests = RequestAccounting::default();
-    let mut errors = ErrorCounts::default();
-    let mut errors_whole_run = ErrorCounts::default();
-    let (mut read, mut written, mut response_bytes) = (0u64, 0u64, 0u64);
-    let (mut established, mut serving) = (0u64, 0u64);
-    let (mut reconnects, mut reconnects_whole_run) = (0u64, 0u64);
-    let mut hist = histogram::new_histogram();
-    let mut hist_unc = histogram::new_histogram();
-    let mut max_lag = 0u64;
-    let mut windows_ok = vec![0u64; stats.first().map_or(0, |s| s.windows_ok.len())];
-    let mut windows_err = windows_ok.clone();
-    let mut answers = report::AnswerChecks::default();
-    for s in &stats {
-        responses.merge(&s.responses);
-        requests.merge(&s.requests);
-        errors.merge(&s.errors);
-        errors_whole_run.merge(&s.errors_whole_run);
-        read += s.bytes_read;
-        written += s.bytes_written;
-        response_bytes += s.response_bytes;
-        established += s
-            .first_connect_ns
-            .iter()
-            .filter(|&&t| t != 0 && t < window.start_mono_ns.max(1))
-            .count() as u64;
-        serving += s.served.iter().filter(|&&b| b).count() as u64;
-        reconnects += s.reconnects;
-        reconnects_whole_run += s.reconnects_whole_run;
-        hist.add(&s.hist).expect("histograms share bounds");
-        hist_unc
-            .add(&s.hist_uncorrected)
-            .expect("histograms share bounds");
-        max_lag = max_lag.max(s.max_lag_ns);
-        for (a, b) in windows_ok.iter_mut().zip(&s.windows_ok) {
-            *a += b;
-        }
-        for (a, b) in windows_err.iter_mut().zip(&s.windows_err) {
-            *a += b;
-        }
-        answers.checked += s.answers.checked;
-        answers.wrong += s.answers.wrong;
-        if answers.example.is_none() {
-            answers.example.clone_from(&s.answers.example);
-        }
-    }
-    let measured_s = window.end_mono_ns.saturating_sub(window.start_mono_ns) as f64 / 1e9;
-    let per_s = |n: u64| {
-        if measured_s > 0.0 {
-            n as f64 / measured_s
-        } else {
-            0.0
-        }
-    };
-    // Keep only the windows the measured period really covered.
-    let covered = (measured_s.ceil() as usize).min(windows_ok.len());
-    let windows = (0..covered)
-        .map(|i| report::Window {
-            t_s: i as u64,
-            ok: windows_ok[i],
-            errors: windows_err[i],
-        })
-        .collect();
-    let rate = cfg.rate.map(|target| {
-        let achieved = per_s(responses.total());
-        report::RateReport {
-            target_rps: target,
-            achieved_rps: achieved,
-            ratio: achieved / target,
-            max_schedule_lag_us: max_lag / 1000,
-        }
-    });
-    let answered = requests.answered.total();
-    LoadReport {
-        schema_version: SCHEMA_VERSION,
-        settings: report::RunSettings {
-            url: cfg.url.clone(),
-            scenario: cfg.scenario_name(),
-            method: cfg.method(),
-            mode: if cfg.rate.is_some() {
-                Mode::FixedRate
-            } else {
-                Mode::Closed
-            },
-            threads,
-            pipeline: cfg.pipeline,
-            warmup_s: cfg.warmup.as_secs_f64(),
-            duration_s: cfg.duration.as_secs_f64(),
-            timeout_ms: cfg.timeout.as_millis() as u64,
-            connect_timeout_ms: cfg.connect_timeout.as_millis() as u64,
-            rate_rps: cfg.rate,
-            max_requests: cfg.max_requests,
-            until_stable: cfg.until_stable.map(|(w, cv)| report::StableSettings {
-                window_s: w.as_secs_f64(),
-                max_cv: cv,
-            }),
-        },
-        window,
-        measured_s,
-        warmup,
-        responses,
-        throughput_rps: per_s(responses.status_2xx),
-        requests,
-        errors,
-        errors_whole_run,
-        drain_s: 0.0,
-        connections: report::Connections {
-            requested: cfg.connections as u64,
-            attempted: attempted as u64,
-            established,
-            serving,
-            peak_open: shared.peak_open.load(Ordering::Relaxed),
-            reconnects,
-            reconnects_whole_run,
-        },
-        bytes: report::WireBytes {
-            read,
-            written,
-            mean_response_bytes: if answered > 0 {
-                response_bytes as f64 / answered as f64
-            } else {
-                0.0
-            },
-        },
-        latency: histogram::LatencySummary::of(&hist),
-        uncorrected_latency: cfg.rate.map(|_| histogram::LatencySummary::of(&hist_unc)),
-        rate,
-        answers,
-        loader: report::LoaderUsage::default(),
-        windows,
-        warnings: Vec::new(),
-    }
 }

@@ -1,0 +1,182 @@
+//! [`LoadConfig`]: everything one load run needs, its builder setters and
+//! the checks that name the flag to fix.
+
+use std::time::Duration;
+
+use anyhow::bail;
+
+use super::request::{CustomRequest, RequestSpec, Target};
+use crate::contract::Scenario;
+
+/// Everything a load run needs. Build with [`LoadConfig::new`] and the
+/// chained setters, or fill the fields directly.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadConfig {
+    /// Where to send the load (an IP address and port).
+    pub target: Target,
+    /// The URL as the user wrote it (for the report).
+    pub url: String,
+    /// What to send.
+    pub request: RequestSpec,
+    /// Keep-alive connections to hold.
+    pub connections: usize,
+    /// Worker threads (each with its own runtime); capped at `connections`.
+    pub threads: usize,
+    /// Measured duration.
+    pub duration: Duration,
+    /// Load before measuring (not counted).
+    pub warmup: Duration,
+    /// Fixed rate in requests per second; `None` is closed loop.
+    pub rate: Option<f64>,
+    /// Requests in flight per connection (closed loop: batch size).
+    pub pipeline: usize,
+    /// A request unanswered this long after it was sent is a timeout error.
+    pub timeout: Duration,
+    /// Longest wait for one connect.
+    pub connect_timeout: Duration,
+    /// Stop after this many measured requests (across all threads).
+    pub max_requests: Option<u64>,
+    /// Warm up until throughput (closed loop) or mean latency (fixed rate)
+    /// of the last three windows of this length varies by no more than
+    /// this CV; `warmup` is then the longest the warm-up may take.
+    pub until_stable: Option<(Duration, f64)>,
+    /// Print one JSON progress line per second on stderr.
+    pub progress: bool,
+    /// Seed for request pools and ids.
+    pub seed: u64,
+}
+
+impl Default for LoadConfig {
+    fn default() -> Self {
+        Self {
+            target: Target::parse("http://127.0.0.1:8080/").expect("constant URL"),
+            url: "http://127.0.0.1:8080/".into(),
+            request: RequestSpec::default(),
+            connections: 100,
+            threads: 1,
+            duration: Duration::from_secs(10),
+            warmup: Duration::ZERO,
+            rate: None,
+            pipeline: 1,
+            timeout: Duration::from_secs(2),
+            connect_timeout: Duration::from_secs(3),
+            max_requests: None,
+            until_stable: None,
+            progress: false,
+            seed: 0x5eed,
+        }
+    }
+}
+
+impl LoadConfig {
+    /// Defaults aimed at `url` (`http://IP:PORT[/path]`).
+    pub fn new(url: &str) -> anyhow::Result<Self> {
+        Ok(Self {
+            target: Target::parse(url)?,
+            url: url.to_string(),
+            ..Self::default()
+        })
+    }
+    /// Send requests of a contract scenario.
+    pub fn scenario(mut self, s: Scenario) -> Self {
+        self.request = RequestSpec::Scenario(s);
+        self
+    }
+    /// Send an ad-hoc request.
+    pub fn custom(mut self, c: CustomRequest) -> Self {
+        self.request = RequestSpec::Custom(c);
+        self
+    }
+    /// Connections to hold.
+    pub fn connections(mut self, n: usize) -> Self {
+        self.connections = n;
+        self
+    }
+    /// Worker threads.
+    pub fn threads(mut self, n: usize) -> Self {
+        self.threads = n;
+        self
+    }
+    /// Measured duration.
+    pub fn duration(mut self, d: Duration) -> Self {
+        self.duration = d;
+        self
+    }
+    /// Warmup before measuring.
+    pub fn warmup(mut self, d: Duration) -> Self {
+        self.warmup = d;
+        self
+    }
+    /// Fixed rate, req/s.
+    pub fn rate(mut self, r: f64) -> Self {
+        self.rate = Some(r);
+        self
+    }
+    /// Pipelining depth.
+    pub fn pipeline(mut self, d: usize) -> Self {
+        self.pipeline = d;
+        self
+    }
+    /// Per-request timeout.
+    pub fn timeout(mut self, d: Duration) -> Self {
+        self.timeout = d;
+        self
+    }
+    /// Connect timeout.
+    pub fn connect_timeout(mut self, d: Duration) -> Self {
+        self.connect_timeout = d;
+        self
+    }
+    /// Bound on measured requests.
+    pub fn max_requests(mut self, n: u64) -> Self {
+        self.max_requests = Some(n);
+        self
+    }
+
+    /// Check the settings make sense; errors name the flag to fix.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        if self.connections == 0 {
+            bail!("--connections must be at least 1");
+        }
+        if self.threads == 0 {
+            bail!("--threads must be at least 1");
+        }
+        if self.duration.is_zero() {
+            bail!("--duration must be longer than zero");
+        }
+        if !(1..=1024).contains(&self.pipeline) {
+            bail!("--pipeline must be from 1 to 1024 (got {})", self.pipeline);
+        }
+        if let Some(r) = self.rate {
+            if !(r.is_finite() && r > 0.0) {
+                bail!("--rate must be a positive number of requests per second (got {r})");
+            }
+        }
+        if self.timeout.is_zero() || self.connect_timeout.is_zero() {
+            bail!("--timeout and --connect-timeout must be longer than zero");
+        }
+        if self.max_requests == Some(0) {
+            bail!("--requests must be at least 1");
+        }
+        if let Some((window, cv)) = self.until_stable {
+            if window.is_zero() || !(cv > 0.0 && cv.is_finite()) {
+                bail!("--stable-window must be longer than zero and --stable-cv a positive fraction (got {window:?}, {cv})");
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn scenario_name(&self) -> Option<String> {
+        match &self.request {
+            RequestSpec::Scenario(s) => Some(s.to_string()),
+            RequestSpec::Custom(_) => None,
+        }
+    }
+
+    pub(super) fn method(&self) -> String {
+        match &self.request {
+            RequestSpec::Scenario(s) => s.method().to_string(),
+            RequestSpec::Custom(c) => c.method.clone(),
+        }
+    }
+}
