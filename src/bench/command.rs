@@ -330,6 +330,9 @@ async fn measure(
     let image_check_s = checking.elapsed().as_secs_f64();
     store.update(|r| {
         record_frameworks(r, &setup.frameworks, &images);
+        if !r.loader_images.contains(&images.fairground.tag) {
+            r.loader_images.push(images.fairground.tag.clone());
+        }
         r.timing.image_check_s = image_check_s;
     })?;
     let spec = RunSpec::resolve(&setup.profile, &setup.placement, &setup.frameworks, &images)?;

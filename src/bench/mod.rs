@@ -60,6 +60,7 @@ pub fn new_results(
         incidents: Vec::new(),
         resumed_environments: Vec::new(),
         docker_runs: Vec::new(),
+        loader_images: Vec::new(),
         timing: RunTiming::default(),
     }
 }

@@ -177,6 +177,12 @@ pub fn comparability_facts(r: &Results) -> Vec<Fact> {
             field: "loader version (fairground)",
             value: Some(r.fairground_version.clone()),
         },
+        Fact {
+            // The hash of the loader binary: the version alone misses a
+            // rebuild with changed loader code.
+            field: "loader build (fairground image)",
+            value: (!r.loader_images.is_empty()).then(|| r.loader_images.join(", ")),
+        },
         fact("host.cpu_model", &host["cpu_model"]),
         fact("host.cores_online", &host["cores_online"]),
         fact("host.virtualization", &host["platform"]),

@@ -217,6 +217,19 @@ fn differing_runs_are_refused_naming_the_fields_unless_forced() {
 }
 
 #[test]
+fn a_different_loader_build_of_the_same_version_is_refused() {
+    let base = sample_results();
+    let mut new = sample_results();
+    new.loader_images = vec!["fairground/fairground:0123456789ab".into()];
+    let err = compare(&side(base, None), &side(new, None), false).unwrap_err();
+    let text = format!("{err:#}");
+    assert!(
+        text.contains("loader build (fairground image): BASE fairground/fairground:5dd704e0670d vs NEW fairground/fairground:0123456789ab"),
+        "{text}"
+    );
+}
+
+#[test]
 fn one_sided_cells_are_listed_and_newly_rejected_ones_count_as_regressions() {
     let base = sample_results();
     let mut new = sample_results();

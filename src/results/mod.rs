@@ -88,6 +88,12 @@ pub struct Results {
     /// found and removed.
     #[serde(default)]
     pub docker_runs: Vec<String>,
+    /// The fairground image (loader, prober) every invocation of this run
+    /// used: its tag is the hash of the static binary inside, so two runs
+    /// with the same crate version but different loader code differ here.
+    /// More than one only when a resume ran another build.
+    #[serde(default)]
+    pub loader_images: Vec<String>,
     /// Where this invocation's wall time went: preflight, images, the wait
     /// for the first round, and every phase from there to the end.
     #[serde(default)]
