@@ -94,6 +94,7 @@ pub(crate) fn measurement(concurrency: u32, rps: f64) -> Measurement {
             sampling_s: 0.05,
             ..PhaseTimes::default()
         },
+        loaders: Vec::new(),
     }
 }
 

@@ -16,7 +16,8 @@ use crate::contract::Scenario;
 use crate::docker::container::{LoaderSpec, ServerSpec};
 use crate::results::histogram::{self, HistogramError, Latency};
 use crate::results::{
-    AnswerChecks, AppliedLimits, Connections, ErrorCounts, HostUse, LoaderUse, PhaseTimes,
+    AnswerChecks, AppliedLimits, Connections, ErrorCounts, HostUse, LoaderShare, LoaderUse,
+    PhaseTimes,
     RateFigures, RequestAccounting, Round, ServerUse, StatusCounts, VerifyOutcome, WindowTimes,
 };
 use crate::stats;
@@ -104,6 +105,8 @@ pub struct Measurement {
     /// Where the round's wall time went: the loader's phases (the others
     /// stay zero; the executor times those).
     pub phases: PhaseTimes,
+    /// Each loader's own figures when several shared the round.
+    pub loaders: Vec<LoaderShare>,
 }
 
 impl Measurement {
@@ -157,10 +160,12 @@ impl Measurement {
             loader: LoaderUse {
                 cpus: self.loader_cpus,
                 threads: self.loader_threads,
-                cpu_fraction: if allot_us > 0.0 {
-                    self.loader_cpu_us as f64 / allot_us
-                } else {
-                    0.0
+                // Several loaders: the busiest decides, so a round is
+                // client-bound when any of its loaders is.
+                cpu_fraction: match self.loaders.iter().map(|l| l.cpu_fraction).reduce(f64::max) {
+                    Some(busiest) => busiest,
+                    None if allot_us > 0.0 => self.loader_cpu_us as f64 / allot_us,
+                    None => 0.0,
                 },
                 throttled_fraction: self.loader_throttled_fraction,
             },
@@ -179,6 +184,7 @@ impl Measurement {
                 restarts: self.restarts,
             },
             host: self.host,
+            loaders: self.loaders,
         })
     }
 }

@@ -101,6 +101,9 @@ pub struct ContainerSpec {
     pub read_only_rootfs: bool,
     /// Extra environment.
     pub env: BTreeMap<String, String>,
+    /// A container port to publish on a host port the daemon picks (the
+    /// server seen from loaders on other hosts); bridge networks only.
+    pub publish: Option<u16>,
 }
 
 /// A framework's server, as a run resolved it from the profile and the
@@ -188,6 +191,7 @@ impl ContainerSpec {
             sysctls: Sysctls::default(),
             read_only_rootfs: false,
             env: BTreeMap::new(),
+            publish: None,
         }
     }
 
@@ -279,7 +283,22 @@ impl ContainerSpec {
                         EndpointSettings::default(),
                     )])),
                 });
+        if let Some(port) = self.publish.filter(|_| !on_host) {
+            // HostPort "" lets the daemon pick a free port; it is read back
+            // from inspect, so no two runs ever race for one.
+            host_config.port_bindings = Some(HashMap::from([(
+                format!("{port}/tcp"),
+                Some(vec![bollard::models::PortBinding {
+                    host_ip: Some("0.0.0.0".into()),
+                    host_port: Some(String::new()),
+                }]),
+            )]));
+        }
         ContainerCreateBody {
+            exposed_ports: self
+                .publish
+                .filter(|_| !on_host)
+                .map(|p| vec![format!("{p}/tcp")]),
             image: Some(self.image.clone()),
             cmd: Some(self.cmd.clone()),
             entrypoint: self.entrypoint.clone(),

@@ -45,6 +45,11 @@ pub struct DockerEngine {
     opts: ImageOptions,
     cgroup: CgroupFs,
     fairground_image: Mutex<Option<String>>,
+    /// The daemon runs on this machine, so its containers' cgroup files
+    /// can be read here; otherwise the stats API stands in.
+    local: bool,
+    /// The endpoint, for messages (`local`, `tcp://…`).
+    endpoint: String,
 }
 
 impl std::fmt::Debug for DockerEngine {
@@ -69,7 +74,39 @@ impl DockerEngine {
             opts,
             cgroup: CgroupFs::default(),
             fairground_image: Mutex::new(None),
+            local: super::daemon_is_local(),
+            endpoint: super::docker_host(),
         }
+    }
+
+    /// Connect to a profile's endpoint (`hosts:`). A unix socket is this
+    /// machine's daemon (cgroups read directly); TCP is remote (stats API).
+    pub async fn for_endpoint(
+        endpoint: &crate::profile::hosts::Endpoint,
+        opts: ImageOptions,
+    ) -> anyhow::Result<Self> {
+        let docker = super::remote::connect(endpoint)
+            .await
+            .map_err(|e| crate::exit::coded(crate::exit::ExitCode::DockerUnavailable, e))?;
+        let mut engine = Self::with_docker(docker, opts);
+        engine.local = endpoint.is_local_socket();
+        engine.endpoint = endpoint.to_string();
+        Ok(engine)
+    }
+
+    /// The endpoint this engine talks to, for messages.
+    pub fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+
+    /// Whether cgroups are read directly (else through the stats API).
+    pub fn is_local(&self) -> bool {
+        self.local
+    }
+
+    /// Use image `tag` as fairground's own (carried here, not built here).
+    pub fn use_fairground_image(&self, tag: &str) {
+        *self.fairground_image.lock().unwrap() = Some(tag.to_string());
     }
 
     /// The bollard client (for the [`cleanup::RunGuard`]).
@@ -397,6 +434,20 @@ impl Engine for DockerEngine {
             ip,
             pid: state.pid.filter(|&p| p > 0).map(|p| p as u32),
             started_at: state.started_at,
+            published_port: spec.publish.and_then(|port| {
+                if on_host {
+                    return Some(port);
+                }
+                inspect
+                    .network_settings
+                    .as_ref()?
+                    .ports
+                    .as_ref()?
+                    .get(&format!("{port}/tcp"))?
+                    .as_ref()?
+                    .iter()
+                    .find_map(|b| b.host_port.as_deref()?.parse().ok())
+            }),
         })
     }
 
@@ -500,7 +551,7 @@ impl Engine for DockerEngine {
     async fn start_sampler(&self, h: &Handle, every: Duration) -> anyhow::Result<Sampler> {
         // Prefer the cgroup files (exact, cheap); fall back to the stats API
         // when the daemon is remote or its cgroup tree is not visible here.
-        let local = super::daemon_is_local()
+        let local = self.local
             .then(|| h.pid.and_then(|pid| self.cgroup.for_pid(pid).ok()))
             .flatten()
             .filter(|paths| paths.read().is_ok());
@@ -515,7 +566,7 @@ impl Engine for DockerEngine {
     }
 
     async fn peak_watch(&self, h: &Handle) -> anyhow::Result<Option<PeakWatch>> {
-        if !super::daemon_is_local() {
+        if !self.local {
             return Ok(None);
         }
         Ok(h.pid
@@ -527,7 +578,7 @@ impl Engine for DockerEngine {
         let mut state = ExitState::from_inspect(&self.inspect(&h.id).await?);
         // While it runs, the cgroup also tells about OOM kills of processes
         // other than the main one (memory.events / memory.oom_control).
-        if state.running && super::daemon_is_local() {
+        if state.running && self.local {
             state.cgroup_oom_kills = self.read_cgroup(h).ok().and_then(|r| r.oom_kills);
         }
         Ok(state)

@@ -47,6 +47,10 @@ pub struct Handle {
     pub pid: Option<u32>,
     /// `State.StartedAt`, RFC 3339.
     pub started_at: Option<String>,
+    /// The host port its published port is reachable at (from other
+    /// hosts: the daemon host's address and this port).
+    #[serde(default)]
+    pub published_port: Option<u16>,
 }
 
 /// What to probe for readiness.

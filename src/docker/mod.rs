@@ -22,6 +22,7 @@ pub mod fake;
 pub mod images;
 pub mod network;
 pub mod ready;
+pub mod remote;
 
 use std::fmt;
 use std::time::Duration;

@@ -81,6 +81,10 @@ pub struct LoadArgs {
     /// Seed for request pools and random ids.
     #[arg(long, default_value_t = 0x5eed)]
     pub seed: u64,
+    /// Wait until this wall-clock instant (unix time, ns) before connecting:
+    /// the start barrier of several loaders sharing one measured window.
+    #[arg(long)]
+    pub start_at_unix_ns: Option<u64>,
 }
 
 impl LoadArgs {
@@ -151,6 +155,9 @@ impl LoadArgs {
             a.push("--progress".into());
         }
         a.extend(["--seed".into(), self.seed.to_string()]);
+        if let Some(t) = self.start_at_unix_ns {
+            a.extend(["--start-at-unix-ns".into(), t.to_string()]);
+        }
         a
     }
 
@@ -191,6 +198,7 @@ impl LoadArgs {
         cfg.until_stable = self.warmup_until_stable.zip(self.stable_cv);
         cfg.progress = self.progress;
         cfg.seed = self.seed;
+        cfg.start_at_unix_ns = self.start_at_unix_ns;
         cfg.validate()?;
         Ok(cfg)
     }
@@ -249,6 +257,7 @@ mod tests {
         a.json = true;
         a.progress = true;
         a.seed = 42;
+        a.start_at_unix_ns = Some(1_800_000_000_000_000_000);
         assert_eq!(parse_back(&a), a);
     }
 

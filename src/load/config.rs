@@ -44,6 +44,9 @@ pub struct LoadConfig {
     pub progress: bool,
     /// Seed for request pools and ids.
     pub seed: u64,
+    /// Wall-clock instant (unix ns) to wait for before connecting: the
+    /// start barrier that lets loaders on several hosts share one window.
+    pub start_at_unix_ns: Option<u64>,
 }
 
 impl Default for LoadConfig {
@@ -64,6 +67,7 @@ impl Default for LoadConfig {
             until_stable: None,
             progress: false,
             seed: 0x5eed,
+            start_at_unix_ns: None,
         }
     }
 }

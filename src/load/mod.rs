@@ -21,6 +21,7 @@
 //! or resolve host names (the loader runs in a scratch container).
 
 pub mod args;
+pub mod combine;
 pub mod config;
 pub mod conn;
 pub mod histogram;
@@ -125,6 +126,9 @@ impl Stability {
     }
 }
 
+/// Longest the start barrier may make a loader wait.
+const MAX_BARRIER_WAIT_NS: u64 = 120_000_000_000;
+
 /// Run the load and return what it saw. Blocks until the run ends
 /// (connect timeout + warm-up + duration + timeout at most, a few ms more).
 pub fn run(cfg: &LoadConfig) -> anyhow::Result<LoadReport> {
@@ -141,6 +145,19 @@ pub fn run(cfg: &LoadConfig) -> anyhow::Result<LoadReport> {
     let threads = cfg.threads.min(attempted);
     let set = request::RequestSet::build(&cfg.target, &cfg.request, cfg.pipeline, cfg.seed);
 
+    // The start barrier: loaders on several hosts connect at one wall-clock
+    // instant, so their warm-ups and windows coincide.
+    if let Some(at) = cfg.start_at_unix_ns {
+        let wait = at.saturating_sub(unix_ns());
+        if wait > MAX_BARRIER_WAIT_NS {
+            bail!(
+                "--start-at-unix-ns is {:.0} s away; the barrier waits at most {} s (are the clocks of the hosts far apart?)",
+                wait as f64 / 1e9,
+                MAX_BARRIER_WAIT_NS / 1_000_000_000
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_nanos(wait));
+    }
     // A short lead lets every thread build its runtime before the clock starts.
     let start_ns = now_ns() + 2_000_000;
     let duration_ns = cfg.duration.as_nanos() as u64;

@@ -15,6 +15,7 @@
 //! and writes nothing.
 
 mod error;
+pub mod hosts;
 mod raw;
 mod span;
 mod types;

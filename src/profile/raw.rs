@@ -98,6 +98,11 @@ pub struct RawProfile {
     /// When a measured cell counts. Default: see each field.
     #[serde(default)]
     pub thresholds: Option<RawThresholds>,
+    /// Where the server and the loaders run: Docker endpoints per role,
+    /// and the address the loaders reach the server at (docs/hosts.md).
+    /// Default: everything on the local daemon.
+    #[serde(default)]
+    pub hosts: Option<super::hosts::RawHosts>,
 }
 
 /// Which frameworks a profile runs, as written.

@@ -95,6 +95,10 @@ pub struct Profile {
     pub readiness_timeout: Duration,
     /// When a measured cell counts.
     pub thresholds: Thresholds,
+    /// Where the server and the loaders run; `None`: all on the local
+    /// daemon, the loader on the run's private network.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hosts: Option<super::hosts::Hosts>,
 }
 
 impl Default for Profile {
@@ -118,6 +122,7 @@ impl Default for Profile {
             idle_settle: Duration::from_secs(3),
             readiness_timeout: Duration::from_secs(60),
             thresholds: Thresholds::default(),
+            hosts: None,
         }
     }
 }

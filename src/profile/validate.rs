@@ -148,6 +148,10 @@ pub(crate) fn validate(
         idle_settle,
         readiness_timeout,
         thresholds,
+        hosts: raw
+            .hosts
+            .map(|h| super::hosts::validate(h, loc))
+            .transpose()?,
     };
     placement(&profile, loc, host)?;
     Ok(profile)

@@ -220,6 +220,39 @@ pub struct Round {
     pub server: ServerUse,
     /// Host activity, when it could be read.
     pub host: Option<HostUse>,
+    /// Each loader's own figures when several loaders (on other hosts)
+    /// shared the round; the round's figures are theirs merged exactly.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub loaders: Vec<LoaderShare>,
+}
+
+/// One loader's part of a round that several loaders shared (profile
+/// `hosts:`): its own counts and histogram figures, before merging.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct LoaderShare {
+    /// The Docker endpoint it ran on.
+    pub endpoint: String,
+    /// Connections it was asked to hold.
+    pub connections_requested: u64,
+    /// Connections it established before its window.
+    pub connections_established: u64,
+    /// 2xx responses inside its window.
+    pub responses_2xx: u64,
+    /// Requests in its latency histogram.
+    pub latency_count: u64,
+    /// 2xx per second of its window.
+    pub throughput_rps: f64,
+    /// Its median latency, µs.
+    pub p50_us: u64,
+    /// Its 99th percentile latency, µs.
+    pub p99_us: u64,
+    /// Its CPU time / (CPUs its threads can use × window): 1.0 is fully busy.
+    pub cpu_fraction: f64,
+    /// Its window's length, s (its own monotonic clock).
+    pub window_s: f64,
+    /// How much later than the earliest loader its window opened (wall
+    /// clocks of the hosts), ms: the start barrier's skew.
+    pub window_start_skew_ms: f64,
 }
 
 impl Cell {

@@ -24,7 +24,8 @@ use crate::contract::Scenario;
 pub use crate::docker::container::AppliedLimits;
 pub use crate::load::ErrorCounts;
 pub use cell::{
-    AnswerChecks, Cell, CellKey, CellSummary, Connections, HostUse, LoaderUse, RateFigures,
+    AnswerChecks, Cell, CellKey, CellSummary, Connections, HostUse, LoaderShare, LoaderUse,
+    RateFigures,
     RequestAccounting, Round, ServerUse, StatusCounts, WindowTimes,
 };
 pub use environment::{CheckStatus, EnvCheck, Environment};

@@ -98,6 +98,7 @@ pub(crate) fn round(index: u32, concurrency: u32, rps: f64) -> Round {
             busy_cores: 2.7,
             foreign_cores: 0.1,
         }),
+        loaders: Vec::new(),
     }
 }
 

@@ -27,7 +27,7 @@ use crate::load::report::{Phase, Progress};
 use crate::load::LoadReport;
 use crate::probe::Series;
 use crate::profile::Network;
-use crate::results::{Exclusion, PhaseTimes, RateFigures, VerifyOutcome};
+use crate::results::{Exclusion, LoaderShare, PhaseTimes, RateFigures, VerifyOutcome};
 use crate::verify::{self, VerifyOptions};
 
 /// How often the server's cgroup is read during a round. Finer than the 1 s
@@ -42,6 +42,14 @@ const IDLE_SAMPLE_EVERY: Duration = Duration::from_millis(50);
 
 /// Per-request timeout of contract verification.
 const VERIFY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The daemon's default bridge network: the server's in a multi-host run
+/// (a run's own network is internal, and internal networks publish no port).
+pub const DEFAULT_BRIDGE: &str = "bridge";
+
+/// How far ahead of now the loaders of a multi-host round are told to
+/// start: room for every daemon to create and start its loader container.
+const BARRIER_LEAD: Duration = Duration::from_secs(3);
 
 /// Lines of each server container's log kept in the run's `logs/` folder:
 /// enough for a crash's story, small enough that a chatty framework cannot
@@ -74,6 +82,21 @@ pub struct DockerLab<'a, E: Engine> {
     logs_dir: Option<std::path::PathBuf>,
     /// Live progress of the current round.
     live: Option<LiveSink>,
+    /// Loaders on other daemons (`hosts:`); `None`: one loader on the run
+    /// network of `engine`.
+    spread: Option<Spread<'a, E>>,
+}
+
+/// Loaders on other Docker daemons (a profile's `hosts:`), aimed at the
+/// server's published port through `server_address`.
+pub struct Spread<'a, E: Engine> {
+    /// Each loader's daemon and its endpoint, for messages and results.
+    pub loaders: Vec<(&'a E, String)>,
+    /// The IPv4 address the loaders reach the server's host at.
+    pub server_address: String,
+    /// Same daemon as the server's, per loader (by daemon id): those are
+    /// cleaned once, with the server's.
+    pub same_as_server: Vec<bool>,
 }
 
 impl<'a, E: Engine> DockerLab<'a, E> {
@@ -100,12 +123,51 @@ impl<'a, E: Engine> DockerLab<'a, E> {
             peaks: BTreeMap::new(),
             logs_dir: None,
             live: None,
+            spread: None,
         })
     }
 
-    /// Remove every container and the network of this run.
+    /// A lab whose server runs on `engine` with its port published (on the
+    /// daemon's default bridge, or the host's stack in host mode) and whose
+    /// loaders run on the daemons of `spread`, on their hosts' stacks.
+    pub fn open_spread(engine: &'a E, run: RunId, network: Network, spread: Spread<'a, E>) -> Self {
+        let network = match network {
+            Network::Bridge => DEFAULT_BRIDGE.to_string(),
+            Network::Host => HOST_NETWORK.to_string(),
+        };
+        DockerLab {
+            engine,
+            run,
+            network,
+            host: HostProbe::default(),
+            started: std::cell::Cell::new(0),
+            oom_seen: BTreeMap::new(),
+            peaks: BTreeMap::new(),
+            logs_dir: None,
+            live: None,
+            spread: Some(spread),
+        }
+    }
+
+    /// Remove every container and the network of this run, on every daemon
+    /// the run used.
     pub async fn close(self) -> anyhow::Result<CleanupReport> {
-        self.engine.cleanup(&self.run).await
+        let mut report = self.engine.cleanup(&self.run).await?;
+        if let Some(spread) = &self.spread {
+            for ((engine, endpoint), same) in spread.loaders.iter().zip(&spread.same_as_server) {
+                if *same {
+                    continue;
+                }
+                let r = engine
+                    .cleanup(&self.run)
+                    .await
+                    .with_context(|| format!("cleaning up on {endpoint}"))?;
+                report.containers.extend(r.containers);
+                report.networks.extend(r.networks);
+                report.failed.extend(r.failed);
+            }
+        }
+        Ok(report)
     }
 
     /// Send each second of every round's progress to `sink`.
@@ -138,7 +200,13 @@ impl<'a, E: Engine> DockerLab<'a, E> {
         server: &DockerServer,
         loader: &LoaderSpec,
         lines: Option<crate::docker::engine::LineSink>,
-    ) -> anyhow::Result<LoadReport> {
+    ) -> anyhow::Result<(LoadReport, Vec<LoaderShare>)> {
+        if let Some(spread) = &self.spread {
+            let names: Vec<String> = (0..spread.loaders.len())
+                .map(|i| self.name(&format!("load-{}-h{}", loader.label, i + 1)))
+                .collect();
+            return spread::load(spread, &self.run, names, server, loader, lines).await;
+        }
         let what = describe(server, loader);
         let name = self.name(&format!("load-{}", loader.label));
         let spec = ContainerSpec::loader(&self.run, name, loader, &self.network, &server.url);
@@ -147,10 +215,7 @@ impl<'a, E: Engine> DockerLab<'a, E> {
             .run_to_exit(&spec, loader.time_limit, lines)
             .await
             .with_context(|| format!("load generator for {what}"))?;
-        serde_json::from_str(&out.stdout).with_context(|| {
-            let head: String = out.stdout.chars().take(300).collect();
-            format!("the load generator for {what} printed no load report: `{head}`")
-        })
+        Ok((parse_report(&out.stdout, &what)?, Vec::new()))
     }
 
     /// Tell the live sink about a progress line.
@@ -183,6 +248,14 @@ fn port_free_on_host(port: u16) -> anyhow::Result<()> {
         // No privilege to bind, or a remote daemon's host: nothing to learn here.
         Err(_) => Ok(()),
     }
+}
+
+/// The loader's JSON report from its stdout.
+fn parse_report(stdout: &str, what: &str) -> anyhow::Result<LoadReport> {
+    serde_json::from_str(stdout).with_context(|| {
+        let head: String = stdout.chars().take(300).collect();
+        format!("the load generator for {what} printed no load report: `{head}`")
+    })
 }
 
 /// `axum plaintext c=100`: what a loader run is aimed at, for messages.
@@ -347,6 +420,7 @@ pub fn measurement(
         restarts: 0,
         host: None,
         phases: PhaseTimes::default(),
+        loaders: Vec::new(),
     }
 }
 
@@ -362,7 +436,10 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
                 .with_context(|| format!("starting {} on the host's network", spec.framework))?;
         }
         let name = self.name(&spec.framework);
-        let container = ContainerSpec::server(&self.run, name, spec, &self.network);
+        let mut container = ContainerSpec::server(&self.run, name, spec, &self.network);
+        if self.spread.is_some() {
+            container.publish = Some(spec.port);
+        }
         let asked = std::time::Instant::now();
         let handle = self
             .engine
@@ -390,7 +467,15 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
                 handle.name
             )
         })?;
-        let url = format!("http://{ip}:{}", spec.port);
+        let url = match &self.spread {
+            None => format!("http://{ip}:{}", spec.port),
+            Some(spread) => {
+                let port = handle.published_port.ok_or_else(|| {
+                    anyhow::anyhow!("{} has no published port", handle.name)
+                })?;
+                format!("http://{}:{port}", spread.server_address)
+            }
+        };
         Ok((
             DockerServer {
                 handle,
@@ -508,8 +593,12 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
                 describe(server, loader)
             );
         }
-        let load = loaded?;
+        let (load, shares) = loaded?;
         let mut m = measurement(&load, &series, window_peak, loader);
+        if !shares.is_empty() {
+            m.loader_threads = loader.args.threads.unwrap_or(1) as u32;
+            m.loaders = shares;
+        }
         if let Some(p) = before_reset {
             self.lifetime_peak(&id, p);
         }
@@ -564,5 +653,6 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
     }
 }
 
+mod spread;
 #[cfg(test)]
 mod tests;
