@@ -14,6 +14,7 @@ use chrono::Utc;
 use super::docker_lab::DockerLab;
 use super::environment;
 use super::execute::{execute, Cancel, Job, RunOutcome, RunRules};
+use super::hosts::HostEngines;
 use super::plan::Plan;
 use super::progress;
 use super::spec::RunSpec;
@@ -308,17 +309,27 @@ async fn measure(
     // An interrupted invocation of this run (killed, or Ctrl-C twice) may
     // have left its server running on the server's cores: remove it before
     // anything is measured, and say so.
+    let hosts = match &setup.profile.hosts {
+        None => None,
+        Some(h) => Some(HostEngines::connect(h, engine.options()).await?),
+    };
+    let mut daemons: Vec<&DockerEngine> = vec![&engine];
+    daemons.extend(hosts.iter().flat_map(|h| h.all()));
     for old in store.results().docker_runs.clone() {
-        let gone = engine.cleanup(&RunId(old.clone())).await.with_context(|| {
-            format!(
-                "removing what run {old} left behind; `fairground clean --run {old}` does it too"
-            )
-        })?;
-        if !gone.is_empty() {
-            eprintln!(
-                "removed what an earlier invocation of this run left: {}",
-                gone.summary()
-            );
+        for daemon in &daemons {
+            let gone = daemon.cleanup(&RunId(old.clone())).await.with_context(|| {
+                format!(
+                    "removing what run {old} left behind on {}; \
+                     `fairground clean --run {old}` does it too",
+                    daemon.endpoint()
+                )
+            })?;
+            if !gone.is_empty() {
+                eprintln!(
+                    "removed what an earlier invocation of this run left: {}",
+                    gone.summary()
+                );
+            }
         }
     }
     store.update(|r| r.docker_runs.push(run.as_str().to_string()))?;
@@ -327,6 +338,31 @@ async fn measure(
         images = engine.ensure_images(&setup.frameworks) => images.context("building the images")?,
         () = cancel.cancelled() => return Ok(RunOutcome::Interrupted),
     };
+    if let Some(h) = &hosts {
+        let mut topology = h.topology(setup.profile.network);
+        eprintln!(
+            "hosts: server on {}, loaders on {}; loaders reach the server at {} ({}), through its {}",
+            topology.server,
+            topology.loaders.join(", "),
+            topology.server_address,
+            topology.server_address_source,
+            topology.traffic_path
+        );
+        topology.images = tokio::select! {
+            c = h.carry(&engine, &images) => c?,
+            () = cancel.cancelled() => return Ok(RunOutcome::Interrupted),
+        };
+        topology.clocks = h.clocks().await;
+        for c in &topology.clocks {
+            eprintln!(
+                "  clock of {}: {:+.1} ms against this machine's (± {:.1} ms)",
+                c.endpoint,
+                c.offset_ms,
+                c.round_trip_ms / 2.0
+            );
+        }
+        store.update(|r| r.topology = Some(topology))?;
+    }
     let image_check_s = checking.elapsed().as_secs_f64();
     store.update(|r| {
         record_frameworks(r, &setup.frameworks, &images);
@@ -346,7 +382,10 @@ async fn measure(
                 .last()
                 .is_some_and(|e| e.environment.forced),
     };
-    let mut lab = DockerLab::open(&engine, run.clone(), setup.profile.network).await?;
+    let mut lab = match &hosts {
+        None => DockerLab::open(&engine, run.clone(), setup.profile.network).await?,
+        Some(h) => DockerLab::open_spread(h.server(), run.clone(), setup.profile.network, h.spread()),
+    };
     lab.keep_logs_in(store.dir().join(report::LOGS_DIR));
     let (mut observer, live) = progress::for_stderr(setup.plan.total_steps(), setup.plan.step_time);
     if let Some(live) = live {

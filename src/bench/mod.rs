@@ -11,6 +11,7 @@ pub mod environment;
 pub mod execute;
 pub mod gates;
 pub mod host;
+pub mod hosts;
 pub mod lab;
 pub mod plan;
 pub mod progress;
@@ -62,5 +63,6 @@ pub fn new_results(
         docker_runs: Vec::new(),
         loader_images: Vec::new(),
         timing: RunTiming::default(),
+        topology: None,
     }
 }

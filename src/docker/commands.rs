@@ -63,6 +63,10 @@ pub struct CleanArgs {
     /// framework builds (the build cache).
     #[arg(long)]
     pub images: bool,
+    /// Clean on every Docker host of this profile's `hosts:` too (the
+    /// local daemon is always cleaned).
+    #[arg(long, short = 'p')]
+    pub profile: Option<String>,
 }
 
 /// Progress: a spinner on a terminal, plain lines on stderr otherwise.
@@ -178,28 +182,47 @@ async fn build(b: &BuildArgs) -> anyhow::Result<ExitCode> {
 pub fn run_clean(args: &CleanArgs) -> anyhow::Result<ExitCode> {
     let rt = super::runtime()?;
     rt.block_on(async {
-        let docker = super::connect_or_exit_code().await?;
+        let mut daemons = vec![("local".to_string(), super::connect_or_exit_code().await?)];
+        if let Some(name) = &args.profile {
+            let (profile, _) = crate::profile::resolve(name)?;
+            for e in profile.hosts.iter().flat_map(|h| h.all()) {
+                if e.url == crate::profile::hosts::LOCAL {
+                    continue;
+                }
+                let docker = super::remote::connect(e).await.map_err(|err| {
+                    crate::exit::coded(ExitCode::DockerUnavailable, err)
+                })?;
+                daemons.push((e.to_string(), docker));
+            }
+        }
         let run = args.run.clone().map(RunId);
-        let report = super::cleanup::clean(&docker, run.as_ref(), args.images)
-            .await
-            .context("cleaning up")?;
-        println!("{}", report.summary());
-        for c in &report.containers {
-            println!("container {c}");
+        let mut failed = false;
+        for (endpoint, docker) in &daemons {
+            let report = super::cleanup::clean(docker, run.as_ref(), args.images)
+                .await
+                .with_context(|| format!("cleaning up on {endpoint}"))?;
+            if daemons.len() > 1 {
+                println!("on {endpoint}:");
+            }
+            println!("{}", report.summary());
+            for c in &report.containers {
+                println!("container {c}");
+            }
+            for n in &report.networks {
+                println!("network {n}");
+            }
+            for i in &report.images {
+                println!("image {i}");
+            }
+            for v in &report.volumes {
+                println!("volume {v}");
+            }
+            failed |= !report.failed.is_empty();
         }
-        for n in &report.networks {
-            println!("network {n}");
-        }
-        for i in &report.images {
-            println!("image {i}");
-        }
-        for v in &report.volumes {
-            println!("volume {v}");
-        }
-        Ok(if report.failed.is_empty() {
-            ExitCode::Ok
-        } else {
+        Ok(if failed {
             ExitCode::Failure
+        } else {
+            ExitCode::Ok
         })
     })
 }

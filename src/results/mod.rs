@@ -15,6 +15,7 @@ mod environment;
 mod framework;
 pub mod histogram;
 mod timing;
+mod topology;
 pub mod verdict;
 
 use chrono::{DateTime, Utc};
@@ -32,6 +33,7 @@ pub use environment::{CheckStatus, EnvCheck, Environment};
 pub use framework::{FrameworkFacts, VerifyOutcome};
 pub use histogram::Latency;
 pub use timing::{PhaseTimes, RunTiming};
+pub use topology::{CarriedImage, DaemonClock, Topology};
 pub use verdict::{Exclusion, Preflight, Reason, Status, Thresholds, Verdict};
 
 /// Version of the results.json layout. Bump on any change a reader of an
@@ -99,6 +101,10 @@ pub struct Results {
     /// for the first round, and every phase from there to the end.
     #[serde(default)]
     pub timing: RunTiming,
+    /// Where the server and the loaders ran when the profile named other
+    /// Docker hosts (`hosts:`); absent for a one-daemon run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topology: Option<Topology>,
 }
 
 /// The environment when a run was resumed.

@@ -318,6 +318,7 @@ pub(crate) fn sample_results() -> Results {
         resumed_environments: Vec::new(),
         docker_runs: vec!["fg-20261129-230000-beef".into()],
         loader_images: vec!["fairground/fairground:5dd704e0670d".into()],
+        topology: None,
         timing: {
             let mut all = PhaseTimes::default();
             for rounds in [18.0, 18.0, 6.0] {
