@@ -53,15 +53,21 @@ pub async fn connect(endpoint: &Endpoint) -> Result<Docker, DockerError> {
     Ok(docker)
 }
 
-/// The daemon's own id (`docker info` ID): two endpoints naming the same
-/// daemon (a socket and its TCP port) share it, so images are not carried
-/// to where they already are.
+/// The daemon's identity: its id (`docker info` ID) and data root. Two
+/// endpoints naming the same daemon (a socket and its TCP port) share it,
+/// so images are not carried to where they already are. The data root is
+/// part of it because daemons of one machine may share the id (Docker
+/// 20.10 derives it from /etc/docker/key.json, whatever the data root).
 pub async fn daemon_id(docker: &Docker) -> Result<String, DockerError> {
     let info = docker
         .info()
         .await
         .doing(|| "reading daemon info".into())?;
-    Ok(info.id.unwrap_or_default())
+    Ok(format!(
+        "{}@{}",
+        info.id.unwrap_or_default(),
+        info.docker_root_dir.unwrap_or_default()
+    ))
 }
 
 /// One image carried (or found already there).
