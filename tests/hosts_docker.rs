@@ -67,7 +67,13 @@ impl SecondDaemon {
         ip(&["link", "add", &bridge, "type", "bridge"]);
         // A /24 beside the run networks' 10.213/16 and Docker's pools.
         let third = 100 + rand::random::<u8>() % 100;
-        ip(&["addr", "add", &format!("10.198.{third}.1/24"), "dev", &bridge]);
+        ip(&[
+            "addr",
+            "add",
+            &format!("10.198.{third}.1/24"),
+            "dev",
+            &bridge,
+        ]);
         ip(&["link", "set", &bridge, "up"]);
         let log = std::fs::File::create(dir.join("dockerd.log")).unwrap();
         let child = Command::new("dockerd")
@@ -75,12 +81,17 @@ impl SecondDaemon {
             .arg(format!("--data-root={}", dir.join("data").display()))
             .arg(format!("--exec-root={}", dir.join("exec").display()))
             .arg(format!("--pidfile={}", dir.join("d.pid").display()))
-            .arg(format!("--config-file={}", dir.join("daemon.json").display()))
+            .arg(format!(
+                "--config-file={}",
+                dir.join("daemon.json").display()
+            ))
             .arg(format!("--bridge={bridge}"))
             .arg("--iptables=false")
             .arg("--ip-masq=false")
             .arg(format!("--containerd-namespace=fgtest-{tag}"))
-            .arg(format!("--containerd-plugins-namespace=fgtest-{tag}-plugins"))
+            .arg(format!(
+                "--containerd-plugins-namespace=fgtest-{tag}-plugins"
+            ))
             .arg(format!("--cgroup-parent=/fgtest-{tag}"))
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
@@ -93,7 +104,10 @@ impl SecondDaemon {
             pid: child.id(),
         };
         let deadline = Instant::now() + Duration::from_secs(60);
-        while d.docker(&["version", "--format", "{{.Server.Version}}"]).is_empty() {
+        while d
+            .docker(&["version", "--format", "{{.Server.Version}}"])
+            .is_empty()
+        {
             assert!(
                 Instant::now() < deadline,
                 "the second dockerd did not answer within 60 s: {}",
@@ -169,7 +183,11 @@ fn two_loaders_on_a_second_daemon_merge_to_the_known_answer() {
     let tmp = tempfile::tempdir().unwrap();
     plainfw_variant(tmp.path(), "delay", &[("PLAINFW_DELAY_MS", "50")]);
     let d2 = SecondDaemon::start();
-    assert_eq!(d2.docker(&["images", "-q"]), "", "the second daemon starts empty");
+    assert_eq!(
+        d2.docker(&["images", "-q"]),
+        "",
+        "the second daemon starts empty"
+    );
 
     let hosts = format!(
         "hosts:\n  server: local\n  loaders: [{u}, {u}]\n  server_address: 127.0.0.1\n",
@@ -177,12 +195,17 @@ fn two_loaders_on_a_second_daemon_merge_to_the_known_answer() {
     );
     let (multi, stderr) = run_profile_in(tmp.path(), &profile(Some(&hosts)));
     eprintln!("{stderr}");
-    let topo = multi.topology.as_ref().expect("results record the topology");
+    let topo = multi
+        .topology
+        .as_ref()
+        .expect("results record the topology");
     assert_eq!(topo.loaders, vec![d2.url(), d2.url()]);
     assert_eq!(topo.traffic_path, "published port");
     let carried: Vec<_> = topo.images.iter().filter(|c| !c.skipped).collect();
     assert!(
-        carried.iter().any(|c| c.tag.contains("fairground") && c.bytes > 0),
+        carried
+            .iter()
+            .any(|c| c.tag.contains("fairground") && c.bytes > 0),
         "fairground's image was carried to the empty daemon: {:?}",
         topo.images
     );
@@ -199,10 +222,16 @@ fn two_loaders_on_a_second_daemon_merge_to_the_known_answer() {
     for r in &cell.rounds {
         assert_eq!(r.loaders.len(), 2, "each round keeps both loaders' figures");
         let counts: u64 = r.loaders.iter().map(|l| l.latency_count).sum();
-        assert_eq!(r.latency.count, counts, "merged count == sum of the loaders'");
+        assert_eq!(
+            r.latency.count, counts,
+            "merged count == sum of the loaders'"
+        );
         let ok: u64 = r.loaders.iter().map(|l| l.responses_2xx).sum();
         assert_eq!(r.responses.status_2xx, ok);
-        assert_eq!(r.connections.established, CONNECTIONS, "every connection established");
+        assert_eq!(
+            r.connections.established, CONNECTIONS,
+            "every connection established"
+        );
         for l in &r.loaders {
             assert_eq!(l.connections_established, CONNECTIONS / 2);
             assert!(l.window_start_skew_ms < 500.0, "{l:?}");
@@ -247,9 +276,13 @@ fn two_loaders_on_a_second_daemon_merge_to_the_known_answer() {
         })
         .await
         .unwrap();
-        fairground::docker::remote::carry_image(&main, &other, &fw_tag, "second daemon", &|l: &str| {
-            eprintln!("{l}")
-        })
+        fairground::docker::remote::carry_image(
+            &main,
+            &other,
+            &fw_tag,
+            "second daemon",
+            &|l: &str| eprintln!("{l}"),
+        )
         .await
         .unwrap()
     });

@@ -384,7 +384,9 @@ async fn measure(
     };
     let mut lab = match &hosts {
         None => DockerLab::open(&engine, run.clone(), setup.profile.network).await?,
-        Some(h) => DockerLab::open_spread(h.server(), run.clone(), setup.profile.network, h.spread()),
+        Some(h) => {
+            DockerLab::open_spread(h.server(), run.clone(), setup.profile.network, h.spread())
+        }
     };
     lab.keep_logs_in(store.dir().join(report::LOGS_DIR));
     let (mut observer, live) = progress::for_stderr(setup.plan.total_steps(), setup.plan.step_time);

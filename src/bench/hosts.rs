@@ -74,7 +74,11 @@ impl HostEngines {
                 .map(|&i| (&self.engines[i], self.engines[i].endpoint().to_string()))
                 .collect(),
             server_address: self.server_address.0.clone(),
-            same_as_server: self.loaders.iter().map(|&i| self.ids[i] == self.ids[0]).collect(),
+            same_as_server: self
+                .loaders
+                .iter()
+                .map(|&i| self.ids[i] == self.ids[0])
+                .collect(),
         }
     }
 

@@ -17,8 +17,8 @@ use crate::docker::container::{LoaderSpec, ServerSpec};
 use crate::results::histogram::{self, HistogramError, Latency};
 use crate::results::{
     AnswerChecks, AppliedLimits, Connections, ErrorCounts, HostUse, LoaderShare, LoaderUse,
-    PhaseTimes,
-    RateFigures, RequestAccounting, Round, ServerUse, StatusCounts, VerifyOutcome, WindowTimes,
+    PhaseTimes, RateFigures, RequestAccounting, Round, ServerUse, StatusCounts, VerifyOutcome,
+    WindowTimes,
 };
 use crate::stats;
 

@@ -189,9 +189,9 @@ pub fn run_clean(args: &CleanArgs) -> anyhow::Result<ExitCode> {
                 if e.url == crate::profile::hosts::LOCAL {
                     continue;
                 }
-                let docker = super::remote::connect(e).await.map_err(|err| {
-                    crate::exit::coded(ExitCode::DockerUnavailable, err)
-                })?;
+                let docker = super::remote::connect(e)
+                    .await
+                    .map_err(|err| crate::exit::coded(ExitCode::DockerUnavailable, err))?;
                 daemons.push((e.to_string(), docker));
             }
         }

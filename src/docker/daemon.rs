@@ -551,7 +551,8 @@ impl Engine for DockerEngine {
     async fn start_sampler(&self, h: &Handle, every: Duration) -> anyhow::Result<Sampler> {
         // Prefer the cgroup files (exact, cheap); fall back to the stats API
         // when the daemon is remote or its cgroup tree is not visible here.
-        let local = self.local
+        let local = self
+            .local
             .then(|| h.pid.and_then(|pid| self.cgroup.for_pid(pid).ok()))
             .flatten()
             .filter(|paths| paths.read().is_ok());

@@ -59,10 +59,7 @@ pub async fn connect(endpoint: &Endpoint) -> Result<Docker, DockerError> {
 /// part of it because daemons of one machine may share the id (Docker
 /// 20.10 derives it from /etc/docker/key.json, whatever the data root).
 pub async fn daemon_id(docker: &Docker) -> Result<String, DockerError> {
-    let info = docker
-        .info()
-        .await
-        .doing(|| "reading daemon info".into())?;
+    let info = docker.info().await.doing(|| "reading daemon info".into())?;
     Ok(format!(
         "{}@{}",
         info.id.unwrap_or_default(),

@@ -76,7 +76,9 @@ impl<'de> Deserialize<'de> for RawEndpoint {
         impl<'de> de::Visitor<'de> for V {
             type Value = RawEndpoint;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a Docker endpoint like `tcp://10.0.0.2:2376`, or `{url: ..., cert_dir: ...}`")
+                f.write_str(
+                    "a Docker endpoint like `tcp://10.0.0.2:2376`, or `{url: ..., cert_dir: ...}`",
+                )
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
                 Ok(RawEndpoint(EndpointSpec {
@@ -315,10 +317,7 @@ fn endpoint(
     let tls = match files {
         None => None,
         Some(_) if !tcp => {
-            return Err(loc.value(
-                field,
-                "TLS certificates apply to `tcp://` endpoints only",
-            ))
+            return Err(loc.value(field, "TLS certificates apply to `tcp://` endpoints only"))
         }
         Some(files) => {
             for (f, path) in &files {
@@ -373,7 +372,9 @@ mod tests {
     fn a_missing_certificate_is_named_at_its_line_and_column() {
         let dir = tempfile::tempdir().unwrap();
         let text = "hosts:\n  server:\n    url: tcp://10.0.0.1:2376\n    ca: nope/ca.pem\n    cert: c.pem\n    key: k.pem\n";
-        let e = load(text, &dir.path().join("p.yaml")).unwrap_err().to_string();
+        let e = load(text, &dir.path().join("p.yaml"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("p.yaml:4:"), "{e}");
         assert!(e.contains("ca.pem does not exist"), "{e}");
     }
@@ -405,9 +406,6 @@ mod tests {
             Path::new("p.yaml"),
         )
         .unwrap();
-        assert_eq!(
-            p.hosts.unwrap().server_address().0,
-            "bench-server.lan"
-        );
+        assert_eq!(p.hosts.unwrap().server_address().0, "bench-server.lan");
     }
 }

@@ -88,6 +88,7 @@ impl Exporter for ResultsMarkdown {
         let mut s = String::new();
         header(&mut s, r);
         environment(&mut s, r);
+        hosts(&mut s, r);
         method(&mut s, r);
         summary(&mut s, &page);
         for scenario in r.scenarios() {
@@ -181,6 +182,100 @@ fn environment(s: &mut String, r: &Results) {
         }
         s.push('\n');
     }
+}
+
+/// The run's topology (profile `hosts:`) and each loader's share of every
+/// round; nothing for a one-daemon run.
+fn hosts(s: &mut String, r: &Results) {
+    let Some(t) = &r.topology else { return };
+    s.push_str(
+        "## Hosts
+
+",
+    );
+    let _ = writeln!(
+        s,
+        "Server on `{}`; {} loader(s) on {}, on their hosts' network stacks. The loaders \
+         reached the server at {} ({}) through its {}. Server CPU and memory: {}.\n",
+        esc(&t.server),
+        t.loaders.len(),
+        t.loaders
+            .iter()
+            .map(|l| format!("`{}`", esc(l)))
+            .collect::<Vec<_>>()
+            .join(", "),
+        esc(&t.server_address),
+        esc(&t.server_address_source),
+        esc(&t.traffic_path),
+        esc(&t.server_resources)
+    );
+    if !t.images.is_empty() {
+        s.push_str("| image | carried to | size | time |\n|---|---|--:|--:|\n");
+        for i in &t.images {
+            let (size, time) = if i.skipped {
+                ("already there".to_string(), String::new())
+            } else {
+                (
+                    crate::units::bytes(i.bytes as f64),
+                    format!("{:.1} s", i.seconds),
+                )
+            };
+            let _ = writeln!(
+                s,
+                "| `{}` | `{}` | {size} | {time} |",
+                esc(&i.tag),
+                esc(&i.endpoint)
+            );
+        }
+        s.push('\n');
+    }
+    for c in &t.clocks {
+        let _ = writeln!(
+            s,
+            "- clock of `{}`: {:+.1} ms against the orchestrator's (± {:.1} ms)",
+            esc(&c.endpoint),
+            c.offset_ms,
+            c.round_trip_ms / 2.0
+        );
+    }
+    if !t.clocks.is_empty() {
+        s.push('\n');
+    }
+    let shared: Vec<_> = r
+        .cells
+        .iter()
+        .flat_map(|c| c.rounds.iter().map(move |round| (c, round)))
+        .filter(|(_, round)| !round.loaders.is_empty())
+        .collect();
+    if shared.is_empty() {
+        return;
+    }
+    s.push_str(
+        "Each loader's part of each round (the round's figures are these merged: counts \
+         summed, histograms added):\n\n\
+         | cell | round | loader | connections | 2xx | req/s | p50 | p99 | loader CPU | window start skew |\n\
+         |---|--:|---|--:|--:|--:|--:|--:|--:|--:|\n",
+    );
+    for (c, round) in shared {
+        for l in &round.loaders {
+            let _ = writeln!(
+                s,
+                "| {} | {} | `{}` | {}/{} | {} | {} | {} | {} | {} | {:.1} ms |",
+                esc(&c.key.stem()),
+                round.index + 1,
+                esc(&l.endpoint),
+                l.connections_established,
+                l.connections_requested,
+                l.responses_2xx,
+                crate::units::thousands(l.throughput_rps),
+                crate::units::micros(l.p50_us as f64),
+                crate::units::micros(l.p99_us as f64),
+                crate::units::percent(l.cpu_fraction),
+                l.window_start_skew_ms
+            );
+        }
+    }
+    s.push('\n');
 }
 
 fn method(s: &mut String, r: &Results) {
@@ -426,5 +521,57 @@ fn exclusions(s: &mut String, r: &Results) {
             let _ = writeln!(s, "- {k}");
         }
         s.push('\n');
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::{CarriedImage, LoaderShare, Topology};
+
+    #[test]
+    fn a_multi_host_run_shows_its_hosts_and_each_loaders_part() {
+        let mut r = crate::results::testdata::sample_results();
+        r.topology = Some(Topology {
+            server: "tcp://10.0.0.1:2376 (TLS)".into(),
+            loaders: vec!["tcp://10.0.0.2:2376 (TLS)".into()],
+            server_address: "10.0.0.1".into(),
+            server_address_source: "as set in the profile".into(),
+            traffic_path: "published port".into(),
+            loader_network: "host network of each loader's host".into(),
+            server_resources: "Docker stats API".into(),
+            images: vec![CarriedImage {
+                endpoint: "tcp://10.0.0.2:2376 (TLS)".into(),
+                tag: "fairground/fairground:abc".into(),
+                id: "sha256:1".into(),
+                bytes: 12 << 20,
+                seconds: 0.7,
+                skipped: false,
+            }],
+            clocks: Vec::new(),
+        });
+        r.cells[0].rounds[0].loaders = vec![LoaderShare {
+            endpoint: "tcp://10.0.0.2:2376 (TLS)".into(),
+            connections_requested: 50,
+            connections_established: 50,
+            responses_2xx: 1000,
+            latency_count: 1000,
+            throughput_rps: 100.0,
+            p50_us: 900,
+            p99_us: 2_000,
+            cpu_fraction: 0.4,
+            window_s: 10.0,
+            window_start_skew_ms: 1.5,
+        }];
+        let out = ResultsMarkdown.render(&r).unwrap();
+        let md = String::from_utf8(out[0].bytes.clone()).unwrap();
+        assert!(md.contains("## Hosts"), "{md}");
+        assert!(md.contains("through its published port"), "{md}");
+        assert!(
+            md.contains("Server CPU and memory: Docker stats API"),
+            "{md}"
+        );
+        assert!(md.contains("`fairground/fairground:abc`"), "{md}");
+        assert!(md.contains("| 50/50 | 1000 |"), "{md}");
     }
 }

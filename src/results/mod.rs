@@ -26,8 +26,7 @@ pub use crate::docker::container::AppliedLimits;
 pub use crate::load::ErrorCounts;
 pub use cell::{
     AnswerChecks, Cell, CellKey, CellSummary, Connections, HostUse, LoaderShare, LoaderUse,
-    RateFigures,
-    RequestAccounting, Round, ServerUse, StatusCounts, WindowTimes,
+    RateFigures, RequestAccounting, Round, ServerUse, StatusCounts, WindowTimes,
 };
 pub use environment::{CheckStatus, EnvCheck, Environment};
 pub use framework::{FrameworkFacts, VerifyOutcome};

@@ -470,9 +470,9 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
         let url = match &self.spread {
             None => format!("http://{ip}:{}", spec.port),
             Some(spread) => {
-                let port = handle.published_port.ok_or_else(|| {
-                    anyhow::anyhow!("{} has no published port", handle.name)
-                })?;
+                let port = handle
+                    .published_port
+                    .ok_or_else(|| anyhow::anyhow!("{} has no published port", handle.name))?;
                 format!("http://{}:{port}", spread.server_address)
             }
         };

@@ -47,28 +47,29 @@ pub(super) async fn load<E: Engine>(
         );
     }
     let start_at = unix_ns() + BARRIER_LEAD.as_nanos() as u64;
-    let runs = spread
-        .loaders
-        .iter()
-        .zip(names)
-        .enumerate()
-        .map(|(i, ((engine, endpoint), name))| {
-            let mut l = loader.clone();
-            l.args.connections = split(loader.args.connections, n, i);
-            l.args.rate = loader.args.rate.map(|r| r / n as f64);
-            l.args.start_at_unix_ns = Some(start_at);
-            l.time_limit += BARRIER_LEAD;
-            let spec = ContainerSpec::loader(run, name, &l, HOST_NETWORK, &server.url);
-            let sink = if i == 0 { lines.clone() } else { None };
-            let what = format!("{what} (loader {} on {endpoint})", i + 1);
-            async move {
-                let out = engine
-                    .run_to_exit(&spec, l.time_limit, sink)
-                    .await
-                    .with_context(|| format!("load generator for {what}"))?;
-                parse_report(&out.stdout, &what)
-            }
-        });
+    let runs =
+        spread
+            .loaders
+            .iter()
+            .zip(names)
+            .enumerate()
+            .map(|(i, ((engine, endpoint), name))| {
+                let mut l = loader.clone();
+                l.args.connections = split(loader.args.connections, n, i);
+                l.args.rate = loader.args.rate.map(|r| r / n as f64);
+                l.args.start_at_unix_ns = Some(start_at);
+                l.time_limit += BARRIER_LEAD;
+                let spec = ContainerSpec::loader(run, name, &l, HOST_NETWORK, &server.url);
+                let sink = if i == 0 { lines.clone() } else { None };
+                let what = format!("{what} (loader {} on {endpoint})", i + 1);
+                async move {
+                    let out = engine
+                        .run_to_exit(&spec, l.time_limit, sink)
+                        .await
+                        .with_context(|| format!("load generator for {what}"))?;
+                    parse_report(&out.stdout, &what)
+                }
+            });
     let reports = futures_util::future::try_join_all(runs).await?;
     let mut merged = crate::load::combine::combine(&reports)?;
     let earliest = reports
