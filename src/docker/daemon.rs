@@ -552,7 +552,7 @@ impl Engine for DockerEngine {
         // Prefer the cgroup files (exact, cheap); fall back to the stats API
         // when the daemon is remote or its cgroup tree is not visible here.
         let local = self
-            .local
+            .cgroup_here(h)
             .then(|| h.pid.and_then(|pid| self.cgroup.for_pid(pid).ok()))
             .flatten()
             .filter(|paths| paths.read().is_ok());
@@ -567,7 +567,7 @@ impl Engine for DockerEngine {
     }
 
     async fn peak_watch(&self, h: &Handle) -> anyhow::Result<Option<PeakWatch>> {
-        if !self.local {
+        if !self.cgroup_here(h) {
             return Ok(None);
         }
         Ok(h.pid
@@ -579,7 +579,7 @@ impl Engine for DockerEngine {
         let mut state = ExitState::from_inspect(&self.inspect(&h.id).await?);
         // While it runs, the cgroup also tells about OOM kills of processes
         // other than the main one (memory.events / memory.oom_control).
-        if state.running && self.local {
+        if state.running && self.cgroup_here(h) {
             state.cgroup_oom_kills = self.read_cgroup(h).ok().and_then(|r| r.oom_kills);
         }
         Ok(state)
@@ -599,6 +599,19 @@ impl Engine for DockerEngine {
 }
 
 impl DockerEngine {
+    /// Whether `h`'s cgroup files can be read on this machine: the daemon
+    /// is reached through a local socket, and the PID it reported is, here,
+    /// a process whose cgroup names the container (a socket forwarded from
+    /// another machine over SSH is a unix socket too, and its PIDs are that
+    /// machine's).
+    fn cgroup_here(&self, h: &Handle) -> bool {
+        self.local
+            && h.pid.is_some_and(|pid| {
+                std::fs::read_to_string(format!("/proc/{pid}/cgroup"))
+                    .is_ok_and(|text| text.contains(&h.id))
+            })
+    }
+
     /// Read a container's cgroup once (local daemons only).
     pub fn read_cgroup(&self, h: &Handle) -> anyhow::Result<CgroupReading> {
         let pid = h
