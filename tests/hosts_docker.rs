@@ -32,6 +32,8 @@ struct SecondDaemon {
     dir: PathBuf,
     bridge: String,
     pid: u32,
+    /// Its TLS listener on 127.0.0.1 (client certificates required).
+    tls_port: u16,
 }
 
 impl SecondDaemon {
@@ -75,9 +77,20 @@ impl SecondDaemon {
             &bridge,
         ]);
         ip(&["link", "set", &bridge, "up"]);
+        let tls = make_certs(&dir.join("tls"));
+        let tls_port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
         let log = std::fs::File::create(dir.join("dockerd.log")).unwrap();
         let child = Command::new("dockerd")
             .arg(format!("--host=unix://{}", dir.join("d.sock").display()))
+            .arg(format!("--host=tcp://127.0.0.1:{tls_port}"))
+            .arg("--tlsverify")
+            .arg(format!("--tlscacert={}", tls.join("ca.pem").display()))
+            .arg(format!("--tlscert={}", tls.join("server-cert.pem").display()))
+            .arg(format!("--tlskey={}", tls.join("server-key.pem").display()))
             .arg(format!("--data-root={}", dir.join("data").display()))
             .arg(format!("--exec-root={}", dir.join("exec").display()))
             .arg(format!("--pidfile={}", dir.join("d.pid").display()))
@@ -102,6 +115,7 @@ impl SecondDaemon {
             dir,
             bridge,
             pid: child.id(),
+            tls_port,
         };
         let deadline = Instant::now() + Duration::from_secs(60);
         while d
@@ -117,6 +131,65 @@ impl SecondDaemon {
         }
         d
     }
+}
+
+/// A CA, a server certificate for 127.0.0.1 and a client certificate in
+/// `dir` (ca.pem, server-cert.pem, server-key.pem, cert.pem, key.pem: the
+/// client's files as `DOCKER_CERT_PATH` has them), made with openssl.
+fn make_certs(dir: &Path) -> PathBuf {
+    std::fs::create_dir_all(dir).unwrap();
+    let run = |args: &[&str]| {
+        let o = Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .expect("openssl runs");
+        assert!(
+            o.status.success(),
+            "openssl {args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    };
+    let key = |name: &str| {
+        run(&[
+            "genpkey",
+            "-algorithm",
+            "EC",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-out",
+            name,
+        ])
+    };
+    key("ca-key.pem");
+    run(&[
+        "req", "-new", "-x509", "-days", "2", "-key", "ca-key.pem", "-subj", "/CN=fgtest CA",
+        "-addext", "basicConstraints=critical,CA:TRUE",
+        "-addext", "keyUsage=critical,keyCertSign,cRLSign", "-out", "ca.pem",
+    ]);
+    for (name, subject, ext) in [
+        (
+            "server",
+            "/CN=127.0.0.1",
+            "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n",
+        ),
+        ("client", "/CN=fairground", "extendedKeyUsage=clientAuth\n"),
+    ] {
+        let (k, c) = if name == "server" {
+            ("server-key.pem", "server-cert.pem")
+        } else {
+            ("key.pem", "cert.pem")
+        };
+        key(k);
+        run(&["req", "-new", "-key", k, "-subj", subject, "-out", &format!("{name}.csr")]);
+        std::fs::write(dir.join(format!("{name}.ext")), ext).unwrap();
+        run(&[
+            "x509", "-req", "-days", "2", "-in", &format!("{name}.csr"), "-CA", "ca.pem",
+            "-CAkey", "ca-key.pem", "-CAcreateserial", "-out", c, "-extfile",
+            &format!("{name}.ext"),
+        ]);
+    }
+    dir.to_path_buf()
 }
 
 impl Drop for SecondDaemon {
@@ -189,9 +262,14 @@ fn two_loaders_on_a_second_daemon_merge_to_the_known_answer() {
         "the second daemon starts empty"
     );
 
+    // The same daemon twice: once through its socket, once through TCP
+    // with TLS client certificates (the second finds the image carried by
+    // the first and skips it).
     let hosts = format!(
-        "hosts:\n  server: local\n  loaders: [{u}, {u}]\n  server_address: 127.0.0.1\n",
-        u = d2.url()
+        "hosts:\n  server: local\n  loaders:\n    - {u}\n    - url: tcp://127.0.0.1:{p}\n      cert_dir: {c}\n  server_address: 127.0.0.1\n",
+        u = d2.url(),
+        p = d2.tls_port,
+        c = d2.dir.join("tls").display()
     );
     let (multi, stderr) = run_profile_in(tmp.path(), &profile(Some(&hosts)));
     eprintln!("{stderr}");
@@ -199,7 +277,15 @@ fn two_loaders_on_a_second_daemon_merge_to_the_known_answer() {
         .topology
         .as_ref()
         .expect("results record the topology");
-    assert_eq!(topo.loaders, vec![d2.url(), d2.url()]);
+    let tls_endpoint = format!("tcp://127.0.0.1:{} (TLS)", d2.tls_port);
+    assert_eq!(topo.loaders, vec![d2.url(), tls_endpoint.clone()]);
+    assert!(
+        topo.images
+            .iter()
+            .any(|c| c.endpoint == tls_endpoint && c.skipped),
+        "the TLS endpoint found the image already carried: {:?}",
+        topo.images
+    );
     assert_eq!(topo.traffic_path, "published port");
     let carried: Vec<_> = topo.images.iter().filter(|c| !c.skipped).collect();
     assert!(
