@@ -89,7 +89,10 @@ impl SecondDaemon {
             .arg(format!("--host=tcp://127.0.0.1:{tls_port}"))
             .arg("--tlsverify")
             .arg(format!("--tlscacert={}", tls.join("ca.pem").display()))
-            .arg(format!("--tlscert={}", tls.join("server-cert.pem").display()))
+            .arg(format!(
+                "--tlscert={}",
+                tls.join("server-cert.pem").display()
+            ))
             .arg(format!("--tlskey={}", tls.join("server-key.pem").display()))
             .arg(format!("--data-root={}", dir.join("data").display()))
             .arg(format!("--exec-root={}", dir.join("exec").display()))
@@ -163,9 +166,21 @@ fn make_certs(dir: &Path) -> PathBuf {
     };
     key("ca-key.pem");
     run(&[
-        "req", "-new", "-x509", "-days", "2", "-key", "ca-key.pem", "-subj", "/CN=fgtest CA",
-        "-addext", "basicConstraints=critical,CA:TRUE",
-        "-addext", "keyUsage=critical,keyCertSign,cRLSign", "-out", "ca.pem",
+        "req",
+        "-new",
+        "-x509",
+        "-days",
+        "2",
+        "-key",
+        "ca-key.pem",
+        "-subj",
+        "/CN=fgtest CA",
+        "-addext",
+        "basicConstraints=critical,CA:TRUE",
+        "-addext",
+        "keyUsage=critical,keyCertSign,cRLSign",
+        "-out",
+        "ca.pem",
     ]);
     for (name, subject, ext) in [
         (
@@ -181,11 +196,32 @@ fn make_certs(dir: &Path) -> PathBuf {
             ("key.pem", "cert.pem")
         };
         key(k);
-        run(&["req", "-new", "-key", k, "-subj", subject, "-out", &format!("{name}.csr")]);
+        run(&[
+            "req",
+            "-new",
+            "-key",
+            k,
+            "-subj",
+            subject,
+            "-out",
+            &format!("{name}.csr"),
+        ]);
         std::fs::write(dir.join(format!("{name}.ext")), ext).unwrap();
         run(&[
-            "x509", "-req", "-days", "2", "-in", &format!("{name}.csr"), "-CA", "ca.pem",
-            "-CAkey", "ca-key.pem", "-CAcreateserial", "-out", c, "-extfile",
+            "x509",
+            "-req",
+            "-days",
+            "2",
+            "-in",
+            &format!("{name}.csr"),
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca-key.pem",
+            "-CAcreateserial",
+            "-out",
+            c,
+            "-extfile",
             &format!("{name}.ext"),
         ]);
     }
@@ -301,6 +337,26 @@ fn two_loaders_on_a_second_daemon_merge_to_the_known_answer() {
             c.tag, c.bytes, c.seconds
         );
     }
+
+    let pre = topo
+        .preflight
+        .iter()
+        .find(|p| p.endpoint == d2.url())
+        .expect("preflight ran on the second daemon");
+    assert!(
+        pre.checks.iter().any(|c| c.id.starts_with("virt.")),
+        "the checks ran there: {pre:?}"
+    );
+    assert!(
+        pre.checks.iter().any(|c| c.id == "docker.leftovers"),
+        "{pre:?}"
+    );
+    assert_eq!(
+        topo.preflight.len(),
+        1,
+        "one daemon, reached twice, checked once: {:?}",
+        topo.preflight
+    );
 
     let cell = &multi.cells[0];
     // Flagged is allowed: this machine is shared, and a busy host flags.

@@ -353,6 +353,17 @@ async fn measure(
             () = cancel.cancelled() => return Ok(RunOutcome::Interrupted),
         };
         topology.clocks = h.clocks().await;
+        topology.preflight = h.preflight(run, &engine).await;
+        for p in &topology.preflight {
+            eprintln!("preflight on {}: environment {}", p.endpoint, p.verdict);
+            for c in p
+                .checks
+                .iter()
+                .filter(|c| !c.verdict.eq_ignore_ascii_case("pass"))
+            {
+                eprintln!("  {} {}: {}", c.verdict, c.id, c.measured);
+            }
+        }
         for c in &topology.clocks {
             eprintln!(
                 "  clock of {}: {:+.1} ms against this machine's (± {:.1} ms)",

@@ -9,12 +9,15 @@ use std::time::Instant;
 use anyhow::Context;
 
 use super::docker_lab::Spread;
+use crate::docker::container::{ContainerSpec, Role, HOST_NETWORK};
 use crate::docker::engine::{BuiltImages, DockerEngine};
 use crate::docker::images::ImageOptions;
 use crate::docker::remote;
+use crate::docker::RunId;
+use crate::preflight::EnvReport;
 use crate::profile::hosts::{Endpoint, Hosts};
 use crate::profile::Network;
-use crate::results::{CarriedImage, DaemonClock, Topology};
+use crate::results::{CarriedImage, DaemonClock, HostCheck, HostPreflight, Topology};
 
 /// The daemons of a multi-host run.
 pub struct HostEngines {
@@ -158,6 +161,55 @@ impl HostEngines {
         out
     }
 
+    /// Preflight on every daemon that is not `local` (this machine's,
+    /// judged by the run's own preflight): fairground's image runs
+    /// `fairground preflight --json` there, on the host's network stack
+    /// with its /proc and /sys bound read-only, and the daemon's leftovers
+    /// (containers of other fairground runs) are counted through its API.
+    /// The Docker checks of the report are dropped: inside the container
+    /// there is no daemon to ask; the leftovers count stands in.
+    pub async fn preflight(&self, run: &RunId, local: &DockerEngine) -> Vec<HostPreflight> {
+        let local_id = remote::daemon_id(local.docker()).await.unwrap_or_default();
+        let mut out = Vec::new();
+        let mut seen = Vec::new();
+        for (i, engine) in self.engines.iter().enumerate() {
+            if self.ids[i] == local_id || seen.contains(&self.ids[i]) {
+                continue;
+            }
+            seen.push(self.ids[i].clone());
+            let endpoint = engine.endpoint().to_string();
+            let mut checks = match preflight_there(engine, run).await {
+                Ok(report) => report
+                    .checks
+                    .into_iter()
+                    .filter(|c| c.family != crate::preflight::Family::Docker)
+                    .map(|c| HostCheck {
+                        id: c.id,
+                        verdict: c.verdict.to_string().to_lowercase(),
+                        measured: c.measured,
+                    })
+                    .collect(),
+                Err(e) => vec![HostCheck {
+                    id: "preflight".into(),
+                    verdict: "fail".into(),
+                    measured: format!("could not run there: {e:#}"),
+                }],
+            };
+            checks.push(leftovers(engine, run).await);
+            let verdict = ["fail", "warn"]
+                .into_iter()
+                .find(|v| checks.iter().any(|c| c.verdict.eq_ignore_ascii_case(v)))
+                .unwrap_or("pass")
+                .to_string();
+            out.push(HostPreflight {
+                endpoint,
+                verdict,
+                checks,
+            });
+        }
+        out
+    }
+
     /// What the results record about these hosts.
     pub fn topology(&self, network: Network) -> Topology {
         Topology {
@@ -181,6 +233,7 @@ impl HostEngines {
             },
             images: Vec::new(),
             clocks: Vec::new(),
+            preflight: Vec::new(),
         }
     }
 }
@@ -198,4 +251,96 @@ fn resolve_ipv4(address: &str) -> anyhow::Result<String> {
         .find(|a| a.is_ipv4())
         .map(|a| a.ip().to_string())
         .ok_or_else(|| anyhow::anyhow!("the server address `{address}` has no IPv4 address"))
+}
+
+/// How long the preflight container on another host may take.
+const PREFLIGHT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// `fairground preflight --json` in fairground's image on `engine`'s host.
+async fn preflight_there(engine: &DockerEngine, run: &RunId) -> anyhow::Result<EnvReport> {
+    let image = engine
+        .fairground_image()
+        .ok_or_else(|| anyhow::anyhow!("fairground's image is not on {}", engine.endpoint()))?;
+    let mut spec = ContainerSpec::new(
+        run,
+        Role::Probe,
+        format!(
+            "{}-preflight-{:04x}",
+            run.name_prefix(),
+            rand::random::<u16>()
+        ),
+        image,
+    );
+    spec.network = Some(HOST_NETWORK.to_string());
+    spec.read_only_rootfs = true;
+    spec.binds = vec!["/proc:/host/proc:ro".into(), "/sys:/host/sys:ro".into()];
+    spec.cmd = vec![
+        "preflight".into(),
+        "--json".into(),
+        "--root".into(),
+        "/host".into(),
+        "--run-id".into(),
+        run.as_str().into(),
+    ];
+    let out = engine.run_collect(&spec, PREFLIGHT_TIMEOUT, None).await?;
+    serde_json::from_str(&out.stdout).with_context(|| {
+        let tail: String = out
+            .stderr
+            .chars()
+            .rev()
+            .take(300)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
+        format!("no preflight report (exit {}): {tail}", out.exit_code)
+    })
+}
+
+/// Containers of other fairground runs on `engine`'s daemon.
+async fn leftovers(engine: &DockerEngine, run: &RunId) -> HostCheck {
+    let filters = std::collections::HashMap::from([(
+        "label".to_string(),
+        vec![crate::docker::LABEL_RUN.to_string()],
+    )]);
+    let listed = engine
+        .docker()
+        .list_containers(Some(bollard::query_parameters::ListContainersOptions {
+            all: true,
+            filters: Some(filters),
+            ..Default::default()
+        }))
+        .await;
+    match listed {
+        Ok(list) => {
+            let others: Vec<String> = list
+                .into_iter()
+                .filter(|c| {
+                    c.labels
+                        .as_ref()
+                        .and_then(|l| l.get(crate::docker::LABEL_RUN))
+                        .is_some_and(|r| r != run.as_str())
+                })
+                .filter_map(|c| c.names.and_then(|n| n.into_iter().next()))
+                .collect();
+            HostCheck {
+                id: "docker.leftovers".into(),
+                verdict: if others.is_empty() { "pass" } else { "warn" }.into(),
+                measured: if others.is_empty() {
+                    "no container of another fairground run".into()
+                } else {
+                    format!(
+                        "{} container(s) of other fairground runs: {} (`fairground clean --profile` removes them)",
+                        others.len(),
+                        others.join(", ")
+                    )
+                },
+            }
+        }
+        Err(e) => HostCheck {
+            id: "docker.leftovers".into(),
+            verdict: "warn".into(),
+            measured: format!("could not list containers: {e}"),
+        },
+    }
 }

@@ -104,6 +104,9 @@ pub struct ContainerSpec {
     /// A container port to publish on a host port the daemon picks (the
     /// server seen from loaders on other hosts); bridge networks only.
     pub publish: Option<u16>,
+    /// Bind mounts, `host:container[:ro]` (the preflight of another host
+    /// reads that host's /proc and /sys read-only).
+    pub binds: Vec<String>,
 }
 
 /// A framework's server, as a run resolved it from the profile and the
@@ -192,6 +195,7 @@ impl ContainerSpec {
             read_only_rootfs: false,
             env: BTreeMap::new(),
             publish: None,
+            binds: Vec::new(),
         }
     }
 
@@ -265,6 +269,7 @@ impl ContainerSpec {
                 .read_only_rootfs
                 .then(|| HashMap::from([("/tmp".to_string(), TMPFS_TMP.to_string())])),
             network_mode: Some(self.network.clone().unwrap_or_else(|| "none".into())),
+            binds: (!self.binds.is_empty()).then(|| self.binds.clone()),
             init: Some(false),
             ..Default::default()
         };

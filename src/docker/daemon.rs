@@ -104,6 +104,11 @@ impl DockerEngine {
         self.local
     }
 
+    /// fairground's image on this daemon, once known.
+    pub fn fairground_image(&self) -> Option<String> {
+        self.fairground_image.lock().unwrap().clone()
+    }
+
     /// Use image `tag` as fairground's own (carried here, not built here).
     pub fn use_fairground_image(&self, tag: &str) {
         *self.fairground_image.lock().unwrap() = Some(tag.to_string());
@@ -278,7 +283,7 @@ impl DockerEngine {
     }
 
     /// Run to exit and collect output, whatever the exit code.
-    async fn run_collect(
+    pub(crate) async fn run_collect(
         &self,
         spec: &ContainerSpec,
         timeout: Duration,

@@ -238,7 +238,24 @@ fn hosts(s: &mut String, r: &Results) {
             c.round_trip_ms / 2.0
         );
     }
-    if !t.clocks.is_empty() {
+    for p in &t.preflight {
+        let _ = writeln!(
+            s,
+            "- preflight on `{}` (fairground's image, that host's /proc and /sys): **{}**",
+            esc(&p.endpoint),
+            esc(&p.verdict)
+        );
+        for c in p.checks.iter().filter(|c| c.verdict != "pass") {
+            let _ = writeln!(
+                s,
+                "  - {} {}: {}",
+                esc(&c.verdict),
+                esc(&c.id),
+                esc(&c.measured)
+            );
+        }
+    }
+    if !t.clocks.is_empty() || !t.preflight.is_empty() {
         s.push('\n');
     }
     let shared: Vec<_> = r
@@ -549,6 +566,7 @@ mod tests {
                 skipped: false,
             }],
             clocks: Vec::new(),
+            preflight: Vec::new(),
         });
         r.cells[0].rounds[0].loaders = vec![LoaderShare {
             endpoint: "tcp://10.0.0.2:2376 (TLS)".into(),

@@ -32,7 +32,7 @@ pub use environment::{CheckStatus, EnvCheck, Environment};
 pub use framework::{FrameworkFacts, VerifyOutcome};
 pub use histogram::Latency;
 pub use timing::{PhaseTimes, RunTiming};
-pub use topology::{CarriedImage, DaemonClock, Topology};
+pub use topology::{CarriedImage, DaemonClock, HostCheck, HostPreflight, Topology};
 pub use verdict::{Exclusion, Preflight, Reason, Status, Thresholds, Verdict};
 
 /// Version of the results.json layout. Bump on any change a reader of an

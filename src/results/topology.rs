@@ -30,6 +30,33 @@ pub struct Topology {
     pub images: Vec<CarriedImage>,
     /// Each daemon's clock against this machine's.
     pub clocks: Vec<DaemonClock>,
+    /// Preflight of each host other than this machine, run there in
+    /// fairground's image (read-only /proc and /sys of that host).
+    #[serde(default)]
+    pub preflight: Vec<HostPreflight>,
+}
+
+/// The environment verdict of one other host.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct HostPreflight {
+    /// The daemon's endpoint.
+    pub endpoint: String,
+    /// The worst verdict of its checks: `pass`, `warn` or `fail`.
+    pub verdict: String,
+    /// Each check's id, verdict and measurement.
+    pub checks: Vec<HostCheck>,
+}
+
+/// One check on another host.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct HostCheck {
+    /// Check id (`virt.cost`, `nic.driver`, …; `docker.leftovers` is read
+    /// through the host's Docker API).
+    pub id: String,
+    /// `pass`, `warn` or `fail`.
+    pub verdict: String,
+    /// What was measured there.
+    pub measured: String,
 }
 
 /// One image carried to one daemon.
