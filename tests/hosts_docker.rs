@@ -31,7 +31,8 @@ const KNOWN_RPS: f64 = CONNECTIONS as f64 * 1000.0 / DELAY_MS as f64;
 struct SecondDaemon {
     dir: PathBuf,
     bridge: String,
-    pid: u32,
+    /// dockerd itself, stopped by its pid.
+    child: std::process::Child,
     /// Its TLS listener on 127.0.0.1 (client certificates required).
     tls_port: u16,
 }
@@ -117,7 +118,7 @@ impl SecondDaemon {
         let d = SecondDaemon {
             dir,
             bridge,
-            pid: child.id(),
+            child,
             tls_port,
         };
         let deadline = Instant::now() + Duration::from_secs(60);
@@ -230,14 +231,17 @@ fn make_certs(dir: &Path) -> PathBuf {
 
 impl Drop for SecondDaemon {
     fn drop(&mut self) {
+        // SIGTERM (a clean shutdown unmounts and removes its containers'
+        // state), then SIGKILL if it has not exited within 30 s.
         unsafe {
-            libc::kill(self.pid as i32, libc::SIGTERM);
+            libc::kill(self.child.id() as i32, libc::SIGTERM);
         }
         let deadline = Instant::now() + Duration::from_secs(30);
-        while Path::new(&format!("/proc/{}", self.pid)).exists() && Instant::now() < deadline {
-            // Reap it if it is our child (it is).
-            unsafe {
-                libc::waitpid(self.pid as i32, std::ptr::null_mut(), libc::WNOHANG);
+        while matches!(self.child.try_wait(), Ok(None)) {
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                break;
             }
             std::thread::sleep(Duration::from_millis(200));
         }
