@@ -455,6 +455,25 @@ mod tests {
     }
 
     #[test]
+    fn a_published_port_lets_the_daemon_pick_the_host_port_except_on_the_host_stack() {
+        let run = RunId("fg-test".into());
+        let mut spec = ContainerSpec::new(&run, Role::Server, "fg-test-server", "img");
+        spec.network = Some("bridge".into());
+        spec.publish = Some(8080);
+        spec.binds = vec!["/proc:/host/proc:ro".into()];
+        let body = spec.to_create_body();
+        assert_eq!(body.exposed_ports, Some(vec!["8080/tcp".to_string()]));
+        let hc = body.host_config.unwrap();
+        let b = hc.port_bindings.unwrap()["8080/tcp"].clone().unwrap();
+        assert_eq!(b[0].host_port.as_deref(), Some(""), "the daemon picks");
+        assert_eq!(hc.binds, Some(vec!["/proc:/host/proc:ro".to_string()]));
+        spec.network = Some(HOST_NETWORK.into());
+        let body = spec.to_create_body();
+        assert_eq!(body.exposed_ports, None);
+        assert_eq!(body.host_config.unwrap().port_bindings, None);
+    }
+
+    #[test]
     fn create_body_turns_off_swap_drops_caps_and_labels_the_run() {
         let run = RunId("fg-test".into());
         let mut spec = ContainerSpec::new(&run, Role::Server, "fg-test-server", "img");
