@@ -51,6 +51,49 @@ pub struct BuildArgs {
     /// Run id to label what is built with (default: a fresh one).
     #[arg(long)]
     pub run: Option<String>,
+    /// Then carry the images to the Docker hosts of this profile's
+    /// `hosts:` (fairground's to every host, the frameworks' to the
+    /// server's), as a run would: size and seconds per image.
+    #[arg(long, value_name = "PROFILE")]
+    pub carry_to: Option<String>,
+}
+
+/// Carry `built` to the hosts of profile `name`, printing one line per
+/// image and host.
+async fn carry(
+    engine: &DockerEngine,
+    built: &super::engine::BuiltImages,
+    name: &str,
+) -> anyhow::Result<()> {
+    let (profile, path) = crate::profile::resolve(name)?;
+    let hosts = profile.hosts.as_ref().ok_or_else(|| {
+        coded(
+            ExitCode::BadInput,
+            anyhow::anyhow!(
+                "{} has no `hosts:` section to carry images to",
+                path.display()
+            ),
+        )
+    })?;
+    let engines = crate::bench::hosts::HostEngines::connect(hosts, engine.options()).await?;
+    for c in engines.carry(engine, built).await? {
+        println!(
+            "{:<44} {:<32} {:>10} {:>8}",
+            c.tag,
+            c.endpoint,
+            if c.skipped {
+                "there".to_string()
+            } else {
+                crate::units::bytes(c.bytes as f64)
+            },
+            if c.skipped {
+                String::new()
+            } else {
+                format!("{:.1} s", c.seconds)
+            }
+        );
+    }
+    Ok(())
 }
 
 /// `fairground clean`
@@ -159,6 +202,9 @@ async fn build(b: &BuildArgs) -> anyhow::Result<ExitCode> {
         bar.finish_and_clear();
     }
     let built = built?;
+    if let Some(name) = &b.carry_to {
+        carry(&engine, &built, name).await?;
+    }
     let mut all = vec![built.fairground];
     all.extend(built.bases);
     all.extend(built.frameworks.into_values());
