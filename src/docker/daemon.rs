@@ -43,12 +43,12 @@ pub struct DockerEngine {
     docker: Docker,
     opts: ImageOptions,
     cgroup: CgroupFs,
-    fairground_image: Mutex<Option<String>>,
+    pub(super) fairground_image: Mutex<Option<String>>,
     /// The daemon runs on this machine, so its containers' cgroup files
     /// can be read here; otherwise the stats API stands in.
-    local: bool,
+    pub(super) local: bool,
     /// The endpoint, for messages (`local`, `tcp://…`).
-    endpoint: String,
+    pub(super) endpoint: String,
 }
 
 impl std::fmt::Debug for DockerEngine {
@@ -76,41 +76,6 @@ impl DockerEngine {
             local: super::daemon_is_local(),
             endpoint: super::docker_host(),
         }
-    }
-
-    /// Connect to a profile's endpoint (`hosts:`). A unix socket is this
-    /// machine's daemon (cgroups read directly); TCP is remote (stats API).
-    pub async fn for_endpoint(
-        endpoint: &crate::profile::hosts::Endpoint,
-        opts: ImageOptions,
-    ) -> anyhow::Result<Self> {
-        let docker = super::remote::connect(endpoint)
-            .await
-            .map_err(|e| crate::exit::coded(crate::exit::ExitCode::DockerUnavailable, e))?;
-        let mut engine = Self::with_docker(docker, opts);
-        engine.local = endpoint.is_local_socket();
-        engine.endpoint = endpoint.to_string();
-        Ok(engine)
-    }
-
-    /// The endpoint this engine talks to, for messages.
-    pub fn endpoint(&self) -> &str {
-        &self.endpoint
-    }
-
-    /// Whether cgroups are read directly (else through the stats API).
-    pub fn is_local(&self) -> bool {
-        self.local
-    }
-
-    /// fairground's image on this daemon, once known.
-    pub fn fairground_image(&self) -> Option<String> {
-        self.fairground_image.lock().unwrap().clone()
-    }
-
-    /// Use image `tag` as fairground's own (carried here, not built here).
-    pub fn use_fairground_image(&self, tag: &str) {
-        *self.fairground_image.lock().unwrap() = Some(tag.to_string());
     }
 
     /// The bollard client (for the [`cleanup::RunGuard`]).

@@ -15,7 +15,9 @@ use bollard::query_parameters::ImportImageOptions;
 use bollard::Docker;
 use futures_util::StreamExt;
 
+use super::daemon::DockerEngine;
 use super::error::{ApiContext, DockerError};
+use super::images::ImageOptions;
 use super::{CONNECT_TIMEOUT, REQUEST_TIMEOUT};
 use crate::profile::hosts::{Endpoint, LOCAL};
 
@@ -177,4 +179,42 @@ pub async fn carry_image(
         seconds,
         skipped: false,
     })
+}
+
+/// A [`DockerEngine`] on one of a profile's endpoints.
+impl DockerEngine {
+    /// Connect to a profile's endpoint (`hosts:`). A unix socket is this
+    /// machine's daemon (cgroups read directly); TCP is remote (stats API).
+    pub async fn for_endpoint(
+        endpoint: &crate::profile::hosts::Endpoint,
+        opts: ImageOptions,
+    ) -> anyhow::Result<Self> {
+        let docker = connect(endpoint)
+            .await
+            .map_err(|e| crate::exit::coded(crate::exit::ExitCode::DockerUnavailable, e))?;
+        let mut engine = Self::with_docker(docker, opts);
+        engine.local = endpoint.is_local_socket();
+        engine.endpoint = endpoint.to_string();
+        Ok(engine)
+    }
+
+    /// The endpoint this engine talks to, for messages.
+    pub fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+
+    /// Whether cgroups are read directly (else through the stats API).
+    pub fn is_local(&self) -> bool {
+        self.local
+    }
+
+    /// fairground's image on this daemon, once known.
+    pub fn fairground_image(&self) -> Option<String> {
+        self.fairground_image.lock().unwrap().clone()
+    }
+
+    /// Use image `tag` as fairground's own (carried here, not built here).
+    pub fn use_fairground_image(&self, tag: &str) {
+        *self.fairground_image.lock().unwrap() = Some(tag.to_string());
+    }
 }

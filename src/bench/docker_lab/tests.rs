@@ -9,7 +9,7 @@ use crate::bench::plan::tests::framework;
 use crate::bench::spec::{tests::images, RunSpec};
 use crate::docker::fake::{FakeEngine, FakeScript};
 use crate::load::LoadConfig;
-use crate::probe::CgroupReading;
+use crate::probe::{CgroupReading, Series};
 use crate::profile::{HostFacts, Profile};
 use crate::results::CellKey;
 
@@ -310,4 +310,58 @@ fn host_mode_refuses_a_port_something_else_listens_on() {
     );
     drop(taken);
     assert!(super::port_free_on_host(port).is_ok());
+}
+
+#[test]
+fn loaders_on_other_daemons_split_the_round_share_one_start_and_merge_exactly() {
+    let load = real_load_report();
+    let script = || FakeScript {
+        loader_stdout: serde_json::to_string(&load).unwrap(),
+        loader_stderr: progress_lines(),
+        ..FakeScript::default()
+    };
+    let (server_daemon, loader_daemon) = (FakeEngine::new(script()), FakeEngine::new(script()));
+    let spec = spec(&profile());
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let m = rt.block_on(async {
+        let spread = Spread {
+            loaders: vec![(&loader_daemon, "l1".into()), (&loader_daemon, "l2".into())],
+            server_address: "192.0.2.7".into(),
+            same_as_server: vec![false, false],
+        };
+        let mut lab =
+            DockerLab::open_spread(&server_daemon, RunId("t".into()), Network::Bridge, spread);
+        let (server, started) = lab.start(spec.server("a").unwrap()).await.unwrap();
+        assert!(
+            started.url.starts_with("http://192.0.2.7:"),
+            "the published port on the server's address: {}",
+            started.url
+        );
+        let loader = spec.loader(&key(None), 0, &started.url);
+        let m = lab.measure(&server, &loader).await.unwrap();
+        lab.stop(server).await.unwrap();
+        lab.close().await.unwrap();
+        m
+    });
+    assert!(
+        server_daemon.commands().is_empty(),
+        "no loader on the server's daemon"
+    );
+    let cmds = loader_daemon.commands();
+    assert_eq!(cmds.len(), 2);
+    let flag =
+        |cmd: &Vec<String>, f: &str| cmd[cmd.iter().position(|a| a == f).unwrap() + 1].clone();
+    assert_eq!(flag(&cmds[0], "--connections"), "2");
+    assert_eq!(flag(&cmds[1], "--connections"), "2");
+    assert_eq!(
+        flag(&cmds[0], "--start-at-unix-ns"),
+        flag(&cmds[1], "--start-at-unix-ns"),
+        "one start barrier"
+    );
+    assert_eq!(m.loaders.len(), 2);
+    assert_eq!(m.loaders[0].endpoint, "l1");
+    let round = m.into_round(0).unwrap();
+    assert_eq!(round.responses.status_2xx, 2 * load.responses.status_2xx);
+    assert_eq!(round.latency.count, 2 * load.latency.count);
+    assert!(server_daemon.leftovers().is_empty() && loader_daemon.leftovers().is_empty());
 }
