@@ -271,16 +271,20 @@ async fn open_store(args: &RunArgs, setup: &mut Setup) -> anyhow::Result<(Store,
 
 /// Step 3: Ctrl-C. The first stops the run cleanly (the returned token is
 /// cancelled), a second quits at once.
-fn on_interrupt(run: &RunId) -> Cancel {
+fn on_interrupt(run: &RunId, profile: Option<&Path>) -> Cancel {
     let cancel = Cancel::new();
     let (token, run) = (cancel.clone(), run.clone());
+    // A profile with `hosts:` left objects on those hosts too.
+    let hosts = profile
+        .map(|p| format!(" --profile {}", p.display()))
+        .unwrap_or_default();
     tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
             eprintln!("\ninterrupted: stopping, removing this run's containers and writing the report (Ctrl-C again to quit at once)");
             token.cancel();
             if tokio::signal::ctrl_c().await.is_ok() {
                 eprintln!(
-                    "quit; remove what is left with `fairground clean --run {}`",
+                    "quit; remove what is left with `fairground clean --run {}{hosts}`",
                     run.as_str()
                 );
                 std::process::exit(i32::from(ExitCode::Interrupted.code()));
@@ -518,7 +522,14 @@ async fn run_async(args: &RunArgs) -> anyhow::Result<ExitCode> {
     let (mut store, env_report) = open_store(args, &mut setup).await?;
     eprintln!("results: {}", store.dir().display());
     let run = RunId::new();
-    let cancel = on_interrupt(&run);
+    let cancel = on_interrupt(
+        &run,
+        setup
+            .profile
+            .hosts
+            .is_some()
+            .then_some(setup.profile_path.as_path()),
+    );
     eprintln!(
         "docker objects of this run carry the label fairground.run={}",
         run.as_str()
