@@ -393,8 +393,12 @@ fn two_loaders_on_a_second_daemon_merge_to_the_known_answer() {
     assert!(single.topology.is_none());
     let (m, m_cv) = throughput(&multi);
     let (s, s_cv) = throughput(&single);
-    // The run's own noise band: three times the rounds' CV, at least 2 %.
-    let band = (3.0 * m_cv.max(s_cv)).max(0.02);
+    // The runs' own noise band: three times the rounds' CV, but at least
+    // what a perfectly periodic server allows: each connection completes a
+    // whole number of 50 ms answers in a 5 s window (±1 of 100: 1 % per
+    // run, 2 % between two runs), plus the published port's extra hop
+    // (docker-proxy) on the multi-host path, a fraction of a ms per answer.
+    let band = (3.0 * m_cv.max(s_cv)).max(0.03);
     eprintln!(
         "known {KNOWN_RPS} req/s; two loaders on the second daemon {m:.2} req/s (CV {m_cv:.4}), \
          one loader on one daemon {s:.2} req/s (CV {s_cv:.4}); band {:.1} %",
