@@ -20,7 +20,7 @@ use futures_util::StreamExt;
 use super::cleanup::{self, CleanupReport};
 use super::container::{AppliedLimits, ContainerSpec, ExitState, Role};
 use super::engine::{
-    BuiltImages, ContainerOutput, Engine, Handle, LineSink, Readiness, ReadyCheck,
+    BuiltImages, ContainerOutput, Engine, Handle, LineSink, Readiness, ReadyCheck, ReadyStart,
 };
 use super::error::{ApiContext, DockerError};
 use super::images::{self, ImageInfo, ImageOptions};
@@ -89,14 +89,14 @@ impl DockerEngine {
         Ok(info)
     }
 
-    async fn fairground_tag(&self) -> anyhow::Result<String> {
+    pub(super) async fn fairground_tag(&self) -> anyhow::Result<String> {
         if let Some(t) = self.fairground_image.lock().unwrap().clone() {
             return Ok(t);
         }
         Ok(self.ensure_fairground().await?.tag)
     }
 
-    async fn inspect(
+    pub(super) async fn inspect(
         &self,
         id: &str,
     ) -> Result<bollard::models::ContainerInspectResponse, DockerError> {
@@ -109,7 +109,7 @@ impl DockerEngine {
             .doing(|| format!("inspecting container {id}"))
     }
 
-    async fn create_and_start(&self, spec: &ContainerSpec) -> anyhow::Result<String> {
+    pub(super) async fn create_and_start(&self, spec: &ContainerSpec) -> anyhow::Result<String> {
         let created = self
             .docker
             .create_container(
@@ -156,7 +156,7 @@ impl DockerEngine {
         Ok(created.id)
     }
 
-    async fn force_remove(&self, id: &str) -> Result<(), DockerError> {
+    pub(super) async fn force_remove(&self, id: &str) -> Result<(), DockerError> {
         self.docker
             .remove_container(
                 id,
@@ -198,7 +198,7 @@ impl DockerEngine {
         ))
     }
 
-    async fn tail(&self, id: &str, lines: usize) -> Result<String, DockerError> {
+    pub(super) async fn tail(&self, id: &str, lines: usize) -> Result<String, DockerError> {
         let (out, err) = self.logs(id, lines).await?;
         Ok(match (out.is_empty(), err.is_empty()) {
             (false, false) => format!("{out}{err}"),
@@ -210,21 +210,34 @@ impl DockerEngine {
     /// Follow a container's stderr and send it on line by line until the
     /// container stops or `sink` is dropped.
     fn follow_stderr(&self, id: &str, sink: LineSink) -> tokio::task::JoinHandle<()> {
+        self.follow(id, false, sink)
+    }
+
+    /// Follow a container's stdout (`stdout`) or stderr and send it on line
+    /// by line until the container stops or `sink` is dropped.
+    pub(super) fn follow(
+        &self,
+        id: &str,
+        stdout: bool,
+        sink: LineSink,
+    ) -> tokio::task::JoinHandle<()> {
         let docker = self.docker.clone();
         let id = id.to_string();
         tokio::spawn(async move {
             let opts = LogsOptions {
                 follow: true,
-                stdout: false,
-                stderr: true,
+                stdout,
+                stderr: !stdout,
                 tail: "all".into(),
                 ..Default::default()
             };
             let mut stream = docker.logs(&id, Some(opts));
             let mut pending: Vec<u8> = Vec::new();
             while let Some(Ok(item)) = stream.next().await {
-                let bollard::container::LogOutput::StdErr { message } = item else {
-                    continue;
+                let message = match item {
+                    bollard::container::LogOutput::StdErr { message } if !stdout => message,
+                    bollard::container::LogOutput::StdOut { message } if stdout => message,
+                    _ => continue,
                 };
                 pending.extend_from_slice(&message);
                 while let Some(nl) = pending.iter().position(|&b| b == b'\n') {
@@ -397,11 +410,28 @@ impl Engine for DockerEngine {
             ip,
             pid: state.pid.filter(|&p| p > 0).map(|p| p as u32),
             started_at: state.started_at,
+            companion: None,
         })
     }
 
     async fn inspect_limits(&self, h: &Handle) -> anyhow::Result<AppliedLimits> {
-        Ok(AppliedLimits::from_inspect(&self.inspect(&h.id).await?))
+        let mut limits = AppliedLimits::from_inspect(&self.inspect(&h.id).await?);
+        if let Some(owner) = &h.companion {
+            // A server in its prober's network namespace has that
+            // namespace's sysctls, set on the prober's container.
+            if limits.sysctls.is_empty() {
+                limits.sysctls = AppliedLimits::from_inspect(&self.inspect(owner).await?).sysctls;
+            }
+        }
+        Ok(limits)
+    }
+
+    async fn start_ready(
+        &self,
+        spec: &ContainerSpec,
+        check: &ReadyCheck,
+    ) -> anyhow::Result<ReadyStart> {
+        self.start_prestarted(spec, check).await
     }
 
     async fn wait_ready(&self, server: &Handle, check: &ReadyCheck) -> anyhow::Result<Readiness> {
@@ -538,7 +568,11 @@ impl Engine for DockerEngine {
     }
 
     async fn remove(&self, h: &Handle) -> anyhow::Result<()> {
-        Ok(self.force_remove(&h.id).await?)
+        let removed = self.force_remove(&h.id).await;
+        if let Some(c) = &h.companion {
+            self.force_remove(c).await?;
+        }
+        Ok(removed?)
     }
 
     async fn cleanup(&self, run: &RunId) -> anyhow::Result<CleanupReport> {

@@ -173,6 +173,7 @@ impl Engine for FakeEngine {
             ip: spec.network.as_ref().map(|_| format!("10.213.0.{}", n + 1)),
             pid: Some(10_000 + n),
             started_at: Some("2026-01-01T00:00:00Z".into()),
+            companion: None,
         })
     }
 

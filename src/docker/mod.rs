@@ -21,6 +21,7 @@ pub mod error;
 pub mod fake;
 pub mod images;
 pub mod network;
+pub mod prestart;
 pub mod ready;
 
 use std::fmt;

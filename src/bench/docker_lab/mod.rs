@@ -363,26 +363,17 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
         }
         let name = self.name(&spec.framework);
         let container = ContainerSpec::server(&self.run, name, spec, &self.network);
-        let asked = std::time::Instant::now();
-        let handle = self
-            .engine
-            .start_container(&container)
-            .await
-            .with_context(|| format!("starting {}", spec.framework))?;
-        let started = std::time::Instant::now();
         let check = ReadyCheck {
             port: spec.port,
             path: spec.readiness_path.clone(),
             timeout: spec.readiness_timeout,
         };
-        let ready = match self.engine.wait_ready(&handle, &check).await {
-            Ok(r) => r,
-            Err(e) => {
-                let _ = self.engine.remove(&handle).await;
-                return Err(e.context(format!("{} never became ready", spec.framework)));
-            }
-        };
-        let ready_at = std::time::Instant::now();
+        let ready = self
+            .engine
+            .start_ready(&container, &check)
+            .await
+            .with_context(|| format!("{} never became ready", spec.framework))?;
+        let handle = ready.handle;
         let limits = self.engine.inspect_limits(&handle).await.ok();
         let ip = handle.ip.clone().ok_or_else(|| {
             anyhow::anyhow!(
@@ -399,11 +390,11 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
             },
             Started {
                 url,
-                cold_start_ms: ready.cold_start_ms.map(|ms| ms as f64),
-                cold_start_is_upper_bound: ready.cold_start_is_upper_bound,
+                cold_start_ms: ready.readiness.cold_start_ms.map(|ms| ms as f64),
+                cold_start_is_upper_bound: ready.readiness.cold_start_is_upper_bound,
                 limits,
-                start_s: (started - asked).as_secs_f64(),
-                readiness_s: (ready_at - started).as_secs_f64(),
+                start_s: ready.start.as_secs_f64(),
+                readiness_s: ready.readiness_wait.as_secs_f64(),
             },
         ))
     }
