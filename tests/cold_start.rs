@@ -46,7 +46,7 @@ fn cold_start_is_the_known_start_up_time_to_the_millisecond() {
          load: {threads: 1, timeout: 2s}\n\
          server: {cpus: 1, memory: 128MiB, nofile: 4096}\n\
          loader: {cpus: 1, memory: 128MiB, nofile: 4096}\n\
-         idle_settle: 0s\nreadiness_timeout: 30s\nthresholds: {preflight: warn}\n";
+         idle_settle: 100ms\nreadiness_timeout: 30s\nthresholds: {preflight: warn}\n";
     let (r, stderr) = run_profile_in(&tmp, profile);
     let cold = |name: &str| -> Vec<f64> {
         let f = r
