@@ -527,6 +527,26 @@ impl Engine for DockerEngine {
         Ok(out)
     }
 
+    async fn exec_to_exit(
+        &self,
+        h: &Handle,
+        cmd: &[String],
+        timeout: Duration,
+        stderr_lines: Option<LineSink>,
+    ) -> anyhow::Result<ContainerOutput> {
+        let out = self.exec_collect(h, cmd, timeout, stderr_lines).await?;
+        if out.state.crashed() {
+            return Err(DockerError::ContainerFailed {
+                container: h.name.clone(),
+                role: h.role.as_str().into(),
+                why: out.state.describe(),
+                tail: last_lines(&format!("{}{}", out.stdout, out.stderr), 100),
+            }
+            .into());
+        }
+        Ok(out)
+    }
+
     async fn start_sampler(&self, h: &Handle, every: Duration) -> anyhow::Result<Sampler> {
         // Prefer the cgroup files (exact, cheap); fall back to the stats API
         // when the daemon is remote or its cgroup tree is not visible here.

@@ -195,6 +195,18 @@ pub trait Engine: Send + Sync {
         timeout: Duration,
         stderr_lines: Option<LineSink>,
     ) -> impl Future<Output = anyhow::Result<ContainerOutput>> + Send;
+    /// Run `cmd` (the image's binary and its arguments) inside running
+    /// container `h` to its exit, bounded by `timeout` (then the container
+    /// is killed: an exec cannot be), and return its output; stderr lines go
+    /// to `stderr_lines` as with [`Self::run_to_exit`]. A non-zero exit is an
+    /// error showing its output.
+    fn exec_to_exit(
+        &self,
+        h: &Handle,
+        cmd: &[String],
+        timeout: Duration,
+        stderr_lines: Option<LineSink>,
+    ) -> impl Future<Output = anyhow::Result<ContainerOutput>> + Send;
     /// Start sampling memory and CPU of a container every `every`.
     fn start_sampler(
         &self,

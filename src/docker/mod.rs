@@ -17,6 +17,7 @@ pub mod container;
 pub mod daemon;
 pub mod engine;
 pub mod error;
+pub mod exec;
 #[cfg(test)]
 pub mod fake;
 pub mod images;

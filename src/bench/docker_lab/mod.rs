@@ -21,6 +21,7 @@ use crate::contract::Scenario;
 use crate::docker::cleanup::CleanupReport;
 use crate::docker::container::{ContainerSpec, LoaderSpec, ServerSpec, HOST_NETWORK};
 use crate::docker::engine::{Engine, Handle, ReadyCheck};
+use crate::docker::images::FAIRGROUND_IN_IMAGE;
 use crate::docker::RunId;
 use crate::load::limits::now_ns;
 use crate::load::report::{Phase, Progress};
@@ -74,6 +75,9 @@ pub struct DockerLab<'a, E: Engine> {
     logs_dir: Option<std::path::PathBuf>,
     /// Live progress of the current round.
     live: Option<LiveSink>,
+    /// The run's long-lived loader container (its spec, to tell whether a
+    /// round's loader fits it), in which every round's loader is started.
+    loader_host: Option<(ContainerSpec, Handle)>,
 }
 
 impl<'a, E: Engine> DockerLab<'a, E> {
@@ -100,6 +104,7 @@ impl<'a, E: Engine> DockerLab<'a, E> {
             peaks: BTreeMap::new(),
             logs_dir: None,
             live: None,
+            loader_host: None,
         })
     }
 
@@ -131,20 +136,58 @@ impl<'a, E: Engine> DockerLab<'a, E> {
         format!("{}-{what}-{}", self.run.name_prefix(), self.started.get())
     }
 
-    /// Run the loader once and parse its report; progress lines go to
-    /// `lines`.
+    /// The long-lived loader container for `loader`'s limits, sysctls and
+    /// network: the one running when it fits, else a new one (the old one
+    /// removed). It sleeps (`fairground hold`) between rounds; each round's
+    /// loader is a fresh process in it, so only the daemon's per-round
+    /// create, start, wait and removal are saved, not anything a round
+    /// measures.
+    async fn loader_host(&mut self, loader: &LoaderSpec) -> anyhow::Result<Handle> {
+        let mut spec = ContainerSpec::loader(&self.run, "", loader, &self.network, "");
+        spec.cmd = vec!["hold".into()];
+        let fits = |running: &ContainerSpec| {
+            running.image == spec.image
+                && running.limits == spec.limits
+                && running.sysctls == spec.sysctls
+                && running.network == spec.network
+        };
+        match self.loader_host.take() {
+            Some((running, h)) if fits(&running) => {
+                self.loader_host = Some((running, h.clone()));
+                return Ok(h);
+            }
+            Some((_, old)) => {
+                let _ = self.engine.remove(&old).await;
+            }
+            None => {}
+        }
+        spec.name = self.name("loader");
+        let h = self
+            .engine
+            .start_container(&spec)
+            .await
+            .context("starting the run's loader container")?;
+        self.loader_host = Some((spec, h.clone()));
+        Ok(h)
+    }
+
+    /// Run the loader once in the run's loader container `host` and parse
+    /// its report; progress lines go to `lines`.
     async fn load_once(
         &self,
         server: &DockerServer,
         loader: &LoaderSpec,
+        host: &Handle,
         lines: Option<crate::docker::engine::LineSink>,
     ) -> anyhow::Result<LoadReport> {
         let what = describe(server, loader);
-        let name = self.name(&format!("load-{}", loader.label));
-        let spec = ContainerSpec::loader(&self.run, name, loader, &self.network, &server.url);
+        let spec = ContainerSpec::loader(&self.run, "", loader, &self.network, &server.url);
+        let cmd: Vec<String> = std::iter::once(FAIRGROUND_IN_IMAGE.to_string())
+            .chain(spec.cmd)
+            .collect();
         let out = self
             .engine
-            .run_to_exit(&spec, loader.time_limit, lines)
+            .exec_to_exit(host, &cmd, loader.time_limit, lines)
             .await
             .with_context(|| format!("load generator for {what}"))?;
         serde_json::from_str(&out.stdout).with_context(|| {
@@ -444,6 +487,7 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
         // mark is reset when the loader announces its window and read when
         // it announces its end.
         let asked_ns = now_ns();
+        let host = self.loader_host(loader).await?;
         let sampler = self
             .engine
             .start_sampler(&server.handle, SAMPLE_EVERY)
@@ -456,7 +500,7 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
         let mut window_peak = None;
         let mut before_reset = None;
         let loaded = {
-            let run = self.load_once(server, loader, Some(tx));
+            let run = self.load_once(server, loader, &host, Some(tx));
             tokio::pin!(run);
             loop {
                 tokio::select! {
@@ -488,6 +532,13 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
             }
         };
         let loaded_ns = now_ns();
+        if loaded.is_err() {
+            // A loader that failed or was killed at its time limit may have
+            // taken its container with it: the next round starts a new one.
+            if let Some((_, h)) = self.loader_host.take() {
+                let _ = self.engine.remove(&h).await;
+            }
+        }
         // Stopping takes a reading now, after the loader's exit and so after
         // the window's end: the window is bracketed without a wait.
         let series = sampler.stop().await;

@@ -128,11 +128,15 @@ fn measures_a_round_from_the_loaders_json_and_the_servers_samples() {
         lab.stop(server).await.unwrap();
         lab.close().await.unwrap();
     });
-    // Warm-up and measured window: one loader container, started with
-    // exactly the arguments of the spec.
+    // Warm-up and measured window: one loader process, started with
+    // exactly the arguments of the spec in the run's loader container.
     let commands = engine.commands();
     assert_eq!(commands.len(), 1, "{:?}", engine.calls());
-    assert_eq!(commands[0][0], "load");
+    assert_eq!(commands[0][..2], [FAIRGROUND_IN_IMAGE, "load"]);
+    assert!(engine
+        .calls()
+        .iter()
+        .any(|c| c.starts_with("start loader ") && c.contains("-loader-")));
     assert!(commands[0].windows(2).any(|w| w == ["--connections", "4"]));
     assert!(engine.leftovers().is_empty(), "{:?}", engine.leftovers());
 }
