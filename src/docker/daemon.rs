@@ -18,14 +18,13 @@ use bollard::Docker;
 use futures_util::StreamExt;
 
 use super::cleanup::{self, CleanupReport};
-use super::container::{AppliedLimits, ContainerSpec, ExitState, Role};
+use super::container::{AppliedLimits, ContainerSpec, ExitState};
 use super::engine::{
     BuiltImages, ContainerOutput, Engine, Handle, LineSink, Readiness, ReadyCheck, ReadyStart,
 };
 use super::error::{ApiContext, DockerError};
 use super::images::{self, ImageInfo, ImageOptions};
 use super::network::{self, NetworkInfo};
-use super::ready::ReadyReport;
 use super::{bases, RunId};
 use crate::framework::Framework;
 use crate::probe::{CgroupFs, CgroupReading, PeakWatch, Sampler, SamplerSource};
@@ -254,7 +253,7 @@ impl DockerEngine {
     }
 
     /// Run to exit and collect output, whatever the exit code.
-    async fn run_collect(
+    pub(super) async fn run_collect(
         &self,
         spec: &ContainerSpec,
         timeout: Duration,
@@ -435,77 +434,7 @@ impl Engine for DockerEngine {
     }
 
     async fn wait_ready(&self, server: &Handle, check: &ReadyCheck) -> anyhow::Result<Readiness> {
-        let ip = server.ip.clone().ok_or_else(|| {
-            anyhow::anyhow!(
-                "server {} has no address on a run network; start it with `network` set",
-                server.name
-            )
-        })?;
-        let url = format!("http://{ip}:{}{}", check.port, check.path);
-        let image = self.fairground_tag().await?;
-        let run = RunId(
-            self.inspect(&server.id)
-                .await?
-                .config
-                .and_then(|c| c.labels)
-                .and_then(|l| l.get(super::LABEL_RUN).cloned())
-                .unwrap_or_else(|| self.opts.run.0.clone()),
-        );
-        let mut spec = ContainerSpec::new(
-            &run,
-            Role::Probe,
-            format!("{}-ready-{:04x}", server.name, rand::random::<u16>()),
-            image,
-        );
-        spec.network = server.network.clone();
-        spec.read_only_rootfs = true;
-        spec.cmd = vec![
-            "ready".into(),
-            "--url".into(),
-            url.clone(),
-            "--timeout".into(),
-            format!("{}ms", check.timeout.as_millis()),
-        ];
-        let out = self
-            .run_collect(&spec, check.timeout + Duration::from_secs(30), None)
-            .await?;
-        let report: Option<ReadyReport> = out
-            .stdout
-            .lines()
-            .find_map(|l| serde_json::from_str(l).ok());
-        match report {
-            Some(ReadyReport {
-                ready: true,
-                first_200_unix_ms: Some(t),
-                attempts,
-                ..
-            }) => Ok(Readiness {
-                url,
-                first_200_unix_ms: t,
-                attempts,
-                cold_start_ms: server
-                    .started_at
-                    .as_deref()
-                    .and_then(|s| cold_start_ms(s, t)),
-                cold_start_is_upper_bound: attempts <= 1,
-            }),
-            _ => {
-                let tail = self.tail(&server.id, 100).await.unwrap_or_default();
-                let state = self.exit_state(server).await.ok();
-                let mut probe = format!("{}{}", out.stdout, out.stderr);
-                if let Some(st) = state.filter(|s| !s.running) {
-                    probe.push_str(&format!("\n(the server is not running: {})", st.describe()));
-                }
-                Err(DockerError::NotReady {
-                    container: server.name.clone(),
-                    url,
-                    timeout_s: check.timeout.as_secs(),
-                    probe,
-                    tail,
-                }
-                .into())
-            }
-        }
+        self.wait_ready_late(server, check).await
     }
 
     async fn run_to_exit(
@@ -588,11 +517,18 @@ impl Engine for DockerEngine {
     }
 
     async fn remove(&self, h: &Handle) -> anyhow::Result<()> {
-        let removed = self.force_remove(&h.id).await;
-        if let Some(c) = &h.companion {
-            self.force_remove(c).await?;
-        }
-        Ok(removed?)
+        // The server and its prober go together (the daemon's work for each
+        // overlaps).
+        let companion = async {
+            match &h.companion {
+                Some(c) => self.force_remove(c).await,
+                None => Ok(()),
+            }
+        };
+        let (removed, companion) =
+            futures_util::future::join(self.force_remove(&h.id), companion).await;
+        removed?;
+        Ok(companion?)
     }
 
     async fn cleanup(&self, run: &RunId) -> anyhow::Result<CleanupReport> {

@@ -21,10 +21,12 @@
 use std::time::{Duration, Instant};
 
 use super::container::{is_joined, joined_network, ContainerSpec, Role, HOST_NETWORK};
+use super::daemon::cold_start_ms;
 use super::daemon::DockerEngine;
 use super::engine::{Engine, Handle, Readiness, ReadyCheck, ReadyStart};
 use super::error::DockerError;
 use super::ready::{ReadyReport, PRESTART_EVERY};
+use super::RunId;
 
 /// Memory of the prober container: a static binary polling one socket.
 const PROBER_MEMORY: u64 = 64 << 20;
@@ -202,6 +204,88 @@ impl DockerEngine {
                     url,
                     timeout_s: check.timeout.as_secs(),
                     probe: said,
+                    tail,
+                }
+                .into())
+            }
+        }
+    }
+}
+
+impl DockerEngine {
+    /// [`Engine::wait_ready`]: a prober started after the server, polling
+    /// its address on the run network 10 ms apart.
+    pub(super) async fn wait_ready_late(
+        &self,
+        server: &Handle,
+        check: &ReadyCheck,
+    ) -> anyhow::Result<Readiness> {
+        let ip = server.ip.clone().ok_or_else(|| {
+            anyhow::anyhow!(
+                "server {} has no address on a run network; start it with `network` set",
+                server.name
+            )
+        })?;
+        let url = format!("http://{ip}:{}{}", check.port, check.path);
+        let image = self.fairground_tag().await?;
+        let run = RunId(
+            self.inspect(&server.id)
+                .await?
+                .config
+                .and_then(|c| c.labels)
+                .and_then(|l| l.get(super::LABEL_RUN).cloned())
+                .unwrap_or_else(|| self.options().run.0.clone()),
+        );
+        let mut spec = ContainerSpec::new(
+            &run,
+            Role::Probe,
+            format!("{}-ready-{:04x}", server.name, rand::random::<u16>()),
+            image,
+        );
+        spec.network = server.network.clone();
+        spec.read_only_rootfs = true;
+        spec.cmd = vec![
+            "ready".into(),
+            "--url".into(),
+            url.clone(),
+            "--timeout".into(),
+            format!("{}ms", check.timeout.as_millis()),
+        ];
+        let out = self
+            .run_collect(&spec, check.timeout + Duration::from_secs(30), None)
+            .await?;
+        let report: Option<ReadyReport> = out
+            .stdout
+            .lines()
+            .find_map(|l| serde_json::from_str(l).ok());
+        match report {
+            Some(ReadyReport {
+                ready: true,
+                first_200_unix_ms: Some(t),
+                attempts,
+                ..
+            }) => Ok(Readiness {
+                url,
+                first_200_unix_ms: t,
+                attempts,
+                cold_start_ms: server
+                    .started_at
+                    .as_deref()
+                    .and_then(|s| cold_start_ms(s, t)),
+                cold_start_is_upper_bound: attempts <= 1,
+            }),
+            _ => {
+                let tail = self.tail(&server.id, 100).await.unwrap_or_default();
+                let state = self.exit_state(server).await.ok();
+                let mut probe = format!("{}{}", out.stdout, out.stderr);
+                if let Some(st) = state.filter(|s| !s.running) {
+                    probe.push_str(&format!("\n(the server is not running: {})", st.describe()));
+                }
+                Err(DockerError::NotReady {
+                    container: server.name.clone(),
+                    url,
+                    timeout_s: check.timeout.as_secs(),
+                    probe,
                     tail,
                 }
                 .into())

@@ -13,7 +13,6 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use anyhow::Context;
-use chrono::Utc;
 
 use super::host::HostProbe;
 use super::lab::{Lab, Measurement, Started};
@@ -26,9 +25,8 @@ use crate::docker::RunId;
 use crate::load::limits::now_ns;
 use crate::load::report::{Phase, Progress};
 use crate::load::LoadReport;
-use crate::probe::Series;
 use crate::profile::Network;
-use crate::results::{Exclusion, PhaseTimes, RateFigures, VerifyOutcome};
+use crate::results::VerifyOutcome;
 use crate::verify::{self, VerifyOptions};
 
 /// How often the server's cgroup is read during a round. Finer than the 1 s
@@ -258,140 +256,8 @@ pub struct LiveSecond {
 /// Where live progress goes (the progress bars).
 pub type LiveSink = std::sync::Arc<dyn Fn(&LiveSecond) + Send + Sync>;
 
-/// What verify found, in the results' terms.
-pub fn outcome(report: &verify::VerifyReport, scenarios: &[Scenario]) -> VerifyOutcome {
-    let all = report
-        .checks
-        .iter()
-        .chain(report.scenarios.iter().flat_map(|s| s.checks.iter()));
-    let (mut checks, mut failed) = (0u64, 0u64);
-    for c in all {
-        checks += 1;
-        if c.excludes() {
-            failed += 1;
-        }
-    }
-    let mut passed = Vec::new();
-    let mut excluded = Vec::new();
-    for &s in scenarios {
-        match report.excluded(s) {
-            None => passed.push(s),
-            Some(reason) => excluded.push(Exclusion {
-                scenario: s,
-                reason,
-            }),
-        }
-    }
-    VerifyOutcome {
-        checks,
-        failed,
-        passed,
-        excluded,
-    }
-}
-
-/// Where a round's wall time went, from the orchestrator's instants (ns,
-/// CLOCK_MONOTONIC): `asked` the loader, had its report at `loaded`, done
-/// sampling at `done`; and the loader's own (its report's window, warm-up
-/// and drain). Containers of a local daemon share the host's monotonic
-/// clock, so the loader's first connect splits its start from its exit;
-/// with a remote daemon (the connect outside `asked..loaded`) the whole
-/// loader overhead is counted as its exit.
-pub fn loader_phases(load: &LoadReport, asked: u64, loaded: u64, done: u64) -> PhaseTimes {
-    let s = |ns: u64| ns as f64 / 1e9;
-    let w = load.window;
-    let warmup_ns = (load.warmup.seconds * 1e9) as u64;
-    let drain_ns = (load.drain_s * 1e9) as u64;
-    let gate = w.start_mono_ns.saturating_sub(warmup_ns);
-    let drained = w.end_mono_ns + drain_ns;
-    let busy = drained.saturating_sub(w.connects_mono_ns);
-    let (loader_start, loader_exit) =
-        if w.connects_mono_ns >= asked && drained <= loaded && w.connects_mono_ns > 0 {
-            (w.connects_mono_ns - asked, loaded - drained)
-        } else {
-            (0, loaded.saturating_sub(asked).saturating_sub(busy))
-        };
-    PhaseTimes {
-        loader_start_s: s(loader_start),
-        connect_s: s(gate.saturating_sub(w.connects_mono_ns)),
-        warmup_s: load.warmup.seconds,
-        window_s: s(w.end_mono_ns.saturating_sub(w.start_mono_ns)),
-        drain_s: load.drain_s,
-        loader_exit_s: s(loader_exit),
-        sampling_s: s(done.saturating_sub(loaded)),
-        ..PhaseTimes::default()
-    }
-}
-
-/// How the window's memory peak was measured (`ServerUse::memory_peak_source`).
-pub const PEAK_FROM_MARK: &str = "high-water mark";
-/// The window's memory peak is its largest sample.
-pub const PEAK_FROM_SAMPLES: &str = "samples";
-
-/// One round's raw figures from the loader's report and the server's
-/// samples: CPU interpolated at the loader's window instants, memory from
-/// the samples inside the window (and before the loader connected), the
-/// window's peak from the high-water mark `window_peak` when there is one.
-pub fn measurement(
-    load: &LoadReport,
-    series: &Series,
-    window_peak: Option<u64>,
-    loader: &LoaderSpec,
-) -> Measurement {
-    let w = load.window;
-    let in_window = series.mem_between(w.start_mono_ns, w.end_mono_ns);
-    let before: Vec<f64> = series
-        .samples
-        .iter()
-        .filter(|s| s.t_mono_ns < w.connects_mono_ns)
-        .map(|s| s.mem_bytes as f64)
-        .collect();
-    let max_sample = in_window.iter().copied().max();
-    let (peak, source) = match window_peak {
-        Some(p) => (Some(p.max(max_sample.unwrap_or(0))), PEAK_FROM_MARK),
-        None => (max_sample, PEAK_FROM_SAMPLES),
-    };
-    let started_at = chrono::DateTime::<Utc>::from_timestamp_nanos(w.start_unix_ns as i64);
-    Measurement {
-        started_at,
-        window: w,
-        warmup_s: load.warmup.seconds,
-        warmup_stable: load.warmup.stable,
-        warmup_windows_ok: load.warmup.windows_ok.clone(),
-        duration_s: load.measured_s,
-        responses: load.responses,
-        requests: load.requests,
-        errors: load.errors,
-        drain_s: load.drain_s,
-        histogram: load.latency.histogram.clone(),
-        connections: load.connections,
-        wire_bytes_per_response: (load.bytes.mean_response_bytes > 0.0)
-            .then_some(load.bytes.mean_response_bytes),
-        rate: load.rate.map(|x| RateFigures {
-            target_rps: x.target_rps,
-            achieved_rps: x.achieved_rps,
-            max_lag_us: x.max_schedule_lag_us,
-        }),
-        answers: load.answers.clone(),
-        windows_ok: load.windows.iter().map(|w| w.ok).collect(),
-        loader_cpus: loader.resources.cpus.unwrap_or(1.0),
-        loader_threads: load.settings.threads as u32,
-        loader_cpu_us: load.loader.user_cpu_us + load.loader.sys_cpu_us,
-        loader_throttled_fraction: load.loader.throttling.map(|t| t.fraction()),
-        server_cpu_us: series
-            .cpu_usec_between(w.start_mono_ns, w.end_mono_ns)
-            .unwrap_or(0),
-        memory_before_bytes: crate::stats::median(&before).map(|m| m.round() as u64),
-        memory_samples_bytes: in_window,
-        memory_window_peak_bytes: peak,
-        memory_peak_source: source.to_string(),
-        memory_lifetime_peak_bytes: None,
-        oom_kills: 0,
-        restarts: 0,
-        host: None,
-        phases: PhaseTimes::default(),
-    }
-}
+mod figures;
+pub use figures::{loader_phases, measurement, outcome, PEAK_FROM_MARK, PEAK_FROM_SAMPLES};
 
 impl<E: Engine> Lab for DockerLab<'_, E> {
     type Server = DockerServer;

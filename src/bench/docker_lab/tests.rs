@@ -9,7 +9,7 @@ use crate::bench::plan::tests::framework;
 use crate::bench::spec::{tests::images, RunSpec};
 use crate::docker::fake::{FakeEngine, FakeScript};
 use crate::load::LoadConfig;
-use crate::probe::CgroupReading;
+use crate::probe::{CgroupReading, Series};
 use crate::profile::{HostFacts, Profile};
 use crate::results::CellKey;
 
