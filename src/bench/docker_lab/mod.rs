@@ -76,6 +76,9 @@ pub struct DockerLab<'a, E: Engine> {
     /// The run's long-lived loader container (its spec, to tell whether a
     /// round's loader fits it), in which every round's loader is started.
     loader_host: Option<(ContainerSpec, Handle)>,
+    /// Loaders expected soon ([`Lab::expect_loader`]): their container is
+    /// started during the next idle settle.
+    expected_loader: Option<LoaderSpec>,
 }
 
 impl<'a, E: Engine> DockerLab<'a, E> {
@@ -103,6 +106,7 @@ impl<'a, E: Engine> DockerLab<'a, E> {
             logs_dir: None,
             live: None,
             loader_host: None,
+            expected_loader: None,
         })
     }
 
@@ -262,6 +266,10 @@ pub use figures::{loader_phases, measurement, outcome, PEAK_FROM_MARK, PEAK_FROM
 impl<E: Engine> Lab for DockerLab<'_, E> {
     type Server = DockerServer;
 
+    fn expect_loader(&mut self, loader: &LoaderSpec) {
+        self.expected_loader = Some(loader.clone());
+    }
+
     async fn start(&mut self, spec: &ServerSpec) -> anyhow::Result<(DockerServer, Started)> {
         if self.network == HOST_NETWORK {
             // On the host's stack the server shares the host's ports: if
@@ -313,7 +321,17 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
         server: &DockerServer,
         settle: Duration,
     ) -> anyhow::Result<Option<u64>> {
-        tokio::time::sleep(settle).await;
+        // The settle is the server's idle time: starting the run's loader
+        // container meanwhile touches nothing of the server and takes that
+        // container's start out of the first round. A failure here is met
+        // again, and reported, by the first round.
+        let expected = self.expected_loader.take();
+        let prepare = async {
+            if let Some(l) = expected {
+                let _ = self.loader_host(&l).await;
+            }
+        };
+        tokio::join!(tokio::time::sleep(settle), prepare);
         let sampler = self
             .engine
             .start_sampler(&server.handle, IDLE_SAMPLE_EVERY)

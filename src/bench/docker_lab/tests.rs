@@ -315,3 +315,47 @@ fn host_mode_refuses_a_port_something_else_listens_on() {
     drop(taken);
     assert!(super::port_free_on_host(port).is_ok());
 }
+
+#[test]
+fn the_loader_container_starts_during_the_settle_and_serves_every_round() {
+    let load = real_load_report();
+    let engine = FakeEngine::new(FakeScript {
+        loader_stdout: serde_json::to_string(&load).unwrap(),
+        loader_stderr: progress_lines(),
+        samples: vec![reading(1_000, 5 << 20); 4],
+        ..FakeScript::default()
+    });
+    let profile = profile();
+    let spec = spec(&profile);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let mut lab = DockerLab::open(&engine, RunId("t".into()), Network::Bridge)
+            .await
+            .unwrap();
+        let (server, started) = lab.start(spec.server("a").unwrap()).await.unwrap();
+        lab.expect_loader(spec.loader_template());
+        lab.idle_memory(&server, Duration::from_millis(10))
+            .await
+            .unwrap();
+        let loaders_after_settle = engine
+            .calls()
+            .iter()
+            .filter(|c| c.starts_with("start loader "))
+            .count();
+        assert_eq!(loaders_after_settle, 1, "{:?}", engine.calls());
+        for round in 0..3 {
+            let loader = spec.loader(&key(None), round, &started.url);
+            lab.measure(&server, &loader).await.unwrap();
+        }
+        lab.stop(server).await.unwrap();
+        lab.close().await.unwrap();
+    });
+    let calls = engine.calls();
+    let starts = calls
+        .iter()
+        .filter(|c| c.starts_with("start loader "))
+        .count();
+    let execs = calls.iter().filter(|c| c.starts_with("exec ")).count();
+    assert_eq!((starts, execs), (1, 3), "{calls:?}");
+    assert!(engine.leftovers().is_empty(), "{:?}", engine.leftovers());
+}
