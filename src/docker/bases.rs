@@ -163,7 +163,7 @@ pub async fn resolve(
 /// What base `name` would be built from, and so its tag, known without
 /// Docker.
 #[derive(Debug, Clone)]
-pub struct Plan {
+pub struct BasePlan {
     /// The parsed `docker/bases/NAME.yaml`.
     pub spec: BaseSpec,
     /// The Debian mirror, or `upstream IMAGE`.
@@ -175,7 +175,7 @@ pub struct Plan {
 }
 
 /// Plan base `name`: read its yaml, find its source, hash them.
-pub fn plan(name: &str, opts: &ImageOptions) -> Result<Plan, DockerError> {
+pub fn plan(name: &str, opts: &ImageOptions) -> Result<BasePlan, DockerError> {
     let (spec, yaml) = load_spec(&opts.root, name)?;
     let source = match &opts.upstream_base {
         Some(up) => format!("upstream {up}"),
@@ -183,7 +183,7 @@ pub fn plan(name: &str, opts: &ImageOptions) -> Result<Plan, DockerError> {
     };
     let hash = inputs_hash(&yaml, &source);
     let tag = format!("fairground/base-{name}:{}", images::short(&hash));
-    Ok(Plan {
+    Ok(BasePlan {
         spec,
         source,
         hash,
@@ -193,7 +193,7 @@ pub fn plan(name: &str, opts: &ImageOptions) -> Result<Plan, DockerError> {
 
 /// Build (or reuse) base `name`.
 pub async fn ensure(docker: &Docker, name: &str, opts: &ImageOptions) -> anyhow::Result<ImageInfo> {
-    let Plan {
+    let BasePlan {
         spec,
         source,
         hash,

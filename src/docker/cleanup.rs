@@ -20,6 +20,17 @@ use bollard::Docker;
 use super::error::{is_not_found, ApiContext, DockerError};
 use super::{RunId, LABEL_KIND, LABEL_RUN};
 
+/// Remove container `id` and its anonymous volumes, running or not. The one
+/// place fairground removes a container (run cleanup, the engine, image builds).
+pub(crate) async fn force_remove(docker: &Docker, id: &str) -> Result<(), bollard::errors::Error> {
+    let opts = RemoveContainerOptions {
+        force: true,
+        v: true,
+        ..Default::default()
+    };
+    docker.remove_container(id, Some(opts)).await
+}
+
 /// What a cleanup removed.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct CleanupReport {
@@ -95,12 +106,7 @@ pub async fn clean(
             .and_then(|n| n.first().cloned())
             .map(|n| n.trim_start_matches('/').to_string())
             .unwrap_or_else(|| id.clone());
-        let opts = RemoveContainerOptions {
-            force: true,
-            v: true,
-            ..Default::default()
-        };
-        match docker.remove_container(&id, Some(opts)).await {
+        match force_remove(docker, &id).await {
             Ok(()) => report.containers.push(name),
             Err(e) if is_not_found(&e) => {}
             // Already being removed (auto-remove, a concurrent cleanup).

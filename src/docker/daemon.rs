@@ -11,8 +11,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use bollard::query_parameters::{
-    CreateContainerOptions, KillContainerOptions, LogsOptions, RemoveContainerOptions,
-    StartContainerOptions,
+    CreateContainerOptions, KillContainerOptions, LogsOptions, StartContainerOptions,
 };
 use bollard::Docker;
 use futures_util::StreamExt;
@@ -156,15 +155,7 @@ impl DockerEngine {
     }
 
     pub(super) async fn force_remove(&self, id: &str) -> Result<(), DockerError> {
-        self.docker
-            .remove_container(
-                id,
-                Some(RemoveContainerOptions {
-                    force: true,
-                    v: true,
-                    ..Default::default()
-                }),
-            )
+        cleanup::force_remove(&self.docker, id)
             .await
             .doing(|| format!("removing container {id}"))
     }

@@ -114,6 +114,12 @@ pub fn parse_pid_parent(text: &str) -> Option<u32> {
 
 /// Every process under `root`/proc: pid → its parent's pid.
 pub fn read_pid_parents(root: &Path) -> HashMap<u32, u32> {
+    read_each_pid_stat(root, parse_pid_parent)
+}
+
+/// Every process under `root`/proc: pid → what `parse` makes of its `stat`
+/// (processes that vanish or do not parse are left out).
+fn read_each_pid_stat<T>(root: &Path, parse: impl Fn(&str) -> Option<T>) -> HashMap<u32, T> {
     let mut out = HashMap::new();
     let Ok(entries) = std::fs::read_dir(root.join("proc")) else {
         return out;
@@ -122,11 +128,11 @@ pub fn read_pid_parents(root: &Path) -> HashMap<u32, u32> {
         let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
             continue;
         };
-        if let Some(ppid) = std::fs::read_to_string(e.path().join("stat"))
+        if let Some(parsed) = std::fs::read_to_string(e.path().join("stat"))
             .ok()
-            .and_then(|s| parse_pid_parent(&s))
+            .and_then(|s| parse(&s))
         {
-            out.insert(pid, ppid);
+            out.insert(pid, parsed);
         }
     }
     out
@@ -152,22 +158,7 @@ pub fn descendants_of(me: u32, parents: &HashMap<u32, u32>) -> std::collections:
 
 /// Every process under `root`/proc: pid → (comm, CPU ticks so far).
 pub fn read_pid_ticks(root: &Path) -> HashMap<u32, (String, u64)> {
-    let mut out = HashMap::new();
-    let Ok(entries) = std::fs::read_dir(root.join("proc")) else {
-        return out;
-    };
-    for e in entries.flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
-            continue;
-        };
-        if let Some(parsed) = std::fs::read_to_string(e.path().join("stat"))
-            .ok()
-            .and_then(|s| parse_pid_stat(&s))
-        {
-            out.insert(pid, parsed);
-        }
-    }
-    out
+    read_each_pid_stat(root, parse_pid_stat)
 }
 
 /// Clock ticks per second (`sysconf(_SC_CLK_TCK)`, 100 when unknown).

@@ -10,9 +10,7 @@ use std::collections::HashMap;
 use std::io::Read;
 
 use bollard::models::ContainerCreateBody;
-use bollard::query_parameters::{
-    CreateContainerOptions, DownloadFromContainerOptions, RemoveContainerOptions,
-};
+use bollard::query_parameters::{CreateContainerOptions, DownloadFromContainerOptions};
 use bollard::Docker;
 use futures_util::StreamExt;
 
@@ -140,16 +138,7 @@ async fn download_from_image(
 /// Remove container `id` and its anonymous volumes, running or not; best
 /// effort (a leftover is caught by the run's cleanup, by label).
 pub(super) async fn force_remove(docker: &Docker, id: &str) {
-    let _ = docker
-        .remove_container(
-            id,
-            Some(RemoveContainerOptions {
-                force: true,
-                v: true,
-                ..Default::default()
-            }),
-        )
-        .await;
+    let _ = crate::docker::cleanup::force_remove(docker, id).await;
 }
 
 /// The archive of `path` in container `id`; `Ok(None)` when it has none.

@@ -17,9 +17,9 @@ use super::{existing, finish_info, short, ImageInfo, ImageKind, ImageOptions};
 use crate::framework::{Framework, Prebuild};
 
 /// The Rust build plan of `fw`, when it has a cargo prebuild.
-fn rust_plan(fw: &Framework, opts: &ImageOptions) -> anyhow::Result<Option<rust::Plan>> {
+fn rust_plan(fw: &Framework, opts: &ImageOptions) -> anyhow::Result<Option<rust::RustPlan>> {
     match &fw.manifest.prebuild {
-        Some(Prebuild::Cargo { bin }) => Ok(Some(rust::Plan::new(fw, bin, opts)?)),
+        Some(Prebuild::Cargo { bin }) => Ok(Some(rust::RustPlan::new(fw, bin, opts)?)),
         None => Ok(None),
     }
 }
@@ -38,7 +38,7 @@ pub fn framework_inputs_hash(
 fn inputs_hash(
     fw: &Framework,
     base_tag: &str,
-    plan: Option<&rust::Plan>,
+    plan: Option<&rust::RustPlan>,
 ) -> anyhow::Result<String> {
     let mut h = Sha256::new();
     // v2: Rust frameworks compile in a build container (v1 on the host).

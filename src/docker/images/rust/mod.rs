@@ -36,7 +36,7 @@ pub const BUILD_BASE: &str = "rust-build";
 /// Everything a Rust framework's binary is built from, known before building
 /// (hashed into the image tag).
 #[derive(Debug, Clone)]
-pub struct Plan {
+pub struct RustPlan {
     /// Framework name.
     pub framework: String,
     /// The framework's folder, absolute.
@@ -49,7 +49,7 @@ pub struct Plan {
     pub build_image: String,
 }
 
-impl Plan {
+impl RustPlan {
     /// Plan the build of `bin` of `fw`. Errors name the folder, the
     /// toolchain or the base description that is missing.
     pub fn new(fw: &Framework, bin: &str, opts: &ImageOptions) -> anyhow::Result<Self> {
@@ -59,7 +59,7 @@ impl Plan {
         let build_image = bases::plan(BUILD_BASE, opts)
             .with_context(|| format!("framework {}: its build image", fw.name()))?
             .tag;
-        Ok(Plan {
+        Ok(RustPlan {
             framework: fw.name().to_string(),
             dir,
             bin: bin.to_string(),
@@ -111,7 +111,7 @@ pub struct Built {
 /// framework image being built (for errors).
 pub async fn build(
     docker: &Docker,
-    plan: &Plan,
+    plan: &RustPlan,
     tag: &str,
     opts: &ImageOptions,
     log: &Path,

@@ -1,0 +1,473 @@
+//! report.html's content: a run laid out as a page. The headline per load
+//! column (req/s by framework, or corrected latency at a fixed rate), the
+//! latency percentile spectrum, throughput against concurrency, server CPU
+//! per request, memory, a timeline per cell; the environment and limits;
+//! every note; links to the run's other files.
+//!
+//! Figures and markers are the ones results.md shows (same note numbers,
+//! ⚑ ✗ †); every chart has its numbers in a collapsed table below it. It
+//! reads [`Results`] only; what each figure means is docs/results.md.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use anyhow::Context as _;
+
+use super::charts::{
+    self, bar_colours, esc, BarChart, BarRow, Mark, Series, Timeline, TimelineRound, YAxis,
+};
+use super::page::{legend, swatches, Figure, LegendItem, Page, Section};
+use super::table::{Table, Td};
+use crate::contract::Scenario;
+use crate::report::fmt::{bytes, micros, percent, sig3, thousands};
+use crate::report::view::{
+    achieved_rps, latency_figure, noted, rejection_labels, rounds_from_median, Column, RunView,
+};
+use crate::results::{histogram, Cell, CheckStatus, Results, Status};
+use crate::stats::Aggregate;
+
+mod bars;
+mod lines;
+mod sections;
+
+use bars::{cpu_bars, latency_bars, memory_bars, throughput_bars};
+use lines::{scaling, spectrum, timelines};
+use sections::{environment, files, notes};
+
+/// Everything the sections share.
+struct Ctx<'a> {
+    view: RunView<'a>,
+    r: &'a Results,
+    /// " †" after every figure when the environment was forced.
+    dagger: &'static str,
+    /// Style index per framework, so a framework keeps its colour in
+    /// every line chart of the page.
+    style: BTreeMap<&'a str, usize>,
+}
+
+impl<'a> Ctx<'a> {
+    fn new(r: &'a Results) -> Ctx<'a> {
+        let view = RunView::new(r);
+        let style = view
+            .frameworks()
+            .into_iter()
+            .enumerate()
+            .map(|(i, f)| (f, i))
+            .collect();
+        Ctx {
+            view,
+            r,
+            dagger: if r.environment.forced { " †" } else { "" },
+            style,
+        }
+    }
+
+    fn mark(&self, c: &Cell) -> Mark {
+        match c.verdict.status {
+            Status::Rejected => Mark::Rejected,
+            _ if !noted(c).is_empty() => Mark::Flagged,
+            _ => Mark::Plain,
+        }
+    }
+
+    fn link(&self, c: &Cell) -> Option<String> {
+        self.view.note(&c.key).map(|n| format!("#note-{n}"))
+    }
+
+    /// The marker after a figure, as plain text: ` ⚑1`, with † when forced.
+    fn marker(&self, c: &Cell) -> String {
+        let flag = match (self.mark(c), self.view.note(&c.key)) {
+            (Mark::Flagged, Some(n)) => format!(" ⚑{n}"),
+            _ => String::new(),
+        };
+        format!("{}{flag}", self.dagger)
+    }
+
+    /// The marker as HTML, the note number a link.
+    fn marker_html(&self, c: &Cell) -> String {
+        let flag = match (self.mark(c), self.view.note(&c.key)) {
+            (Mark::Flagged, Some(n)) => {
+                format!(" <a class=\"flagged\" href=\"#note-{n}\">⚑{n}</a>")
+            }
+            _ => String::new(),
+        };
+        format!("{}{flag}", self.dagger)
+    }
+
+    /// What a rejected cell shows instead of its number, plain text.
+    fn rejected_text(&self, c: &Cell) -> String {
+        let n = self
+            .view
+            .note(&c.key)
+            .map(|n| format!(" [{n}]"))
+            .unwrap_or_default();
+        format!("✗ {}{n}", rejection_labels(c).join(", "))
+    }
+
+    fn rejected_html(&self, c: &Cell) -> String {
+        let labels = esc(&rejection_labels(c).join(", "));
+        match self.view.note(&c.key) {
+            Some(n) => format!("<a class=\"rejected\" href=\"#note-{n}\">✗ {labels} [{n}]</a>"),
+            None => format!("<span class=\"rejected\">✗ {labels}</span>"),
+        }
+    }
+
+    /// Tooltip of a cell: what it is, its verdict and every reason.
+    fn title(&self, c: &Cell, figure: &str) -> String {
+        let mut t = format!("{}: {figure}", c.key);
+        match c.verdict.status {
+            Status::Accepted => t.push_str(" (accepted)"),
+            s => {
+                let _ = write!(t, "\n{s}:");
+            }
+        }
+        for r in &c.verdict.reasons {
+            let _ = write!(t, "\n• {r}");
+        }
+        t
+    }
+
+    /// Cells of `col` in framework order.
+    fn cells(&self, col: Column) -> Vec<&'a Cell> {
+        self.view
+            .frameworks()
+            .into_iter()
+            .filter_map(|fw| self.view.find(fw, col))
+            .collect()
+    }
+
+    /// A table row of a rejected cell: framework and verdict, `lead`, the
+    /// reason in place of the figures, blanks, and `tail` last, `width`
+    /// cells in all.
+    fn rejected_cells(&self, c: &Cell, lead: Vec<Td>, tail: Vec<Td>, width: usize) -> Vec<Td> {
+        let mut row = vec![Td::text(&c.key.framework), self.verdict_td(c)];
+        row.extend(lead);
+        row.push(Td::html(self.rejected_html(c)).class("rejected"));
+        while row.len() + tail.len() < width {
+            row.push(Td::text(""));
+        }
+        row.extend(tail);
+        row
+    }
+
+    fn verdict_td(&self, c: &Cell) -> Td {
+        let status = c.verdict.status.to_string();
+        let html = match self.view.note(&c.key) {
+            Some(n) => format!("{status} <a href=\"#note-{n}\">[{n}]</a>"),
+            None => status.clone(),
+        };
+        Td::html(html).class(&status)
+    }
+}
+
+/// Bytes in a MiB.
+const MIB: f64 = 1024.0 * 1024.0;
+
+/// The median of an aggregate, if there is one.
+fn agg_median(a: Option<&Aggregate>) -> Option<f64> {
+    a.map(|a| a.median)
+}
+
+/// The report page of `r`.
+pub fn page(r: &Results) -> anyhow::Result<String> {
+    let ctx = Ctx::new(r);
+    let mut sections = vec![summary(&ctx)];
+    for scenario in r.scenarios() {
+        sections.push(scenario_section(&ctx, scenario)?);
+    }
+    sections.push(environment(&ctx));
+    sections.push(notes(&ctx));
+    sections.push(files(&ctx));
+    Ok(Page {
+        title: format!("fairground results: {} ({})", r.profile_name, r.run_id),
+        header: header(&ctx),
+        sections,
+        footer: format!(
+            "<p>Written by fairground {} from results.json of run <code>{}</code>. \
+             One file: no fonts, styles or scripts are fetched; the charts are inline SVG \
+             drawn with plotters. docs/results.md explains every figure and gate.</p>\n",
+            esc(&r.fairground_version),
+            esc(&r.run_id)
+        ),
+    }
+    .render())
+}
+
+fn header(ctx: &Ctx<'_>) -> String {
+    let r = ctx.r;
+    let mut s = format!(
+        "<h1>fairground results: profile <code>{}</code></h1>\n<p class=\"meta\">Run <code>{}</code>, fairground {}. Started {}",
+        esc(&r.profile_name),
+        esc(&r.run_id),
+        esc(&r.fairground_version),
+        r.started_at.format("%Y-%m-%d %H:%M:%S UTC")
+    );
+    match r.finished_at {
+        Some(end) => {
+            let mins = (end - r.started_at).num_seconds() as f64 / 60.0;
+            let _ = write!(
+                s,
+                ", finished {} ({mins:.0} min).",
+                end.format("%Y-%m-%d %H:%M:%S UTC")
+            );
+        }
+        None => s.push_str("; not finished."),
+    }
+    let _ = writeln!(
+        s,
+        "</p>\n<p>Cells: {} planned, {} measured: <span class=\"count-accepted\">{} accepted</span>, \
+         <span class=\"count-flagged\">{} flagged</span>, <span class=\"count-rejected\">{} rejected</span>.</p>",
+        r.plan.len(),
+        r.cells.len(),
+        ctx.view.count(Status::Accepted),
+        ctx.view.count(Status::Flagged),
+        ctx.view.count(Status::Rejected)
+    );
+    let left = r.remaining();
+    if r.interrupted || !left.is_empty() {
+        let _ = writeln!(
+            s,
+            "<p class=\"banner\"><strong>Incomplete</strong>: {} planned cell(s) were not measured{} (listed under Notes).</p>",
+            left.len(),
+            if r.interrupted { "; the run was interrupted" } else { "" }
+        );
+    }
+    if r.environment.forced {
+        s.push_str(
+            "<p class=\"banner\"><strong>† Environment NOT accepted.</strong> Preflight failed and the run \
+             went ahead anyway (<code>--accept-env</code>, or the profile's <code>preflight: warn</code>). \
+             Every figure is marked † and flagged; do not compare it with results from an accepted \
+             environment.</p>\n",
+        );
+    }
+    let _ = writeln!(
+        s,
+        "<div class=\"markers\"><p><strong>How to read it.</strong> {} req/s counts 2xx responses \
+         only, per second of the measured window; whiskers span the lowest to the highest round. \
+         Latency percentiles come from every round's HDR histogram merged, measured from the send \
+         (from the scheduled send at a fixed rate: no coordinated omission). Server CPU and memory \
+         are the server container's cgroup, sampled every 250 ms in the window.</p>\n\
+         <p><strong>⚑</strong> flagged: the number is real, read its note before comparing. \
+         <strong>✗</strong> rejected: not a valid measurement; its reason replaces the number. \
+         <strong>†</strong> environment not accepted. Hover a bar or line for its verdict; \
+         numbers link to their notes.</p></div>",
+        rounds_sentence(r)
+    );
+    s
+}
+
+/// Which figures are medians of how many rounds.
+fn rounds_sentence(r: &Results) -> String {
+    let mut planned: Vec<u32> = r.cells.iter().map(|c| c.rounds_planned).collect();
+    planned.sort_unstable();
+    planned.dedup();
+    match planned.as_slice() {
+        [] => "No cell was measured.".into(),
+        [1] => "Each cell ran 1 round: its figures are that round's, with no spread.".into(),
+        [n] => format!(
+            "Each figure is the median of its cell's {n} rounds (a cell that lost rounds is flagged \
+             “incomplete”; the tables give each cell's count)."
+        ),
+        many => format!(
+            "Each figure is the median of its cell's rounds ({} planned; the tables give each cell's count).",
+            many.iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(" or ")
+        ),
+    }
+}
+
+fn col_title(col: Column) -> String {
+    match col.rate {
+        Some(rate) => format!(
+            "{} connections at a fixed {} req/s",
+            thousands(f64::from(col.concurrency)),
+            thousands(rate as f64)
+        ),
+        None => format!("{} connections", thousands(f64::from(col.concurrency))),
+    }
+}
+
+// ------------------------------------------------------------- summary ----
+
+fn summary(ctx: &Ctx<'_>) -> Section {
+    let (fixed, closed): (Vec<Column>, Vec<Column>) = ctx
+        .view
+        .columns(None)
+        .into_iter()
+        .partition(Column::fixed_rate);
+    let mut body = String::new();
+    if !closed.is_empty() {
+        body.push_str("<p>req/s, the median of each cell's rounds. Click a heading to sort.</p>\n");
+        body.push_str(&summary_table(ctx, &closed, |c| {
+            c.summary
+                .as_ref()
+                .map(|s| (thousands(s.throughput_rps.median), s.throughput_rps.median))
+        }));
+    }
+    if !fixed.is_empty() {
+        body.push_str(
+            "<p>Latency at a fixed rate: p50 / p99 / p99.9 from each request's scheduled send \
+             (no coordinated omission), all rounds merged, then the rate achieved (median of \
+             rounds). Every framework that keeps up shows the target as its req/s, so latency is \
+             what ranks them; the table sorts by p99.</p>\n",
+        );
+        body.push_str(&summary_table(ctx, &fixed, |c| {
+            let p99 = c.summary.as_ref()?.latency.p99_us as f64;
+            Some((latency_figure(c)?, p99))
+        }));
+    }
+    Section {
+        id: "summary".into(),
+        heading: "Summary".into(),
+        body,
+    }
+}
+
+fn summary_table(
+    ctx: &Ctx<'_>,
+    cols: &[Column],
+    figure: impl Fn(&Cell) -> Option<(String, f64)>,
+) -> String {
+    let mut head = vec!["framework".to_string()];
+    head.extend(cols.iter().map(|c| c.label()));
+    let head: Vec<&str> = head.iter().map(String::as_str).collect();
+    let mut t = Table::new(&head);
+    for fw in ctx.view.frameworks() {
+        let mut row = vec![Td::text(fw)];
+        for col in cols {
+            row.push(match ctx.view.find(fw, *col) {
+                Some(c) if c.verdict.status == Status::Rejected => {
+                    Td::html(ctx.rejected_html(c)).class("rejected")
+                }
+                Some(c) => match figure(c) {
+                    Some((text, v)) => {
+                        let class = if ctx.mark(c) == Mark::Flagged {
+                            "flagged"
+                        } else {
+                            ""
+                        };
+                        Td::html(format!("{}{}", esc(&text), ctx.marker_html(c)))
+                            .class("num")
+                            .class(class)
+                            .sorted(v)
+                    }
+                    None => Td::text("–"),
+                },
+                None => Td::text(ctx.view.missing(fw, *col).text()),
+            });
+        }
+        t.row(row);
+    }
+    t.render()
+}
+
+// ------------------------------------------------------------ scenario ----
+
+fn scenario_section(ctx: &Ctx<'_>, scenario: Scenario) -> anyhow::Result<Section> {
+    let cols = ctx.view.columns(Some(scenario));
+    let mut body = String::new();
+    let closed: Vec<Column> = cols.iter().copied().filter(|c| !c.fixed_rate()).collect();
+    if closed.len() > 1 {
+        body.push_str(&scaling(ctx, scenario, &closed)?);
+    }
+    for col in cols {
+        let _ = writeln!(
+            body,
+            "<h3 id=\"{}\">{} · {}</h3>",
+            esc(&col.slug()),
+            esc(&scenario.to_string()),
+            esc(&col_title(col))
+        );
+        let skipped: Vec<String> = ctx
+            .view
+            .frameworks()
+            .into_iter()
+            .filter(|fw| ctx.view.find(fw, col).is_none())
+            .map(|fw| match ctx.view.skipped_reason(fw, scenario) {
+                Some(why) => format!("{} (skipped: {})", esc(fw), esc(why)),
+                None => format!("{} ({})", esc(fw), ctx.view.missing(fw, col).text()),
+            })
+            .collect();
+        if !skipped.is_empty() {
+            let _ = writeln!(
+                body,
+                "<p class=\"muted\">Not in these charts: {}.</p>",
+                skipped.join("; ")
+            );
+        }
+        if col.fixed_rate() {
+            body.push_str(&latency_bars(ctx, col)?);
+        } else {
+            body.push_str(&throughput_bars(ctx, col)?);
+        }
+        body.push_str(&spectrum(ctx, col)?);
+        body.push_str(&cpu_bars(ctx, col)?);
+        body.push_str(&memory_bars(ctx, col)?);
+        body.push_str(&timelines(ctx, col)?);
+    }
+    Ok(Section {
+        id: format!("scenario-{scenario}"),
+        heading: scenario.to_string(),
+        body,
+    })
+}
+
+/// Footnotes under a chart: its flagged and rejected cells, linked to
+/// their notes.
+fn footnotes(ctx: &Ctx<'_>, cells: &[&Cell], rejected_drawn: bool) -> String {
+    footnotes_named(ctx, cells, rejected_drawn, |c| c.key.framework.clone())
+}
+
+fn footnotes_named(
+    ctx: &Ctx<'_>,
+    cells: &[&Cell],
+    rejected_drawn: bool,
+    name: impl Fn(&Cell) -> String,
+) -> String {
+    let mut s = String::new();
+    let flagged: Vec<String> = cells
+        .iter()
+        .filter(|c| ctx.mark(c) == Mark::Flagged)
+        .map(|c| {
+            let labels: Vec<&str> = c
+                .verdict
+                .labels(true)
+                .into_iter()
+                .filter(|l| *l != crate::results::Reason::EnvironmentNotAccepted.label())
+                .collect();
+            let n = ctx.view.note(&c.key).unwrap_or(0);
+            format!(
+                "<a href=\"#note-{n}\">⚑{n}</a> {}: {}",
+                esc(&name(c)),
+                esc(&labels.join(", "))
+            )
+        })
+        .collect();
+    if !flagged.is_empty() {
+        let _ = writeln!(
+            s,
+            "<p class=\"footnote flagged\">Flagged (the number stands, read the note first): {}.</p>",
+            flagged.join("; ")
+        );
+    }
+    let rejected: Vec<String> = cells
+        .iter()
+        .filter(|c| c.verdict.status == Status::Rejected)
+        .map(|c| format!("{} {}", esc(&name(c)), ctx.rejected_html(c)))
+        .collect();
+    if !rejected.is_empty() {
+        let _ = writeln!(
+            s,
+            "<p class=\"footnote rejected\">Rejected ({}): {}.</p>",
+            if rejected_drawn {
+                "no bar: the reason replaces the number"
+            } else {
+                "not drawn: not a valid measurement"
+            },
+            rejected.join("; ")
+        );
+    }
+    s
+}
