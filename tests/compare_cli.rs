@@ -1,5 +1,5 @@
 //! `fairground compare` through the real binary on synthetic results (the
-//! sample run in tests/fixtures/results): exit codes, the three outputs,
+//! sample run in tests/fixtures/results): exit codes, the four outputs,
 //! the refusal of runs from different profiles, and the committed JSON
 //! Schema of its `--json` output.
 //!
@@ -16,13 +16,17 @@ fn fixture_dir() -> PathBuf {
     root().join("tests/fixtures/results")
 }
 
+/// `fairground compare ARGS`; the page goes to a temporary file unless ARGS
+/// say where (its default, NEW's directory, would be the committed fixture).
 fn compare(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_fairground"))
-        .arg("compare")
-        .args(args)
-        .env_remove("NO_COLOR")
-        .output()
-        .unwrap()
+    let tmp = tempfile::tempdir().unwrap();
+    let page = tmp.path().join("compare.html");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_fairground"));
+    cmd.arg("compare").args(args).env_remove("NO_COLOR");
+    if !args.contains(&"--html") {
+        cmd.arg("--html").arg(&page);
+    }
+    cmd.output().unwrap()
 }
 
 fn text(o: &Output) -> (String, String) {
@@ -190,4 +194,67 @@ fn bad_sides_exit_2_and_say_what_to_give() {
     );
     let o = compare(&[&format!("{}:axum", d.display()), d.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o).1);
+}
+
+#[test]
+fn the_page_draws_one_ratio_chart_per_metric_and_lands_beside_new() {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = edited(tmp.path(), "base", |_| {});
+    let new = edited(tmp.path(), "new", |_| {});
+    let o = Command::new(env!("CARGO_BIN_EXE_fairground"))
+        .args(["compare", base.to_str().unwrap(), new.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    let page_path = new.join("compare.html");
+    assert!(
+        err.contains(&format!("page: {}", page_path.display())),
+        "{err}"
+    );
+    let page = std::fs::read_to_string(&page_path).expect("compare.html beside NEW's results.json");
+    // One chart per metric, each with a row per cell and its numbers.
+    for id in [
+        "m-req-s",
+        "m-p50",
+        "m-p99",
+        "m-CPU-req",
+        "m-memory",
+        "m-wire-bytes",
+    ] {
+        assert!(
+            page.contains(&format!("<section id=\"{id}\">")),
+            "{id} missing"
+        );
+        assert!(
+            page.contains(&format!("<svg id=\"chart-{id}\"")),
+            "chart of {id} missing"
+        );
+    }
+    // The same run twice: nothing changed, every dot is grey or hollow.
+    assert!(page.contains("class=\"row noise\"") || page.contains("class=\"row unknown\""));
+    assert!(!page.contains("class=\"row worse\"") && !page.contains("class=\"row better\""));
+    // Self-contained: nothing is fetched.
+    assert!(
+        !page.contains("src=\"http") && !page.contains("href=\"http"),
+        "no network"
+    );
+    assert!(page.contains("Content-Security-Policy"));
+
+    // A regression shows as a red row, and the rejected cells are listed.
+    let d = fixture_dir();
+    let page_path = tmp.path().join("pair.html");
+    let o = compare(&[
+        &format!("{}:axum", d.display()),
+        &format!("{}:express", d.display()),
+        "--html",
+        page_path.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o).1);
+    let page = std::fs::read_to_string(&page_path).unwrap();
+    assert!(
+        page.contains("class=\"row worse\""),
+        "the regression is drawn"
+    );
+    assert!(page.contains("<section id=\"not-compared\">"));
 }

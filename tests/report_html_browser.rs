@@ -437,4 +437,54 @@ fn report_html_of_a_real_run_renders_in_chromium_offline_with_every_chart_and_ma
         orange > 200,
         "no flagged bar in the screenshot ({orange} px)"
     );
+
+    // compare.html of two frameworks of the run, drawn the same way: also
+    // offline, silent, every metric's ratio chart drawn, and the cell the
+    // dropper lost listed as NEW rejecting what BASE measured.
+    let cmp_page = work.join("compare.html");
+    let o = Command::new(env!("CARGO_BIN_EXE_fairground"))
+        .arg("compare")
+        .arg(format!("{}:plainfw", dir.display()))
+        .arg(format!("{}:dropper", dir.display()))
+        .arg("--html")
+        .arg(&cmp_page)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "compare failed:\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let (dom, stderr, log) = chromium(&ns, &cmp_page, &work, None);
+    assert!(
+        dom.contains("<html lang=\"en\" class=\"js\">"),
+        "compare.html's script did not run"
+    );
+    let console = console_lines(&stderr);
+    assert!(
+        console.is_empty(),
+        "compare.html console messages: {console:#?}"
+    );
+    let requests = page_requests(&log);
+    assert!(
+        requests.is_empty(),
+        "compare.html made requests: {requests:?}"
+    );
+    for id in ["chart-m-req-s", "chart-m-p99", "chart-m-CPU-req"] {
+        let svg = svg_of(&dom, id).unwrap_or_else(|| panic!("compare chart {id} missing"));
+        assert!(
+            svg.contains("<g class=\"row "),
+            "compare chart {id} has no rows"
+        );
+        // A ratio is drawn, unless the rounds were all measured on a busy
+        // host (left out): then the row says inconclusive.
+        assert!(
+            svg.contains("<circle") || svg.contains("class=\"row unknown\""),
+            "compare chart {id} draws no ratio and says nothing"
+        );
+    }
+    assert!(
+        dom.contains("NEW rejects") && dom.contains("<section id=\"not-compared\">"),
+        "the dropper's rejected cell is not listed"
+    );
 }

@@ -17,7 +17,7 @@ use crate::results::{Cell, CellKey, CellSummary, Reason, Round, Thresholds, Verd
 pub struct GateContext<'a> {
     /// Thresholds to apply.
     pub thresholds: &'a Thresholds,
-    /// Preflight failed and the run was forced with `--accept-env`.
+    /// Preflight failed and the run went ahead anyway (`--accept-env`, or `preflight: warn`).
     pub environment_forced: bool,
     /// What verify found if the framework failed it for this cell's scenario.
     pub verify_failure: Option<&'a str>,

@@ -8,11 +8,12 @@
 //! `figures` (the only reader of results.json figures), `comparability`
 //! (refuse runs that differ in what changes the figures), `stats` (the
 //! interval), `verdict` (the call), `model` (the document), and one
-//! exporter per output: `terminal`, `markdown`, `json`. This file wires
+//! exporter per output: `terminal`, `markdown`, `json`, `html` (compare.html). This file wires
 //! them together; it neither measures nor runs anything.
 
 mod comparability;
 mod figures;
+mod html;
 mod json;
 mod load;
 mod markdown;
@@ -28,6 +29,7 @@ use anyhow::Context;
 
 pub use self::comparability::Refused;
 pub use self::figures::{Better, Metric};
+pub use self::html::to_html;
 pub use self::json::to_json;
 pub use self::markdown::to_markdown;
 pub use self::model::{
@@ -61,6 +63,10 @@ pub struct CompareArgs {
     /// Also write a Markdown summary, fit for a pull-request comment, to FILE.
     #[arg(long, value_name = "FILE")]
     pub markdown: Option<PathBuf>,
+    /// Write the comparison as a self-contained page to FILE (default:
+    /// compare.html in NEW's run directory).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
     /// Exit 6 when any cell regressed beyond its noise band (or NEW now
     /// rejects a cell BASE measured).
     #[arg(long)]
@@ -87,6 +93,15 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<ExitCode> {
     if let Some(path) = &args.markdown {
         write_atomic(path, &to_markdown(&cmp))
             .with_context(|| format!("writing the Markdown summary to {}", path.display()))?;
+    }
+    let html = args
+        .html
+        .clone()
+        .unwrap_or_else(|| std::path::Path::new(&cmp.new.path).with_file_name("compare.html"));
+    write_atomic(&html, &to_html(&cmp)?)
+        .with_context(|| format!("writing the comparison page to {}", html.display()))?;
+    if !args.json {
+        eprintln!("page: {}", html.display());
     }
     Ok(if args.fail_on_regression && cmp.any_regression() {
         ExitCode::Regressed

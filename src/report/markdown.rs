@@ -154,8 +154,8 @@ fn environment(s: &mut String, r: &Results) {
     s.push_str("## Environment\n\n");
     match (env.status, env.forced) {
         (CheckStatus::Fail, true) => s.push_str(
-            "> **† Environment NOT accepted.** Preflight failed and the run was forced with \
-             `--accept-env`. Every figure below is marked † and flagged; do not compare it with \
+            "> **† Environment NOT accepted.** Preflight failed and the run went ahead anyway \
+             (`--accept-env`, or the profile's `preflight: warn`). Every figure below is marked † and flagged; do not compare it with \
              results from an accepted environment.\n\n",
         ),
         (CheckStatus::Fail, false) => {

@@ -40,7 +40,7 @@ impl Exporter for StatsMarkdown {
             r.run_id
         );
         if r.environment.forced {
-            s.push_str("> **† Environment NOT accepted** (preflight failed, run forced with `--accept-env`): every figure below is marked †.\n\n");
+            s.push_str("> **† Environment NOT accepted** (preflight failed and the run went ahead anyway: `--accept-env`, or the profile's `preflight: warn`): every figure below is marked †.\n\n");
         }
         let d = if r.environment.forced { " †" } else { "" };
 

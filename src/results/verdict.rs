@@ -469,7 +469,7 @@ impl fmt::Display for Reason {
                 )
             }
             Reason::EnvironmentNotAccepted => f.write_str(
-                "the environment failed preflight and the run was forced with --accept-env",
+                "the environment failed preflight and the run went ahead anyway (--accept-env or preflight: warn)",
             ),
         }
     }

@@ -23,10 +23,12 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 mod bars;
+mod forest;
 mod lines;
 mod timeline;
 
 pub use bars::{bar_colours, bars, BarChart, BarRow};
+pub use forest::{forest, Forest, ForestRow, Judged};
 pub use lines::{
     by_level, percentile_label, spectrum, spectrum_points, Series, YAxis, SPECTRUM_TICKS,
 };

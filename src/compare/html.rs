@@ -1,0 +1,247 @@
+//! compare.html: a comparison as one self-contained page, drawn with the
+//! run page's shell and charts (no network, inline SVG). Per metric a
+//! ratio chart (NEW/BASE with its interval and the noise band around ×1),
+//! its numbers in a table below; then the cells not compared, the cells on
+//! one side only, and how the verdicts were reached.
+//!
+//! Renders the comparison document only; returns bytes.
+
+use std::fmt::Write as _;
+
+use super::figures::Metric;
+use super::model::{Comparison, Row};
+use super::terminal::{band, call_word, flags, interval, ratio, samples, value};
+use super::verdict::Call;
+use crate::report::html::charts::{esc, forest, Forest, ForestRow, Judged};
+use crate::report::html::page::{Figure, Page, Section};
+use crate::report::html::table::{Table, Td};
+
+fn judged(call: Call) -> Judged {
+    match call {
+        Call::Regressed => Judged::Worse,
+        Call::Improved => Judged::Better,
+        Call::WithinNoise => Judged::Noise,
+        Call::Inconclusive => Judged::Unknown,
+    }
+}
+
+/// The CSS class a verdict's table cell takes (the run page's colours:
+/// rejected red for regressions, accepted for improvements).
+fn call_class(call: Call) -> &'static str {
+    match call {
+        Call::Regressed => "rejected",
+        Call::Improved => "improved",
+        Call::WithinNoise | Call::Inconclusive => "",
+    }
+}
+
+fn header(cmp: &Comparison) -> String {
+    let s = &cmp.summary;
+    let mut h = format!(
+        "<h1>fairground compare: {} regressed, {} improved, {} within noise, {} inconclusive</h1>\n<ul>\n",
+        s.regressed, s.improved, s.within_noise, s.inconclusive
+    );
+    for (label, side) in [("BASE", &cmp.base), ("NEW", &cmp.new)] {
+        let fw = side
+            .framework
+            .as_deref()
+            .map(|f| format!(", framework <code>{}</code>", esc(f)))
+            .unwrap_or_default();
+        let _ = writeln!(
+            h,
+            "<li><b>{label}</b>: run <code>{}</code> (profile <code>{}</code>, started {}{fw}), <code>{}</code></li>",
+            esc(&side.run_id),
+            esc(&side.profile_name),
+            esc(&side.started_at),
+            esc(&side.path)
+        );
+    }
+    h.push_str("</ul>\n");
+    if s.newly_rejected > 0 {
+        let _ = writeln!(
+            h,
+            "<p class=\"banner\"><b>✗ NEW rejects {} cell(s) BASE measured</b> (see Not compared).</p>",
+            s.newly_rejected
+        );
+    }
+    if cmp.forced {
+        h.push_str(
+            "<p class=\"banner\"><b>† Forced:</b> the runs differ in what changes the figures; every verdict below stands on that:</p>\n<ul>\n",
+        );
+        for d in &cmp.differences {
+            let _ = writeln!(
+                h,
+                "<li><code>{}</code>: BASE {} vs NEW {}</li>",
+                esc(&d.field),
+                esc(&d.base),
+                esc(&d.new)
+            );
+        }
+        h.push_str("</ul>\n");
+    }
+    h
+}
+
+/// One metric: its ratio chart and, collapsed, its numbers.
+fn metric_section(cmp: &Comparison, metric: Metric, rows: &[&Row]) -> anyhow::Result<Section> {
+    let id = format!("m-{}", metric.label().replace(['/', ' '], "-"));
+    let forest_rows: Vec<ForestRow> = rows
+        .iter()
+        .map(|r| ForestRow {
+            label: r.cell.to_string(),
+            ratio: r.ratio,
+            interval: r.interval.map(|i| (i.low, i.high)),
+            band: r.band,
+            judged: judged(r.call),
+            text: format!("{} {}", ratio(r.ratio), call_word(r)),
+            title: format!("{}: {}", call_word(r), r.why),
+        })
+        .collect();
+    let better = match rows.first().map(|r| r.better) {
+        Some(super::Better::Higher) => "higher is better",
+        _ => "lower is better",
+    };
+    let axis = format!("NEW / BASE, {} ({better})", metric.label());
+    let svg = forest(&Forest {
+        id: &format!("chart-{id}"),
+        label: &format!("{} ratio NEW/BASE per cell", metric.label()),
+        axis: &axis,
+        rows: &forest_rows,
+    })?;
+    let mut t = Table::new(&[
+        "cell",
+        "verdict",
+        "BASE",
+        "NEW",
+        "ratio",
+        "95% interval",
+        "band",
+        "rounds",
+        "flags",
+    ]);
+    for r in rows {
+        t.row(vec![
+            Td::text(&r.cell.to_string()),
+            Td::text(&call_word(r)).class(call_class(r.call)),
+            Td::opt(r.base.geomean, |v| value(metric, Some(v))),
+            Td::opt(r.new.geomean, |v| value(metric, Some(v))),
+            Td::opt(r.ratio, |v| ratio(Some(v))),
+            Td::text(&interval(r)),
+            Td::text(&band(r)),
+            Td::text(&samples(r)),
+            Td::text(&flags(r)),
+        ]);
+    }
+    let caption = format!("{} per cell, NEW / BASE ({better})", esc(metric.label()));
+    let notes = format!(
+        "<p class=\"footnote\">Dot: ratio of the geometric means over rounds; whisker: its {:.0}% interval; \
+         grey strip: the noise band around ×1. Red: regressed; green: improved; grey: within noise; \
+         hollow: inconclusive. {}.</p>\n",
+        cmp.method.confidence * 100.0,
+        esc(metric.measured())
+    );
+    Ok(Section {
+        id,
+        heading: metric.label().to_string(),
+        body: Figure {
+            caption,
+            svg,
+            notes,
+            numbers: t.render(),
+            ..Figure::default()
+        }
+        .render(),
+    })
+}
+
+fn others(cmp: &Comparison) -> Section {
+    let mut body = String::new();
+    if cmp.not_compared.is_empty() {
+        body.push_str("<p>Every cell both runs measured was compared.</p>\n");
+    } else {
+        let mut t = Table::new(&["cell", "BASE", "NEW", "why"]);
+        for nc in &cmp.not_compared {
+            let cls = if nc.newly_rejected { "rejected" } else { "" };
+            t.row_with_class(
+                cls,
+                vec![
+                    Td::text(&nc.cell.to_string()),
+                    Td::text(&nc.base_status.to_string()),
+                    Td::text(&nc.new_status.to_string()),
+                    Td::text(&nc.reasons.join("; ")),
+                ],
+            );
+        }
+        body.push_str(
+            "<p>Rejected on a side, so not compared (a rejected cell has no valid figure):</p>\n",
+        );
+        body.push_str(&t.render());
+    }
+    for (label, cells) in [
+        ("Only in BASE", &cmp.only_in_base),
+        ("Only in NEW", &cmp.only_in_new),
+    ] {
+        if !cells.is_empty() {
+            let names: Vec<String> = cells.iter().map(|c| esc(&c.to_string())).collect();
+            let _ = writeln!(body, "<p><b>{label}:</b> {}</p>", names.join("; "));
+        }
+    }
+    if !cmp.unchecked.is_empty() {
+        let _ = writeln!(
+            body,
+            "<p>Not recorded by a run, so not checked for comparability: {}.</p>",
+            esc(&cmp.unchecked.join(", "))
+        );
+    }
+    Section {
+        id: "not-compared".into(),
+        heading: "Not compared".into(),
+        body,
+    }
+}
+
+fn method(cmp: &Comparison) -> Section {
+    let m = &cmp.method;
+    Section {
+        id: "method".into(),
+        heading: "Method".into(),
+        body: format!(
+            "<p>Ratio NEW/BASE of the geometric means over rounds; {:.0}% interval: {}; noise band: {}; \
+             at least {} rounds per side for a verdict. A change is named only when the whole interval \
+             lies outside the band. docs/compare.md explains the method and what it was measured to \
+             get wrong.</p>\n",
+            m.confidence * 100.0,
+            esc(&m.interval),
+            esc(&m.band),
+            m.min_rounds
+        ),
+    }
+}
+
+/// Render the comparison as a page.
+pub fn to_html(cmp: &Comparison) -> anyhow::Result<Vec<u8>> {
+    let mut sections = Vec::new();
+    for metric in Metric::ALL {
+        let rows: Vec<&Row> = cmp.rows.iter().filter(|r| r.metric == metric).collect();
+        if !rows.is_empty() {
+            sections.push(metric_section(cmp, metric, &rows)?);
+        }
+    }
+    sections.push(others(cmp));
+    sections.push(method(cmp));
+    let page = Page {
+        title: format!(
+            "fairground compare: {} → {}",
+            cmp.base.run_id, cmp.new.run_id
+        ),
+        header: header(cmp),
+        sections,
+        footer: format!(
+            "<p>Written by fairground {}. One file: nothing is fetched; the charts are inline SVG. \
+             The same comparison as JSON: <code>fairground compare --json</code> \
+             (docs/compare.schema.json).</p>\n",
+            esc(&cmp.fairground_version)
+        ),
+    };
+    Ok(page.render().into_bytes())
+}
