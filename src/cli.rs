@@ -25,6 +25,9 @@ pub enum Command {
     Clean(crate::docker::commands::CleanArgs),
     /// Wait until a URL answers 200 and print when (used inside the run network).
     Ready(crate::docker::ready::ReadyArgs),
+    /// Sleep until killed: the main process of a run's long-lived loader
+    /// container, in which every round's `load` is started (docker exec).
+    Hold,
     /// Measure and judge the environment; exit 3 when results from it would be refused.
     Preflight(crate::preflight::PreflightArgs),
     /// Generate HTTP load against one server and report what it saw.
@@ -55,6 +58,10 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Ready(args) => crate::docker::ready::run(&args).map(|()| ExitCode::Ok),
         Command::Preflight(args) => crate::preflight::run_cli(&args),
         Command::Load(args) => crate::load::args::run(&args),
+        Command::Hold => loop {
+            // Removed with the run (SIGKILL); a sleeping PID 1 costs nothing.
+            std::thread::sleep(std::time::Duration::from_secs(3600));
+        },
         Command::Profile(args) => crate::profile::run(&args).map(|()| ExitCode::Ok),
         Command::Verify(args) => crate::verify::run(&args),
         Command::Report(args) => crate::report::run(&args).map(|()| ExitCode::Ok),

@@ -411,6 +411,7 @@ impl<L: Lab> Runner<'_, L> {
         let outcome = match known {
             Some(v) => v,
             None => {
+                self.lab.expect_loader(self.job.spec.loader_template());
                 let t = Instant::now();
                 let idle = self
                     .lab

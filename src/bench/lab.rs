@@ -213,6 +213,12 @@ pub trait Lab {
     /// path.
     async fn start(&mut self, spec: &ServerSpec) -> anyhow::Result<(Self::Server, Started)>;
 
+    /// Loaders like `loader` (limits, sysctls; aimed nowhere yet) will be
+    /// asked for soon: a lab may get ready for them while nothing is
+    /// measured (the real lab starts its loader container during the next
+    /// idle settle). Nothing by default.
+    fn expect_loader(&mut self, _loader: &LoaderSpec) {}
+
     /// Memory the idle server uses after waiting `settle`, bytes.
     async fn idle_memory(
         &mut self,

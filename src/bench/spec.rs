@@ -114,6 +114,11 @@ impl RunSpec {
         l
     }
 
+    /// The loader of every round, aimed nowhere yet.
+    pub fn loader_template(&self) -> &LoaderSpec {
+        &self.loader
+    }
+
     /// CPUs the loader is given.
     pub fn loader_cpus(&self) -> f64 {
         self.loader.resources.cpus.unwrap_or(1.0)

@@ -43,6 +43,18 @@ impl Role {
 /// sysctls, the server reached at 127.0.0.1.
 pub const HOST_NETWORK: &str = "host";
 
+/// The `network` of a container that joins another's network namespace
+/// (Docker's `--network container:ID`): it has that container's address
+/// and sysctls, and no endpoint or sysctls of its own.
+pub fn joined_network(owner_id: &str) -> String {
+    format!("container:{owner_id}")
+}
+
+/// Whether `network` joins another container's namespace ([`joined_network`]).
+pub fn is_joined(network: &str) -> bool {
+    network.starts_with("container:")
+}
+
 /// The resources asked for one container: cores, CPU quota, memory, open
 /// files.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -274,23 +286,23 @@ impl ContainerSpec {
             ..Default::default()
         };
         let on_host = self.network.as_deref() == Some(HOST_NETWORK);
-        if on_host {
-            // The host's namespace is not the container's to tune.
+        let joined = self.network.as_deref().is_some_and(is_joined);
+        if on_host || joined {
+            // The host's namespace is not the container's to tune; a joined
+            // namespace is its owner's.
             host_config.sysctls = None;
         }
-        let networking_config =
-            self.network
-                .as_ref()
-                .filter(|_| !on_host)
-                .map(|net| NetworkingConfig {
-                    endpoints_config: Some(HashMap::from([(
-                        net.clone(),
-                        EndpointSettings::default(),
-                    )])),
-                });
-        if let Some(port) = self.publish.filter(|_| !on_host) {
+        let networking_config = self
+            .network
+            .as_ref()
+            .filter(|_| !on_host && !joined)
+            .map(|net| NetworkingConfig {
+                endpoints_config: Some(HashMap::from([(net.clone(), EndpointSettings::default())])),
+            });
+        if let Some(port) = self.publish.filter(|_| !on_host && !joined) {
             // HostPort "" lets the daemon pick a free port; it is read back
-            // from inspect, so no two runs ever race for one.
+            // from inspect, so no two runs ever race for one. A joined
+            // namespace publishes through its owner (the prober).
             host_config.port_bindings = Some(HashMap::from([(
                 format!("{port}/tcp"),
                 Some(vec![bollard::models::PortBinding {
@@ -302,7 +314,7 @@ impl ContainerSpec {
         ContainerCreateBody {
             exposed_ports: self
                 .publish
-                .filter(|_| !on_host)
+                .filter(|_| !on_host && !joined)
                 .map(|p| vec![format!("{p}/tcp")]),
             image: Some(self.image.clone()),
             cmd: Some(self.cmd.clone()),
@@ -441,6 +453,18 @@ impl ExitState {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_joined_container_has_no_endpoint_or_sysctls_of_its_own() {
+        let mut spec = ContainerSpec::new(&RunId("fg-test".into()), Role::Server, "s", "img");
+        spec.network = Some(joined_network("abc123"));
+        spec.sysctls = Sysctls::of(&[("net.core.somaxconn", "4096")]);
+        let body = spec.to_create_body();
+        let hc = body.host_config.unwrap();
+        assert_eq!(hc.network_mode.as_deref(), Some("container:abc123"));
+        assert!(hc.sysctls.is_none());
+        assert!(body.networking_config.is_none());
+    }
 
     #[test]
     fn host_network_mode_joins_the_hosts_stack_without_sysctls() {

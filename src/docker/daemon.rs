@@ -17,14 +17,13 @@ use bollard::Docker;
 use futures_util::StreamExt;
 
 use super::cleanup::{self, CleanupReport};
-use super::container::{AppliedLimits, ContainerSpec, ExitState, Role};
+use super::container::{AppliedLimits, ContainerSpec, ExitState};
 use super::engine::{
-    BuiltImages, ContainerOutput, Engine, Handle, LineSink, Readiness, ReadyCheck,
+    BuiltImages, ContainerOutput, Engine, Handle, LineSink, Readiness, ReadyCheck, ReadyStart,
 };
 use super::error::{ApiContext, DockerError};
 use super::images::{self, ImageInfo, ImageOptions};
 use super::network::{self, NetworkInfo};
-use super::ready::ReadyReport;
 use super::{bases, RunId};
 use crate::framework::Framework;
 use crate::probe::{CgroupFs, CgroupReading, PeakWatch, Sampler, SamplerSource};
@@ -95,14 +94,14 @@ impl DockerEngine {
         Ok(info)
     }
 
-    async fn fairground_tag(&self) -> anyhow::Result<String> {
+    pub(super) async fn fairground_tag(&self) -> anyhow::Result<String> {
         if let Some(t) = self.fairground_image.lock().unwrap().clone() {
             return Ok(t);
         }
         Ok(self.ensure_fairground().await?.tag)
     }
 
-    async fn inspect(
+    pub(super) async fn inspect(
         &self,
         id: &str,
     ) -> Result<bollard::models::ContainerInspectResponse, DockerError> {
@@ -115,7 +114,7 @@ impl DockerEngine {
             .doing(|| format!("inspecting container {id}"))
     }
 
-    async fn create_and_start(&self, spec: &ContainerSpec) -> anyhow::Result<String> {
+    pub(super) async fn create_and_start(&self, spec: &ContainerSpec) -> anyhow::Result<String> {
         let created = self
             .docker
             .create_container(
@@ -162,7 +161,7 @@ impl DockerEngine {
         Ok(created.id)
     }
 
-    async fn force_remove(&self, id: &str) -> Result<(), DockerError> {
+    pub(super) async fn force_remove(&self, id: &str) -> Result<(), DockerError> {
         cleanup::force_remove(&self.docker, id)
             .await
             .doing(|| format!("removing container {id}"))
@@ -196,7 +195,7 @@ impl DockerEngine {
         ))
     }
 
-    async fn tail(&self, id: &str, lines: usize) -> Result<String, DockerError> {
+    pub(super) async fn tail(&self, id: &str, lines: usize) -> Result<String, DockerError> {
         let (out, err) = self.logs(id, lines).await?;
         Ok(match (out.is_empty(), err.is_empty()) {
             (false, false) => format!("{out}{err}"),
@@ -208,21 +207,34 @@ impl DockerEngine {
     /// Follow a container's stderr and send it on line by line until the
     /// container stops or `sink` is dropped.
     fn follow_stderr(&self, id: &str, sink: LineSink) -> tokio::task::JoinHandle<()> {
+        self.follow(id, false, sink)
+    }
+
+    /// Follow a container's stdout (`stdout`) or stderr and send it on line
+    /// by line until the container stops or `sink` is dropped.
+    pub(super) fn follow(
+        &self,
+        id: &str,
+        stdout: bool,
+        sink: LineSink,
+    ) -> tokio::task::JoinHandle<()> {
         let docker = self.docker.clone();
         let id = id.to_string();
         tokio::spawn(async move {
             let opts = LogsOptions {
                 follow: true,
-                stdout: false,
-                stderr: true,
+                stdout,
+                stderr: !stdout,
                 tail: "all".into(),
                 ..Default::default()
             };
             let mut stream = docker.logs(&id, Some(opts));
             let mut pending: Vec<u8> = Vec::new();
             while let Some(Ok(item)) = stream.next().await {
-                let bollard::container::LogOutput::StdErr { message } = item else {
-                    continue;
+                let message = match item {
+                    bollard::container::LogOutput::StdErr { message } if !stdout => message,
+                    bollard::container::LogOutput::StdOut { message } if stdout => message,
+                    _ => continue,
                 };
                 pending.extend_from_slice(&message);
                 while let Some(nl) = pending.iter().position(|&b| b == b'\n') {
@@ -409,85 +421,32 @@ impl Engine for DockerEngine {
                     .iter()
                     .find_map(|b| b.host_port.as_deref()?.parse().ok())
             }),
+            companion: None,
         })
     }
 
     async fn inspect_limits(&self, h: &Handle) -> anyhow::Result<AppliedLimits> {
-        Ok(AppliedLimits::from_inspect(&self.inspect(&h.id).await?))
+        let mut limits = AppliedLimits::from_inspect(&self.inspect(&h.id).await?);
+        if let Some(owner) = &h.companion {
+            // A server in its prober's network namespace has that
+            // namespace's sysctls, set on the prober's container.
+            if limits.sysctls.is_empty() {
+                limits.sysctls = AppliedLimits::from_inspect(&self.inspect(owner).await?).sysctls;
+            }
+        }
+        Ok(limits)
+    }
+
+    async fn start_ready(
+        &self,
+        spec: &ContainerSpec,
+        check: &ReadyCheck,
+    ) -> anyhow::Result<ReadyStart> {
+        self.start_prestarted(spec, check).await
     }
 
     async fn wait_ready(&self, server: &Handle, check: &ReadyCheck) -> anyhow::Result<Readiness> {
-        let ip = server.ip.clone().ok_or_else(|| {
-            anyhow::anyhow!(
-                "server {} has no address on a run network; start it with `network` set",
-                server.name
-            )
-        })?;
-        let url = format!("http://{ip}:{}{}", check.port, check.path);
-        let image = self.fairground_tag().await?;
-        let run = RunId(
-            self.inspect(&server.id)
-                .await?
-                .config
-                .and_then(|c| c.labels)
-                .and_then(|l| l.get(super::LABEL_RUN).cloned())
-                .unwrap_or_else(|| self.opts.run.0.clone()),
-        );
-        let mut spec = ContainerSpec::new(
-            &run,
-            Role::Probe,
-            format!("{}-ready-{:04x}", server.name, rand::random::<u16>()),
-            image,
-        );
-        spec.network = server.network.clone();
-        spec.read_only_rootfs = true;
-        spec.cmd = vec![
-            "ready".into(),
-            "--url".into(),
-            url.clone(),
-            "--timeout".into(),
-            format!("{}ms", check.timeout.as_millis()),
-        ];
-        let out = self
-            .run_collect(&spec, check.timeout + Duration::from_secs(30), None)
-            .await?;
-        let report: Option<ReadyReport> = out
-            .stdout
-            .lines()
-            .find_map(|l| serde_json::from_str(l).ok());
-        match report {
-            Some(ReadyReport {
-                ready: true,
-                first_200_unix_ms: Some(t),
-                attempts,
-                ..
-            }) => Ok(Readiness {
-                url,
-                first_200_unix_ms: t,
-                attempts,
-                cold_start_ms: server
-                    .started_at
-                    .as_deref()
-                    .and_then(|s| cold_start_ms(s, t)),
-                cold_start_is_upper_bound: attempts <= 1,
-            }),
-            _ => {
-                let tail = self.tail(&server.id, 100).await.unwrap_or_default();
-                let state = self.exit_state(server).await.ok();
-                let mut probe = format!("{}{}", out.stdout, out.stderr);
-                if let Some(st) = state.filter(|s| !s.running) {
-                    probe.push_str(&format!("\n(the server is not running: {})", st.describe()));
-                }
-                Err(DockerError::NotReady {
-                    container: server.name.clone(),
-                    url,
-                    timeout_s: check.timeout.as_secs(),
-                    probe,
-                    tail,
-                }
-                .into())
-            }
-        }
+        self.wait_ready_late(server, check).await
     }
 
     async fn run_to_exit(
@@ -501,6 +460,26 @@ impl Engine for DockerEngine {
             return Err(DockerError::ContainerFailed {
                 container: spec.name.clone(),
                 role: spec.role.as_str().into(),
+                why: out.state.describe(),
+                tail: last_lines(&format!("{}{}", out.stdout, out.stderr), 100),
+            }
+            .into());
+        }
+        Ok(out)
+    }
+
+    async fn exec_to_exit(
+        &self,
+        h: &Handle,
+        cmd: &[String],
+        timeout: Duration,
+        stderr_lines: Option<LineSink>,
+    ) -> anyhow::Result<ContainerOutput> {
+        let out = self.exec_collect(h, cmd, timeout, stderr_lines).await?;
+        if out.state.crashed() {
+            return Err(DockerError::ContainerFailed {
+                container: h.name.clone(),
+                role: h.role.as_str().into(),
                 why: out.state.describe(),
                 tail: last_lines(&format!("{}{}", out.stdout, out.stderr), 100),
             }
@@ -551,7 +530,18 @@ impl Engine for DockerEngine {
     }
 
     async fn remove(&self, h: &Handle) -> anyhow::Result<()> {
-        Ok(self.force_remove(&h.id).await?)
+        // The server and its prober go together (the daemon's work for each
+        // overlaps).
+        let companion = async {
+            match &h.companion {
+                Some(c) => self.force_remove(c).await,
+                None => Ok(()),
+            }
+        };
+        let (removed, companion) =
+            futures_util::future::join(self.force_remove(&h.id), companion).await;
+        removed?;
+        Ok(companion?)
     }
 
     async fn cleanup(&self, run: &RunId) -> anyhow::Result<CleanupReport> {

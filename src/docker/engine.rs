@@ -7,9 +7,8 @@
 //! ```text
 //! engine.ensure_images(&frameworks)        -> BuiltImages (fairground, bases, frameworks)
 //! engine.create_network(&run)              -> NetworkInfo (internal, own subnet)
-//! engine.start_container(&server_spec)     -> Handle (id, ip, pid, started_at)
+//! engine.start_ready(&server_spec, &check) -> ReadyStart (Handle, first 200, cold start)
 //! engine.inspect_limits(&server)           -> AppliedLimits (what Docker really applied)
-//! engine.wait_ready(&server, &check)       -> Readiness (first 200, cold start)
 //! engine.start_sampler(&server, 1 s)       -> Sampler ... .stop() -> Series
 //! engine.run_to_exit(&loader_spec, limit)  -> ContainerOutput (stdout = the loader's JSON)
 //! engine.exit_state(&server)               -> ExitState (crash / OOM?)
@@ -51,6 +50,11 @@ pub struct Handle {
     /// hosts: the daemon host's address and this port).
     #[serde(default)]
     pub published_port: Option<u16>,
+    /// A container that lives and dies with this one: the readiness prober
+    /// that owns the server's network namespace ([`Engine::start_ready`]).
+    /// Removed with it.
+    #[serde(default)]
+    pub companion: Option<String>,
 }
 
 /// What to probe for readiness.
@@ -76,11 +80,25 @@ pub struct Readiness {
     /// Cold start: first 200 − the container's `State.StartedAt`, ms.
     pub cold_start_ms: Option<i64>,
     /// True when the very first request already got 200: the server was
-    /// ready before the prober (itself a container, started after the
-    /// server) could ask, so `cold_start_ms` is only an upper bound (it
-    /// includes the prober's own start, ~0.5 s on a busy host). Show it as
-    /// `≤ N ms`.
+    /// ready before the prober could ask, so `cold_start_ms` is only an
+    /// upper bound. Only [`Engine::wait_ready`] (a prober started after the
+    /// server, ~0.5 s on a busy host) leaves this possible; a prober of
+    /// [`Engine::start_ready`] polls before the server's process exists.
+    /// Show it as `≤ N ms`.
     pub cold_start_is_upper_bound: bool,
+}
+
+/// A server started by [`Engine::start_ready`], ready.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReadyStart {
+    /// The server.
+    pub handle: Handle,
+    /// Its first 200 and cold start.
+    pub readiness: Readiness,
+    /// Creating and starting containers (the prober's, then the server's).
+    pub start: Duration,
+    /// From the server's container start to its first 200 being known here.
+    pub readiness_wait: Duration,
 }
 
 /// How a run-to-exit container ended and what it printed.
@@ -141,6 +159,36 @@ pub trait Engine: Send + Sync {
         server: &Handle,
         check: &ReadyCheck,
     ) -> impl Future<Output = anyhow::Result<Readiness>> + Send;
+    /// Start a server and wait until it answers 200 on the readiness path,
+    /// with the cold start measured as finely as the engine can: the real
+    /// engine starts its prober first, polling from inside the network
+    /// namespace the server then joins, so the first 200 is seen within a
+    /// millisecond of the server answering and is never an upper bound. On
+    /// failure nothing it started is left. By default: [`Self::start_container`]
+    /// then [`Self::wait_ready`].
+    fn start_ready(
+        &self,
+        spec: &ContainerSpec,
+        check: &ReadyCheck,
+    ) -> impl Future<Output = anyhow::Result<ReadyStart>> + Send {
+        async move {
+            let asked = std::time::Instant::now();
+            let handle = self.start_container(spec).await?;
+            let started = std::time::Instant::now();
+            match self.wait_ready(&handle, check).await {
+                Ok(readiness) => Ok(ReadyStart {
+                    handle,
+                    readiness,
+                    start: started - asked,
+                    readiness_wait: started.elapsed(),
+                }),
+                Err(e) => {
+                    let _ = self.remove(&handle).await;
+                    Err(e)
+                }
+            }
+        }
+    }
     /// Run a container to its exit (bounded by `timeout`), remove it, and
     /// return its output. A non-zero exit is an error showing its output.
     /// With `stderr_lines`, each stderr line is also sent there as the
@@ -148,6 +196,18 @@ pub trait Engine: Send + Sync {
     fn run_to_exit(
         &self,
         spec: &ContainerSpec,
+        timeout: Duration,
+        stderr_lines: Option<LineSink>,
+    ) -> impl Future<Output = anyhow::Result<ContainerOutput>> + Send;
+    /// Run `cmd` (the image's binary and its arguments) inside running
+    /// container `h` to its exit, bounded by `timeout` (then the container
+    /// is killed: an exec cannot be), and return its output; stderr lines go
+    /// to `stderr_lines` as with [`Self::run_to_exit`]. A non-zero exit is an
+    /// error showing its output.
+    fn exec_to_exit(
+        &self,
+        h: &Handle,
+        cmd: &[String],
         timeout: Duration,
         stderr_lines: Option<LineSink>,
     ) -> impl Future<Output = anyhow::Result<ContainerOutput>> + Send;

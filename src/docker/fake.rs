@@ -86,7 +86,8 @@ impl FakeEngine {
         self.state.lock().unwrap().calls.clone()
     }
 
-    /// The command of every container run to its exit (loaders, probes).
+    /// The command of every container run to its exit and every exec
+    /// (loaders, probes).
     pub fn commands(&self) -> Vec<Vec<String>> {
         self.state.lock().unwrap().commands.clone()
     }
@@ -117,6 +118,44 @@ impl FakeEngine {
             versions: Some(format!("{name} 0.0.0\n")),
             app_binary_bytes: (kind == images::ImageKind::Framework).then_some(2 << 20),
         }
+    }
+}
+
+impl FakeEngine {
+    /// The scripted loader's lines, output and exit.
+    async fn scripted_loader(
+        &self,
+        name: &str,
+        role: &str,
+        stderr_lines: Option<LineSink>,
+    ) -> anyhow::Result<ContainerOutput> {
+        if let Some(sink) = stderr_lines {
+            for line in self.script.loader_stderr.lines() {
+                let _ = sink.send(line.to_string());
+            }
+            // Like a real container, exit after the lines were printed:
+            // whoever reads them gets to run first.
+            tokio::task::yield_now().await;
+        }
+        let state = ExitState {
+            exit_code: Some(self.script.loader_exit),
+            ..Default::default()
+        };
+        if state.crashed() {
+            return Err(DockerError::ContainerFailed {
+                container: name.to_string(),
+                role: role.into(),
+                why: state.describe(),
+                tail: self.script.loader_stdout.clone(),
+            }
+            .into());
+        }
+        Ok(ContainerOutput {
+            exit_code: self.script.loader_exit,
+            stdout: self.script.loader_stdout.clone(),
+            stderr: self.script.loader_stderr.clone(),
+            state,
+        })
     }
 }
 
@@ -174,6 +213,7 @@ impl Engine for FakeEngine {
             pid: Some(10_000 + n),
             started_at: Some("2026-01-01T00:00:00Z".into()),
             published_port: spec.publish.map(|_| 32_768 + n as u16),
+            companion: None,
         })
     }
 
@@ -233,33 +273,25 @@ impl Engine for FakeEngine {
     ) -> anyhow::Result<ContainerOutput> {
         self.log(format!("run {} {}", spec.role.as_str(), spec.name));
         self.state.lock().unwrap().commands.push(spec.cmd.clone());
-        if let Some(sink) = stderr_lines {
-            for line in self.script.loader_stderr.lines() {
-                let _ = sink.send(line.to_string());
-            }
-            // Like a real container, exit after the lines were printed:
-            // whoever reads them gets to run first.
-            tokio::task::yield_now().await;
-        }
-        let state = ExitState {
-            exit_code: Some(self.script.loader_exit),
-            ..Default::default()
-        };
-        if state.crashed() {
-            return Err(DockerError::ContainerFailed {
-                container: spec.name.clone(),
-                role: spec.role.as_str().into(),
-                why: state.describe(),
-                tail: self.script.loader_stdout.clone(),
-            }
-            .into());
-        }
-        Ok(ContainerOutput {
-            exit_code: self.script.loader_exit,
-            stdout: self.script.loader_stdout.clone(),
-            stderr: self.script.loader_stderr.clone(),
-            state,
-        })
+        self.scripted_loader(&spec.name, spec.role.as_str(), stderr_lines)
+            .await
+    }
+
+    async fn exec_to_exit(
+        &self,
+        h: &Handle,
+        cmd: &[String],
+        _timeout: Duration,
+        stderr_lines: Option<LineSink>,
+    ) -> anyhow::Result<ContainerOutput> {
+        self.log(format!(
+            "exec {} {}",
+            h.name,
+            cmd.first().cloned().unwrap_or_default()
+        ));
+        self.state.lock().unwrap().commands.push(cmd.to_vec());
+        self.scripted_loader(&h.name, h.role.as_str(), stderr_lines)
+            .await
     }
 
     async fn start_sampler(&self, h: &Handle, every: Duration) -> anyhow::Result<Sampler> {

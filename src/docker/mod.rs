@@ -17,10 +17,12 @@ pub mod container;
 pub mod daemon;
 pub mod engine;
 pub mod error;
+pub mod exec;
 #[cfg(test)]
 pub mod fake;
 pub mod images;
 pub mod network;
+pub mod prestart;
 pub mod ready;
 pub mod remote;
 

@@ -1,10 +1,19 @@
 //! `fairground ready`: wait until a URL answers 200, from inside the run
 //! network, and print when it first did.
 //!
-//! Runs in the fairground image as a short-lived probe container, so
-//! readiness is judged from where the loader will stand, not from the host.
-//! Deliberately tiny: raw HTTP/1.1 GETs on a std `TcpStream`, 10 ms apart,
-//! framed by the loader's parser; the `verify` module does real HTTP checking.
+//! Runs in the fairground image as a probe container, so readiness is judged
+//! from inside the run network, not from the host. Two ways:
+//! - after the server started, on its address (`--every 10ms`): the first
+//!   answer may come at the first attempt, so a cold start measured so is
+//!   only an upper bound;
+//! - before the server starts (`--every 1ms --hold`): the prober owns the
+//!   network namespace the server joins and polls `127.0.0.1:PORT` from
+//!   before the server's process exists, so the first 200 is seen within a
+//!   poll interval of the server answering; `--hold` keeps it (and so the
+//!   namespace) alive after reporting, until the container is removed.
+//!
+//! Deliberately tiny: raw HTTP/1.1 GETs on a std `TcpStream`, framed by the
+//! loader's parser; the `verify` module does real HTTP checking.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -13,8 +22,14 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use crate::load::parse::{Parsed, ResponseParser};
 use crate::load::Target;
 
-/// Pause between attempts.
+/// Pause between attempts, by default.
 pub const RETRY_EVERY: Duration = Duration::from_millis(10);
+
+/// Pause between attempts of a prober that polls before the server starts:
+/// the cold start's resolution. A refused connect on loopback costs tens of
+/// microseconds, so polling this often costs a few percent of one core for
+/// the server's start-up only.
+pub const PRESTART_EVERY: Duration = Duration::from_millis(1);
 
 /// Options of `fairground ready`.
 #[derive(Debug, Clone, clap::Args)]
@@ -25,6 +40,13 @@ pub struct ReadyArgs {
     /// Give up after this long (e.g. `30s`).
     #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
     pub timeout: Duration,
+    /// Pause between attempts (e.g. `1ms`).
+    #[arg(long, default_value = "10ms", value_parser = humantime::parse_duration)]
+    pub every: Duration,
+    /// After reporting, keep running until killed: the prober owns the
+    /// network namespace the server joined, which must outlive the report.
+    #[arg(long)]
+    pub hold: bool,
 }
 
 /// The JSON line `fairground ready` prints.
@@ -39,6 +61,10 @@ pub struct ReadyReport {
     pub ready: bool,
     /// Unix time (ms) of the first 200.
     pub first_200_unix_ms: Option<u64>,
+    /// Unix time (ns) of the first 200: the instant its whole response was
+    /// read (older probers print only the ms).
+    #[serde(default)]
+    pub first_200_unix_ns: Option<u64>,
     /// Requests tried, the successful one included.
     pub attempts: u64,
     /// Milliseconds from the prober's start to the first 200 (or the timeout).
@@ -47,11 +73,15 @@ pub struct ReadyReport {
     pub last_error: Option<String>,
 }
 
-fn unix_ms() -> u64 {
+fn unix_ns() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
+        .map(|d| d.as_nanos() as u64)
         .unwrap_or(0)
+}
+
+fn unix_ms() -> u64 {
+    unix_ns() / 1_000_000
 }
 
 /// One GET; `Ok(status)` when a whole response came back (framed by the
@@ -95,8 +125,9 @@ fn attempt(target: &Target, budget: Duration) -> std::io::Result<u16> {
     }
 }
 
-/// Poll until 200 or timeout. Bounded in time and therefore in count.
-pub fn wait(url: &str, timeout: Duration) -> anyhow::Result<ReadyReport> {
+/// Poll until 200 or timeout, `every` apart. Bounded in time and therefore
+/// in count.
+pub fn wait(url: &str, timeout: Duration, every: Duration) -> anyhow::Result<ReadyReport> {
     let target = Target::parse(url)?;
     let started_unix_ms = unix_ms();
     let start = Instant::now();
@@ -109,26 +140,29 @@ pub fn wait(url: &str, timeout: Duration) -> anyhow::Result<ReadyReport> {
             .min(Duration::from_secs(2));
         match attempt(&target, left) {
             Ok(200) => {
+                let at = unix_ns();
                 return Ok(ReadyReport {
                     url: url.to_string(),
                     started_unix_ms,
                     ready: true,
-                    first_200_unix_ms: Some(unix_ms()),
+                    first_200_unix_ms: Some(at / 1_000_000),
+                    first_200_unix_ns: Some(at),
                     attempts,
                     waited_ms: start.elapsed().as_millis() as u64,
                     last_error: None,
-                })
+                });
             }
             Ok(code) => last_error = Some(format!("status {code}")),
             Err(e) => last_error = Some(e.to_string()),
         }
-        std::thread::sleep(RETRY_EVERY);
+        std::thread::sleep(every);
     }
     Ok(ReadyReport {
         url: url.to_string(),
         started_unix_ms,
         ready: false,
         first_200_unix_ms: None,
+        first_200_unix_ns: None,
         attempts,
         waited_ms: start.elapsed().as_millis() as u64,
         last_error,
@@ -137,8 +171,15 @@ pub fn wait(url: &str, timeout: Duration) -> anyhow::Result<ReadyReport> {
 
 /// `fairground ready`: print one JSON line; fail (exit 1) on timeout.
 pub fn run(args: &ReadyArgs) -> anyhow::Result<()> {
-    let report = wait(&args.url, args.timeout)?;
+    let report = wait(&args.url, args.timeout, args.every)?;
     println!("{}", serde_json::to_string(&report)?);
+    std::io::stdout().flush()?;
+    if report.ready && args.hold {
+        // Removed with the server it serves (SIGKILL); sleeping costs nothing.
+        loop {
+            std::thread::sleep(Duration::from_secs(3600));
+        }
+    }
     if !report.ready {
         anyhow::bail!(
             "{} did not answer 200 within {} ({} attempts; last: {})",
@@ -158,10 +199,50 @@ mod tests {
     #[test]
     fn reports_first_200_from_the_reference_server() {
         let server = crate::serve::start("127.0.0.1".parse().unwrap(), 0, 1).unwrap();
-        let r = wait(&format!("http://{}/", server.addr), Duration::from_secs(5)).unwrap();
+        let r = wait(
+            &format!("http://{}/", server.addr),
+            Duration::from_secs(5),
+            RETRY_EVERY,
+        )
+        .unwrap();
         assert!(r.ready, "{r:?}");
         assert!(r.first_200_unix_ms.unwrap() > 1_600_000_000_000);
+        assert_eq!(
+            r.first_200_unix_ns.unwrap() / 1_000_000,
+            r.first_200_unix_ms.unwrap()
+        );
         server.stop();
+    }
+
+    #[test]
+    fn a_prober_polling_before_the_server_sees_its_first_answer_not_the_start() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let late = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(150));
+            let listening = unix_ns();
+            (
+                crate::serve::start("127.0.0.1".parse().unwrap(), port, 1),
+                listening,
+            )
+        });
+        let r = wait(
+            &format!("http://127.0.0.1:{port}/"),
+            Duration::from_secs(5),
+            PRESTART_EVERY,
+        )
+        .unwrap();
+        let (server, listening) = late.join().unwrap();
+        assert!(r.ready, "{r:?}");
+        // Refused until the server listened, answered once it did: never
+        // before it, and not at the first attempt (no upper bound).
+        assert!(r.attempts > 1, "{r:?}");
+        assert!(r.first_200_unix_ns.unwrap() >= listening, "{r:?}");
+        assert!(r.first_200_unix_ns.unwrap() < listening + 1_000_000_000);
+        server.unwrap().stop();
     }
 
     #[test]
@@ -175,6 +256,7 @@ mod tests {
         let r = wait(
             &format!("http://127.0.0.1:{port}/"),
             Duration::from_millis(200),
+            PRESTART_EVERY,
         )
         .unwrap();
         assert!(!r.ready);

@@ -20,6 +20,7 @@ use crate::contract::Scenario;
 use crate::docker::cleanup::CleanupReport;
 use crate::docker::container::{ContainerSpec, LoaderSpec, ServerSpec, HOST_NETWORK};
 use crate::docker::engine::{Engine, Handle, ReadyCheck};
+use crate::docker::images::FAIRGROUND_IN_IMAGE;
 use crate::docker::RunId;
 use crate::load::limits::now_ns;
 use crate::load::report::{Phase, Progress};
@@ -83,6 +84,12 @@ pub struct DockerLab<'a, E: Engine> {
     /// Loaders on other daemons (`hosts:`); `None`: one loader on the run
     /// network of `engine`.
     spread: Option<Spread<'a, E>>,
+    /// The run's long-lived loader container (its spec, to tell whether a
+    /// round's loader fits it), in which every round's loader is started.
+    loader_host: Option<(ContainerSpec, Handle)>,
+    /// Loaders expected soon ([`Lab::expect_loader`]): their container is
+    /// started during the next idle settle.
+    expected_loader: Option<LoaderSpec>,
 }
 
 /// Loaders on other Docker daemons (a profile's `hosts:`), aimed at the
@@ -122,6 +129,8 @@ impl<'a, E: Engine> DockerLab<'a, E> {
             logs_dir: None,
             live: None,
             spread: None,
+            loader_host: None,
+            expected_loader: None,
         })
     }
 
@@ -144,6 +153,8 @@ impl<'a, E: Engine> DockerLab<'a, E> {
             logs_dir: None,
             live: None,
             spread: Some(spread),
+            loader_host: None,
+            expected_loader: None,
         }
     }
 
@@ -191,12 +202,48 @@ impl<'a, E: Engine> DockerLab<'a, E> {
         format!("{}-{what}-{}", self.run.name_prefix(), self.started.get())
     }
 
-    /// Run the loader once and parse its report; progress lines go to
-    /// `lines`.
+    /// The long-lived loader container for `loader`'s limits, sysctls and
+    /// network: the one running when it fits, else a new one (the old one
+    /// removed). It sleeps (`fairground hold`) between rounds; each round's
+    /// loader is a fresh process in it, so only the daemon's per-round
+    /// create, start, wait and removal are saved, not anything a round
+    /// measures.
+    async fn loader_host(&mut self, loader: &LoaderSpec) -> anyhow::Result<Handle> {
+        let mut spec = ContainerSpec::loader(&self.run, "", loader, &self.network, "");
+        spec.cmd = vec!["hold".into()];
+        let fits = |running: &ContainerSpec| {
+            running.image == spec.image
+                && running.limits == spec.limits
+                && running.sysctls == spec.sysctls
+                && running.network == spec.network
+        };
+        match self.loader_host.take() {
+            Some((running, h)) if fits(&running) => {
+                self.loader_host = Some((running, h.clone()));
+                return Ok(h);
+            }
+            Some((_, old)) => {
+                let _ = self.engine.remove(&old).await;
+            }
+            None => {}
+        }
+        spec.name = self.name("loader");
+        let h = self
+            .engine
+            .start_container(&spec)
+            .await
+            .context("starting the run's loader container")?;
+        self.loader_host = Some((spec, h.clone()));
+        Ok(h)
+    }
+
+    /// Run the loader once in the run's loader container `host` and parse
+    /// its report; progress lines go to `lines`.
     async fn load_once(
         &self,
         server: &DockerServer,
         loader: &LoaderSpec,
+        host: Option<&Handle>,
         lines: Option<crate::docker::engine::LineSink>,
     ) -> anyhow::Result<(LoadReport, Vec<LoaderShare>)> {
         if let Some(spread) = &self.spread {
@@ -206,11 +253,14 @@ impl<'a, E: Engine> DockerLab<'a, E> {
             return spread::load(spread, &self.run, names, server, loader, lines).await;
         }
         let what = describe(server, loader);
-        let name = self.name(&format!("load-{}", loader.label));
-        let spec = ContainerSpec::loader(&self.run, name, loader, &self.network, &server.url);
+        let host = host.context("no loader container for this run")?;
+        let spec = ContainerSpec::loader(&self.run, "", loader, &self.network, &server.url);
+        let cmd: Vec<String> = std::iter::once(FAIRGROUND_IN_IMAGE.to_string())
+            .chain(spec.cmd)
+            .collect();
         let out = self
             .engine
-            .run_to_exit(&spec, loader.time_limit, lines)
+            .exec_to_exit(host, &cmd, loader.time_limit, lines)
             .await
             .with_context(|| format!("load generator for {what}"))?;
         Ok((parse_report(&out.stdout, &what)?, Vec::new()))
@@ -289,6 +339,10 @@ pub type LiveSink = std::sync::Arc<dyn Fn(&LiveSecond) + Send + Sync>;
 impl<E: Engine> Lab for DockerLab<'_, E> {
     type Server = DockerServer;
 
+    fn expect_loader(&mut self, loader: &LoaderSpec) {
+        self.expected_loader = Some(loader.clone());
+    }
+
     async fn start(&mut self, spec: &ServerSpec) -> anyhow::Result<(DockerServer, Started)> {
         if self.network == HOST_NETWORK {
             // On the host's stack the server shares the host's ports: if
@@ -302,26 +356,17 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
         if self.spread.is_some() {
             container.publish = Some(spec.port);
         }
-        let asked = std::time::Instant::now();
-        let handle = self
-            .engine
-            .start_container(&container)
-            .await
-            .with_context(|| format!("starting {}", spec.framework))?;
-        let started = std::time::Instant::now();
         let check = ReadyCheck {
             port: spec.port,
             path: spec.readiness_path.clone(),
             timeout: spec.readiness_timeout,
         };
-        let ready = match self.engine.wait_ready(&handle, &check).await {
-            Ok(r) => r,
-            Err(e) => {
-                let _ = self.engine.remove(&handle).await;
-                return Err(e.context(format!("{} never became ready", spec.framework)));
-            }
-        };
-        let ready_at = std::time::Instant::now();
+        let ready = self
+            .engine
+            .start_ready(&container, &check)
+            .await
+            .with_context(|| format!("{} never became ready", spec.framework))?;
+        let handle = ready.handle;
         let limits = self.engine.inspect_limits(&handle).await.ok();
         let ip = handle.ip.clone().ok_or_else(|| {
             anyhow::anyhow!(
@@ -346,11 +391,11 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
             },
             Started {
                 url,
-                cold_start_ms: ready.cold_start_ms.map(|ms| ms as f64),
-                cold_start_is_upper_bound: ready.cold_start_is_upper_bound,
+                cold_start_ms: ready.readiness.cold_start_ms.map(|ms| ms as f64),
+                cold_start_is_upper_bound: ready.readiness.cold_start_is_upper_bound,
                 limits,
-                start_s: (started - asked).as_secs_f64(),
-                readiness_s: (ready_at - started).as_secs_f64(),
+                start_s: ready.start.as_secs_f64(),
+                readiness_s: ready.readiness_wait.as_secs_f64(),
             },
         ))
     }
@@ -360,7 +405,22 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
         server: &DockerServer,
         settle: Duration,
     ) -> anyhow::Result<Option<u64>> {
-        tokio::time::sleep(settle).await;
+        // The settle is the server's idle time: starting the run's loader
+        // container meanwhile touches nothing of the server and takes that
+        // container's start out of the first round. A failure here is met
+        // again, and reported, by the first round.
+        // Loaders on other daemons (`hosts:`) run one container per round
+        // there: nothing to prepare here.
+        let expected = self
+            .expected_loader
+            .take()
+            .filter(|_| self.spread.is_none());
+        let prepare = async {
+            if let Some(l) = expected {
+                let _ = self.loader_host(&l).await;
+            }
+        };
+        tokio::join!(tokio::time::sleep(settle), prepare);
         let sampler = self
             .engine
             .start_sampler(&server.handle, IDLE_SAMPLE_EVERY)
@@ -400,6 +460,10 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
         // mark is reset when the loader announces its window and read when
         // it announces its end.
         let asked_ns = now_ns();
+        let host = match self.spread {
+            None => Some(self.loader_host(loader).await?),
+            Some(_) => None,
+        };
         let sampler = self
             .engine
             .start_sampler(&server.handle, SAMPLE_EVERY)
@@ -412,7 +476,7 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
         let mut window_peak = None;
         let mut before_reset = None;
         let loaded = {
-            let run = self.load_once(server, loader, Some(tx));
+            let run = self.load_once(server, loader, host.as_ref(), Some(tx));
             tokio::pin!(run);
             loop {
                 tokio::select! {
@@ -444,6 +508,13 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
             }
         };
         let loaded_ns = now_ns();
+        if loaded.is_err() {
+            // A loader that failed or was killed at its time limit may have
+            // taken its container with it: the next round starts a new one.
+            if let Some((_, h)) = self.loader_host.take() {
+                let _ = self.engine.remove(&h).await;
+            }
+        }
         // Stopping takes a reading now, after the loader's exit and so after
         // the window's end: the window is bracketed without a wait.
         let series = sampler.stop().await;

@@ -128,11 +128,15 @@ fn measures_a_round_from_the_loaders_json_and_the_servers_samples() {
         lab.stop(server).await.unwrap();
         lab.close().await.unwrap();
     });
-    // Warm-up and measured window: one loader container, started with
-    // exactly the arguments of the spec.
+    // Warm-up and measured window: one loader process, started with
+    // exactly the arguments of the spec in the run's loader container.
     let commands = engine.commands();
     assert_eq!(commands.len(), 1, "{:?}", engine.calls());
-    assert_eq!(commands[0][0], "load");
+    assert_eq!(commands[0][..2], [FAIRGROUND_IN_IMAGE, "load"]);
+    assert!(engine
+        .calls()
+        .iter()
+        .any(|c| c.starts_with("start loader ") && c.contains("-loader-")));
     assert!(commands[0].windows(2).any(|w| w == ["--connections", "4"]));
     assert!(engine.leftovers().is_empty(), "{:?}", engine.leftovers());
 }
@@ -364,4 +368,48 @@ fn loaders_on_other_daemons_split_the_round_share_one_start_and_merge_exactly() 
     assert_eq!(round.responses.status_2xx, 2 * load.responses.status_2xx);
     assert_eq!(round.latency.count, 2 * load.latency.count);
     assert!(server_daemon.leftovers().is_empty() && loader_daemon.leftovers().is_empty());
+}
+
+#[test]
+fn the_loader_container_starts_during_the_settle_and_serves_every_round() {
+    let load = real_load_report();
+    let engine = FakeEngine::new(FakeScript {
+        loader_stdout: serde_json::to_string(&load).unwrap(),
+        loader_stderr: progress_lines(),
+        samples: vec![reading(1_000, 5 << 20); 4],
+        ..FakeScript::default()
+    });
+    let profile = profile();
+    let spec = spec(&profile);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let mut lab = DockerLab::open(&engine, RunId("t".into()), Network::Bridge)
+            .await
+            .unwrap();
+        let (server, started) = lab.start(spec.server("a").unwrap()).await.unwrap();
+        lab.expect_loader(spec.loader_template());
+        lab.idle_memory(&server, Duration::from_millis(10))
+            .await
+            .unwrap();
+        let loaders_after_settle = engine
+            .calls()
+            .iter()
+            .filter(|c| c.starts_with("start loader "))
+            .count();
+        assert_eq!(loaders_after_settle, 1, "{:?}", engine.calls());
+        for round in 0..3 {
+            let loader = spec.loader(&key(None), round, &started.url);
+            lab.measure(&server, &loader).await.unwrap();
+        }
+        lab.stop(server).await.unwrap();
+        lab.close().await.unwrap();
+    });
+    let calls = engine.calls();
+    let starts = calls
+        .iter()
+        .filter(|c| c.starts_with("start loader "))
+        .count();
+    let execs = calls.iter().filter(|c| c.starts_with("exec ")).count();
+    assert_eq!((starts, execs), (1, 3), "{calls:?}");
+    assert!(engine.leftovers().is_empty(), "{:?}", engine.leftovers());
 }
