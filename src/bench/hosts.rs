@@ -178,7 +178,7 @@ impl HostEngines {
             }
             seen.push(self.ids[i].clone());
             let endpoint = engine.endpoint().to_string();
-            let mut checks = match preflight_there(engine, run).await {
+            let mut checks = match preflight_there(engine, run, &self.server_address.0).await {
                 Ok(report) => report
                     .checks
                     .into_iter()
@@ -257,7 +257,11 @@ fn resolve_ipv4(address: &str) -> anyhow::Result<String> {
 const PREFLIGHT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
 
 /// `fairground preflight --json` in fairground's image on `engine`'s host.
-async fn preflight_there(engine: &DockerEngine, run: &RunId) -> anyhow::Result<EnvReport> {
+async fn preflight_there(
+    engine: &DockerEngine,
+    run: &RunId,
+    server_address: &str,
+) -> anyhow::Result<EnvReport> {
     let image = engine
         .fairground_image()
         .ok_or_else(|| anyhow::anyhow!("fairground's image is not on {}", engine.endpoint()))?;
@@ -281,6 +285,10 @@ async fn preflight_there(engine: &DockerEngine, run: &RunId) -> anyhow::Result<E
         "/host".into(),
         "--run-id".into(),
         run.as_str().into(),
+        // The NIC check judges the interface the route to the server takes
+        // (on the server's host: the one holding its address).
+        "--traffic-to".into(),
+        server_address.into(),
     ];
     let out = engine.run_collect(&spec, PREFLIGHT_TIMEOUT, None).await?;
     serde_json::from_str(&out.stdout).with_context(|| {

@@ -28,6 +28,11 @@ pub struct PreflightArgs {
     /// (default 0.5).
     #[arg(long, value_name = "LOAD", allow_negative_numbers = true)]
     pub max_load_per_core: Option<f64>,
+    /// The run's traffic goes from this host to ADDR (an IPv4 address; the
+    /// server's, across hosts): the NIC check judges the interface the
+    /// route to ADDR takes.
+    #[arg(long, value_name = "ADDR")]
+    pub traffic_to: Option<std::net::Ipv4Addr>,
     /// Print only this network namespace's sysctls as JSON and exit (the run
     /// pipeline calls this inside the loader container).
     #[arg(long)]
@@ -69,6 +74,10 @@ pub fn run_cli(args: &PreflightArgs) -> anyhow::Result<ExitCode> {
         None => PreflightInput::default(),
     };
     input.run_id = args.run_id.clone();
+    if let Some(addr) = args.traffic_to {
+        input.remote_loader = true;
+        input.traffic_to = Some(addr);
+    }
     if let Some(limit) = args.max_load_per_core {
         if !(limit.is_finite() && limit > 0.0) {
             return Err(coded(

@@ -216,6 +216,10 @@ pub struct PreflightInput {
     pub memory_limits_total: Option<u64>,
     /// Whether the loader runs on another machine (traffic crosses a NIC).
     pub remote_loader: bool,
+    /// The address the run's traffic goes to from this host (the server's
+    /// address across hosts): the NIC check judges the interface the route
+    /// to it takes. `None`: the default route's.
+    pub traffic_to: Option<std::net::Ipv4Addr>,
     /// Whether the containers use the host's network stack (traffic over
     /// loopback) rather than a Docker bridge.
     pub host_network: bool,
@@ -252,6 +256,7 @@ impl Default for PreflightInput {
             allow_shared_cores: false,
             memory_limits_total: None,
             remote_loader: false,
+            traffic_to: None,
             host_network: false,
             load_per_core_limit: DEFAULT_LOAD_PER_CORE_LIMIT,
             container_sysctls: None,

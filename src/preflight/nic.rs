@@ -54,12 +54,54 @@ pub fn default_route_iface(env: &Env<'_>) -> Option<String> {
     })
 }
 
+/// The interface of the most specific route to `addr` in the main table
+/// (`/proc/net/route`: longest prefix, then lowest metric), and the route
+/// as `a.b.c.d/len`. On the server's host the route to its own address is
+/// the connected route of the interface holding it.
+pub fn route_iface(env: &Env<'_>, addr: std::net::Ipv4Addr) -> Option<(String, String)> {
+    let target = u32::from(addr);
+    // Fields are the address's bytes as stored (network order) printed as
+    // a native u32.
+    let hex = |s: &str| {
+        u32::from_str_radix(s, 16)
+            .ok()
+            .map(|v| u32::from_be_bytes(v.to_ne_bytes()))
+    };
+    env.read("/proc/net/route")?
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let (iface, dest, metric, mask) =
+                (f.first()?, hex(f.get(1)?)?, f.get(6)?, hex(f.get(7)?)?);
+            let metric: u32 = metric.parse().ok()?;
+            (target & mask == dest & mask)
+                .then(|| (mask.count_ones(), metric, iface.to_string(), dest))
+        })
+        .max_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)))
+        .map(|(len, _, iface, dest)| (iface, format!("{}/{len}", std::net::Ipv4Addr::from(dest))))
+}
+
+/// The interface the run's traffic crosses on this host: the route to
+/// `traffic_to`, else the default route.
+pub fn traffic_iface(env: &Env<'_>) -> Option<(String, String)> {
+    match env.input.traffic_to {
+        Some(addr) => route_iface(env, addr).map(|(i, r)| (i, format!("route {r}"))),
+        None => default_route_iface(env).map(|i| (i, "default route".to_string())),
+    }
+}
+
 /// Where the run's traffic flows, in words.
 pub fn traffic_path(env: &Env<'_>) -> String {
     if env.input.remote_loader {
-        match default_route_iface(env) {
-            Some(i) => format!("remote loader: traffic crosses {i} (default route)"),
-            None => "remote loader: no default route found".into(),
+        let to = env
+            .input
+            .traffic_to
+            .map(|a| format!(" to {a}"))
+            .unwrap_or_default();
+        match traffic_iface(env) {
+            Some((i, route)) => format!("across hosts: traffic{to} crosses {i} ({route})"),
+            None => format!("across hosts: no route{to} found"),
         }
     } else if env.input.host_network {
         "local, host network: loader and server talk over loopback (lo), no NIC crossed".into()
@@ -90,7 +132,7 @@ impl Check for NicDriver {
         let traffic_iface = env
             .input
             .remote_loader
-            .then(|| default_route_iface(env))
+            .then(|| traffic_iface(env).map(|(i, _)| i))
             .flatten();
         let list = nics(env);
         if list.is_empty() {
@@ -170,7 +212,43 @@ mod tests {
         assert_eq!(default_route_iface(&env).as_deref(), Some("ens5"));
         assert_eq!(
             traffic_path(&env),
-            "remote loader: traffic crosses ens5 (default route)"
+            "across hosts: traffic crosses ens5 (default route)"
+        );
+    }
+
+    #[test]
+    fn the_route_to_the_server_picks_the_most_specific_interface() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("proc/net")).unwrap();
+        // Default via ens5; 10.1.0.0/16 on ens6; 10.1.2.0/24 on ens7; the
+        // real file has 11 columns (Mask is the 8th).
+        std::fs::write(
+            dir.path().join("proc/net/route"),
+            "Iface\tDestination\tGateway\tFlags\tRefCnt\tUse\tMetric\tMask\tMTU\tWindow\tIRTT\n\
+             ens5\t00000000\t0100A8C0\t0003\t0\t0\t100\t00000000\t0\t0\t0\n\
+             ens6\t0000010A\t00000000\t0001\t0\t0\t0\t0000FFFF\t0\t0\t0\n\
+             ens7\t0002010A\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0\n",
+        )
+        .unwrap();
+        let input = PreflightInput {
+            remote_loader: true,
+            traffic_to: Some("10.1.2.9".parse().unwrap()),
+            ..PreflightInput::default()
+        };
+        let (probes, docker) = (MeasuredFacts::default(), DockerFacts::default());
+        let env = Env {
+            root: dir.path(),
+            input: &input,
+            probes: &probes,
+            docker: &docker,
+        };
+        let at = |a: &str| route_iface(&env, a.parse().unwrap());
+        assert_eq!(at("10.1.2.9"), Some(("ens7".into(), "10.1.2.0/24".into())));
+        assert_eq!(at("10.1.9.9"), Some(("ens6".into(), "10.1.0.0/16".into())));
+        assert_eq!(at("192.0.2.1"), Some(("ens5".into(), "0.0.0.0/0".into())));
+        assert_eq!(
+            traffic_path(&env),
+            "across hosts: traffic to 10.1.2.9 crosses ens7 (route 10.1.2.0/24)"
         );
     }
 }
