@@ -32,7 +32,7 @@ mod sections;
 
 use bars::{cpu_bars, latency_bars, memory_bars, throughput_bars};
 use lines::{scaling, spectrum, timelines};
-use sections::{environment, files, notes};
+use sections::{environment, files, hosts, notes};
 
 /// Everything the sections share.
 struct Ctx<'a> {
@@ -176,6 +176,9 @@ pub fn page(r: &Results) -> anyhow::Result<String> {
         sections.push(scenario_section(&ctx, scenario)?);
     }
     sections.push(environment(&ctx));
+    if let Some(t) = &r.topology {
+        sections.push(hosts(t));
+    }
     sections.push(notes(&ctx));
     sections.push(files(&ctx));
     Ok(Page {
@@ -470,4 +473,48 @@ fn footnotes_named(
         );
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::results::{CarriedImage, HostCheck, HostPreflight, Topology};
+
+    #[test]
+    fn a_multi_host_run_has_a_hosts_section_and_a_one_daemon_run_none() {
+        let mut r = crate::results::testdata::sample_results();
+        let one = super::page(&r).unwrap();
+        assert!(!one.contains("<section id=\"hosts\">"));
+        r.topology = Some(Topology {
+            server: "tcp://10.0.0.1:2376 (TLS)".into(),
+            loaders: vec!["tcp://10.0.0.2:2376 (TLS)".into()],
+            server_address: "10.0.0.1".into(),
+            server_address_source: "as set in the profile".into(),
+            traffic_path: "published port".into(),
+            loader_network: "host network of each loader's host".into(),
+            server_resources: "Docker stats API".into(),
+            images: vec![CarriedImage {
+                endpoint: "tcp://10.0.0.2:2376 (TLS)".into(),
+                tag: "fairground/fairground:abc".into(),
+                id: "sha256:1".into(),
+                bytes: 12 << 20,
+                seconds: 0.7,
+                skipped: false,
+            }],
+            clocks: Vec::new(),
+            preflight: vec![HostPreflight {
+                endpoint: "tcp://10.0.0.2:2376 (TLS)".into(),
+                verdict: "fail".into(),
+                checks: vec![HostCheck {
+                    id: "nic.driver".into(),
+                    verdict: "fail".into(),
+                    measured: "eth0: e1000 (emulated), carries the run's traffic".into(),
+                }],
+            }],
+        });
+        let page = super::page(&r).unwrap();
+        assert!(page.contains("<section id=\"hosts\">"), "no hosts section");
+        assert!(page.contains("through its published port"));
+        assert!(page.contains("fairground/fairground:abc"));
+        assert!(page.contains("e1000 (emulated), carries the run&#39;s traffic"));
+    }
 }

@@ -94,6 +94,83 @@ pub(super) fn environment(ctx: &Ctx<'_>) -> Section {
     }
 }
 
+// --------------------------------------------------------------- hosts ----
+
+/// Where a multi-host run ran (profile `hosts:`): the daemons, the path the
+/// traffic took, the images carried, the clocks and each host's preflight.
+pub(super) fn hosts(t: &crate::results::Topology) -> Section {
+    let mut s = format!(
+        "<p>Server on <code>{}</code>; {} loader(s) on {}, on their hosts' network stacks. \
+         The loaders reached the server at <code>{}</code> ({}) through its {}. \
+         Server CPU and memory: {}.</p>\n",
+        esc(&t.server),
+        t.loaders.len(),
+        t.loaders
+            .iter()
+            .map(|l| format!("<code>{}</code>", esc(l)))
+            .collect::<Vec<_>>()
+            .join(", "),
+        esc(&t.server_address),
+        esc(&t.server_address_source),
+        esc(&t.traffic_path),
+        esc(&t.server_resources)
+    );
+    if !t.images.is_empty() {
+        let mut tb = Table::new(&["image", "carried to", "size", "time"]);
+        for i in &t.images {
+            let (size, time) = if i.skipped {
+                (Td::text("already there"), Td::text(""))
+            } else {
+                (
+                    Td::num(&crate::units::bytes(i.bytes as f64), i.bytes as f64),
+                    Td::num(&format!("{:.1} s", i.seconds), i.seconds),
+                )
+            };
+            tb.row(vec![Td::text(&i.tag), Td::text(&i.endpoint), size, time]);
+        }
+        s.push_str(&tb.render());
+    }
+    if !t.clocks.is_empty() {
+        let mut tb = Table::new(&["daemon", "clock offset", "± (half the round trip)"]);
+        for c in &t.clocks {
+            tb.row(vec![
+                Td::text(&c.endpoint),
+                Td::num(&format!("{:+.1} ms", c.offset_ms), c.offset_ms),
+                Td::num(
+                    &format!("{:.1} ms", c.round_trip_ms / 2.0),
+                    c.round_trip_ms / 2.0,
+                ),
+            ]);
+        }
+        s.push_str(&tb.render());
+    }
+    for p in &t.preflight {
+        let _ = writeln!(
+            s,
+            "<h3>Preflight on <code>{}</code>: {}</h3>",
+            esc(&p.endpoint),
+            esc(&p.verdict)
+        );
+        let mut tb = Table::new(&["check", "verdict", "measured"]);
+        for c in &p.checks {
+            tb.row_with_class(
+                &c.verdict,
+                vec![
+                    Td::text(&c.id),
+                    Td::text(&c.verdict).class("verdict"),
+                    Td::text(&c.measured),
+                ],
+            );
+        }
+        s.push_str(&tb.render());
+    }
+    Section {
+        id: "hosts".into(),
+        heading: "Hosts".into(),
+        body: s,
+    }
+}
+
 // --------------------------------------------------------------- notes ----
 
 pub(super) fn notes(ctx: &Ctx<'_>) -> Section {
