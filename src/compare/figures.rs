@@ -88,6 +88,22 @@ impl Metric {
         }
     }
 
+    /// The least a run-to-run difference of this metric must be to be
+    /// named a change, as a log range: what two runs of the same server
+    /// differ by that the rounds inside one run do not show. Memory under
+    /// load: 10%. Two containers of the same server (A/A, tests/
+    /// compare_docker.rs) read 2.2% and 7.4% apart while each run's five
+    /// rounds agreed within 1%: which page-cache pages and stack pages a
+    /// container gets charged for is decided once per container, not per
+    /// round. The other metrics vary round to round and keep the general
+    /// floor ([`super::verdict::MIN_BAND`]).
+    pub fn between_runs_floor(self) -> f64 {
+        match self {
+            Metric::MemoryUnderLoad => 1.10f64.ln(),
+            _ => 0.0,
+        }
+    }
+
     /// Which way is better.
     pub fn better(self) -> Better {
         match self {

@@ -176,7 +176,7 @@ fn compare(base: &LoadedSide, new: &LoadedSide, force: bool) -> anyhow::Result<C
                 .into(),
             confidence: CONFIDENCE,
             min_rounds: MIN_ROUNDS,
-            band: "the largest of: the range between the best and worst round of BASE, the same of NEW, the median of that range over every cell compared (3 or more), and 1% (none for a figure that does not vary at all)".into(),
+            band: "the largest of: the range between the best and worst round of BASE, the same of NEW, the median of that range over every cell compared (3 or more), and 1% (10% for memory under load, which differs between containers of one server more than between rounds; none for a figure that does not vary at all)".into(),
         },
         forced,
         differences: check.differences,
@@ -286,7 +286,7 @@ fn row(
     };
     match e {
         Ok(e) => {
-            let band = verdict::band(&e, floor);
+            let band = verdict::band(&e, floor.max(metric.between_runs_floor()));
             let (call, why) = verdict::judge(metric, &e, band);
             r.base.range = Some(e.range_base.exp() - 1.0);
             r.new.range = Some(e.range_new.exp() - 1.0);
