@@ -195,19 +195,8 @@ fn hosts(s: &mut String, r: &Results) {
     );
     let _ = writeln!(
         s,
-        "Server on `{}`; {} loader(s) on {}, on their hosts' network stacks. The loaders \
-         reached the server at {} ({}) through its {}. Server CPU and memory: {}.\n",
-        esc(&t.server),
-        t.loaders.len(),
-        t.loaders
-            .iter()
-            .map(|l| format!("`{}`", esc(l)))
-            .collect::<Vec<_>>()
-            .join(", "),
-        esc(&t.server_address),
-        esc(&t.server_address_source),
-        esc(&t.traffic_path),
-        esc(&t.server_resources)
+        "{}\n",
+        crate::report::view::hosts_sentence(t, |c| format!("`{}`", esc(c)), esc)
     );
     if !t.images.is_empty() {
         s.push_str("| image | carried to | size | time |\n|---|---|--:|--:|\n");

@@ -279,6 +279,31 @@ impl<'a> RunView<'a> {
     }
 }
 
+/// The sentence that says where a multi-host run ran, for results.md and
+/// report.html alike: `code` wraps an endpoint or address as code, `plain`
+/// escapes plain text for the format.
+pub fn hosts_sentence(
+    t: &crate::results::Topology,
+    code: impl Fn(&str) -> String,
+    plain: impl Fn(&str) -> String,
+) -> String {
+    format!(
+        "Server on {}; {} loader(s) on {}, on their hosts' network stacks. The loaders \
+         reached the server at {} ({}) through its {}. Server CPU and memory: {}.",
+        code(&t.server),
+        t.loaders.len(),
+        t.loaders
+            .iter()
+            .map(|l| code(l))
+            .collect::<Vec<_>>()
+            .join(", "),
+        code(&t.server_address),
+        plain(&t.server_address_source),
+        plain(&t.traffic_path),
+        plain(&t.server_resources)
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -118,20 +118,7 @@ impl<'a, E: Engine> DockerLab<'a, E> {
             }
             Network::Host => HOST_NETWORK.to_string(),
         };
-        Ok(DockerLab {
-            engine,
-            run,
-            network,
-            host: HostProbe::default(),
-            started: std::cell::Cell::new(0),
-            oom_seen: BTreeMap::new(),
-            peaks: BTreeMap::new(),
-            logs_dir: None,
-            live: None,
-            spread: None,
-            loader_host: None,
-            expected_loader: None,
-        })
+        Ok(Self::on(engine, run, network, None))
     }
 
     /// A lab whose server runs on `engine` with its port published (on the
@@ -142,6 +129,11 @@ impl<'a, E: Engine> DockerLab<'a, E> {
             Network::Bridge => DEFAULT_BRIDGE.to_string(),
             Network::Host => HOST_NETWORK.to_string(),
         };
+        Self::on(engine, run, network, Some(spread))
+    }
+
+    /// A fresh lab on `network` (already made), nothing started yet.
+    fn on(engine: &'a E, run: RunId, network: String, spread: Option<Spread<'a, E>>) -> Self {
         DockerLab {
             engine,
             run,
@@ -152,7 +144,7 @@ impl<'a, E: Engine> DockerLab<'a, E> {
             peaks: BTreeMap::new(),
             logs_dir: None,
             live: None,
-            spread: Some(spread),
+            spread,
             loader_host: None,
             expected_loader: None,
         }

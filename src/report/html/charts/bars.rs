@@ -59,14 +59,7 @@ pub fn bars(c: &BarChart<'_>) -> Result<String, ChartError> {
     let k = c.series.len().max(1);
     let bar_h: u32 = if k == 1 { 16 } else { 9 };
     let row_h = bar_h * k as u32 + 10;
-    let label_w = c
-        .rows
-        .iter()
-        .map(|r| text_width(&r.label, LABEL_PT))
-        .max()
-        .unwrap_or(40)
-        .clamp(40, 220)
-        + 12;
+    let label_w = column_width(c.rows.iter().map(|r| r.label.as_str()), 220);
     let (top, bottom) = (8u32, 44u32);
     let size = (WIDTH, top + bottom + row_h * n as u32);
     let max = c

@@ -122,23 +122,9 @@ fn ratio_ticks(lo: f64, hi: f64) -> Vec<f64> {
 pub fn forest(c: &Forest<'_>) -> Result<String, ChartError> {
     let n = c.rows.len().max(1);
     let row_h: u32 = 24;
-    let label_w = c
-        .rows
-        .iter()
-        .map(|r| text_width(&r.label, LABEL_PT))
-        .max()
-        .unwrap_or(40)
-        .clamp(40, 260)
-        + 12;
+    let label_w = column_width(c.rows.iter().map(|r| r.label.as_str()), 260);
     // Room right of the plot for each row's text.
-    let text_w = c
-        .rows
-        .iter()
-        .map(|r| text_width(&r.text, LABEL_PT))
-        .max()
-        .unwrap_or(40)
-        .clamp(40, 260)
-        + 12;
+    let text_w = column_width(c.rows.iter().map(|r| r.text.as_str()), 260);
     let (top, bottom) = (8u32, 44u32);
     let size = (WIDTH, top + bottom + row_h * n as u32);
     let (lo, hi) = x_range(c.rows);

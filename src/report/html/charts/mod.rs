@@ -238,6 +238,17 @@ fn text_width(s: &str, pt: f64) -> u32 {
     (pt / 1.24 / 1.24 * 0.7 * s.chars().count() as f64).ceil() as u32
 }
 
+/// Width in px of a column holding every one of `texts` at `pt`, at least
+/// 40 and at most `max`, plus a 12 px gap.
+fn column_width<'s>(texts: impl Iterator<Item = &'s str>, max: u32) -> u32 {
+    texts
+        .map(|t| text_width(t, LABEL_PT))
+        .max()
+        .unwrap_or(40)
+        .clamp(40, max)
+        + 12
+}
+
 /// A "nice" upper bound for an axis holding `max`: 1, 2 or 5 × 10^k.
 fn nice_ceiling(max: f64) -> f64 {
     if !max.is_finite() || max <= 0.0 {

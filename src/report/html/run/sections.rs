@@ -100,20 +100,8 @@ pub(super) fn environment(ctx: &Ctx<'_>) -> Section {
 /// traffic took, the images carried, the clocks and each host's preflight.
 pub(super) fn hosts(t: &crate::results::Topology) -> Section {
     let mut s = format!(
-        "<p>Server on <code>{}</code>; {} loader(s) on {}, on their hosts' network stacks. \
-         The loaders reached the server at <code>{}</code> ({}) through its {}. \
-         Server CPU and memory: {}.</p>\n",
-        esc(&t.server),
-        t.loaders.len(),
-        t.loaders
-            .iter()
-            .map(|l| format!("<code>{}</code>", esc(l)))
-            .collect::<Vec<_>>()
-            .join(", "),
-        esc(&t.server_address),
-        esc(&t.server_address_source),
-        esc(&t.traffic_path),
-        esc(&t.server_resources)
+        "<p>{}</p>\n",
+        crate::report::view::hosts_sentence(t, |c| format!("<code>{}</code>", esc(c)), esc)
     );
     if !t.images.is_empty() {
         let mut tb = Table::new(&["image", "carried to", "size", "time"]);
