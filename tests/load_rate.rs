@@ -87,3 +87,50 @@ fn fixed_rate_sends_the_target_rate_and_no_more() {
     // has to survive a debug build on a shared 2-core machine.)
     assert!(rate.max_schedule_lag_us < 250_000, "{rate:?}");
 }
+
+/// Issue 26's first bug, pinned: a fixed rate 4x past a server's known
+/// capacity (20 connections, 10 ms per answer: 2,000 req/s) used to report
+/// no latency at all (every window request was still in a connection's
+/// warm-up backlog). Now every request due in the window is counted, sent
+/// or not, and the corrected latency grows with the backlog.
+#[test]
+fn fixed_rate_past_capacity_counts_every_due_request_and_latency_grows() {
+    let server =
+        ScriptedServer::start(|_| Action::SleepThenReply(Duration::from_millis(10), ok_response()));
+    let r = load(&[
+        "--url",
+        &server.url(),
+        "-R",
+        "8000",
+        "-c",
+        "20",
+        "-t",
+        "1",
+        "--warmup",
+        "500ms",
+        "-d",
+        "2s",
+        "--timeout",
+        "1s",
+    ]);
+    let q = r.requests;
+    assert!(q.balanced(), "{q:?}");
+    // 8,000 req/s for 2 s: 16,000 due, sent or not.
+    assert_eq!(q.due(), 16_000, "{q:?}");
+    assert!(q.unsent > 8_000, "most were never sent: {q:?}");
+    let rate = r.rate.unwrap();
+    assert!(
+        (1_700.0..=2_050.0).contains(&rate.achieved_rps),
+        "achieved near the 2,000 req/s capacity: {rate:?}"
+    );
+    // Answered requests carry their full corrected latency: never 0, at
+    // least a quarter of the window at the median.
+    assert!(r.latency.count > 2_000, "{:?}", r.latency.count);
+    assert!(r.latency.p50_us >= 500_000, "p50 {} µs", r.latency.p50_us);
+    let lat: Vec<f64> = r.windows.iter().filter_map(|w| w.latency_mean_us).collect();
+    assert_eq!(lat.len(), 2, "{:?}", r.windows);
+    assert!(
+        lat[1] > lat[0] * 1.5,
+        "latency rises with the backlog: {lat:?}"
+    );
+}

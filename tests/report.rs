@@ -336,7 +336,7 @@ fn standard_sized() -> Results {
                         .unwrap();
                 }
                 round.histogram = results::histogram::encode(&h).unwrap();
-                round.latency = results::Latency::of(&h);
+                round.latency = results::Latency::of(&h, 0, Some(2_000_000));
                 round.duration_s = 3.0;
                 round.warmup_s = 1.0;
                 round.windows_rps = (0..3).map(|_| rps * (0.97 + 0.06 * next())).collect();

@@ -90,6 +90,51 @@ pub fn judge(rounds: &[Round], summary: Option<&CellSummary>, ctx: &GateContext<
             sent: r.requests.sent,
             answered: r.requests.answered.total(),
             lost: r.requests.lost.total(),
+            in_flight: r.requests.in_flight_at_end,
+        });
+    }
+    if let Some(r) = rounds
+        .iter()
+        .filter(|r| r.requests.in_flight_at_end > 0)
+        .max_by_key(|r| r.requests.in_flight_at_end)
+    {
+        reasons.push(Reason::InFlightAtEnd {
+            round: r.index,
+            in_flight: r.requests.in_flight_at_end,
+        });
+    }
+    if let Some(r) = rounds
+        .iter()
+        .filter(|r| r.requests.unsent > 0)
+        .max_by_key(|r| r.requests.unsent)
+    {
+        reasons.push(Reason::Unsent {
+            round: r.index,
+            unsent: r.requests.unsent,
+            due: r.requests.due(),
+        });
+    }
+    if let Some(r) = rounds.iter().find(|r| r.server.cpu_time_us.is_none()) {
+        reasons.push(Reason::CpuUnknown {
+            round: r.index,
+            why: r
+                .server
+                .cpu_unknown
+                .clone()
+                .unwrap_or_else(|| "no reason recorded".into()),
+        });
+    }
+    // Every load is keep-alive: a connection reopened inside the window
+    // means the server closed it (or a timeout did).
+    if let Some(r) = rounds
+        .iter()
+        .filter(|r| r.connections.reconnects > 0)
+        .max_by_key(|r| r.connections.reconnects)
+    {
+        reasons.push(Reason::Reconnects {
+            round: r.index,
+            reconnects: r.connections.reconnects,
+            connections: r.connections.requested,
         });
     }
     let checked: u64 = rounds.iter().map(|r| r.answers.checked).sum();
@@ -109,7 +154,7 @@ pub fn judge(rounds: &[Round], summary: Option<&CellSummary>, ctx: &GateContext<
     } else {
         errors as f64 / attempts as f64
     };
-    if rate > t.max_error_rate {
+    if rate > t.max_error_rate && !t.off.max_error_rate {
         reasons.push(Reason::ErrorRate {
             rate,
             limit: t.max_error_rate,
@@ -123,7 +168,7 @@ pub fn judge(rounds: &[Round], summary: Option<&CellSummary>, ctx: &GateContext<
 
     // Little's law (closed loop): what the figures say was in use must be
     // what was served. The round furthest off decides.
-    if let Some(pipeline) = ctx.closed_loop_pipeline {
+    if let (Some(pipeline), false) = (ctx.closed_loop_pipeline, t.off.littles_law_tolerance) {
         if let Some((r, expected, gap)) = rounds
             .iter()
             .filter_map(|r: &Round| {
@@ -201,14 +246,14 @@ pub fn judge(rounds: &[Round], summary: Option<&CellSummary>, ctx: &GateContext<
 
     if let Some(s) = summary {
         let a = &s.throughput_rps;
-        if a.n >= 2 && a.cv > t.max_cv {
+        if a.n >= 2 && a.cv > t.max_cv && !t.off.max_cv {
             reasons.push(Reason::HighCv {
                 cv: a.cv,
                 limit: t.max_cv,
             });
         }
         for (r, dev) in rounds.iter().zip(&a.deviation_from_median) {
-            if dev.abs() > t.suspect_round {
+            if dev.abs() > t.suspect_round && !t.off.suspect_round {
                 reasons.push(Reason::SuspectRound {
                     round: r.index,
                     deviation: *dev,

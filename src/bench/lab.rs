@@ -68,6 +68,9 @@ pub struct Measurement {
     pub histogram: String,
     /// Connections requested, established, serving.
     pub connections: Connections,
+    /// The loader's per-request timeout, µs: requests beyond it are counted
+    /// as "> timeout" in the percentiles.
+    pub timeout_us: u64,
     /// Mean bytes read per answer.
     pub wire_bytes_per_response: Option<f64>,
     /// Fixed-rate figures.
@@ -76,6 +79,9 @@ pub struct Measurement {
     pub answers: AnswerChecks,
     /// 2xx responses in each 1 s window.
     pub windows_ok: Vec<u64>,
+    /// Mean latency (µs) of the window requests answered in each 1 s
+    /// window; `None` where none was.
+    pub windows_latency_mean_us: Vec<Option<f64>>,
     /// CPUs allotted to the loader.
     pub loader_cpus: f64,
     /// The loader's worker threads.
@@ -84,8 +90,12 @@ pub struct Measurement {
     pub loader_cpu_us: u64,
     /// Share of the loader's CPU-quota periods throttled in the window.
     pub loader_throttled_fraction: Option<f64>,
-    /// Server cgroup CPU time inside the window, µs.
-    pub server_cpu_us: u64,
+    /// Server cgroup CPU time inside the window, µs; `None`: unknown.
+    pub server_cpu_us: Option<u64>,
+    /// Why the server's CPU time is unknown, when it is.
+    pub server_cpu_unknown: Option<String>,
+    /// Why the server's sampler stopped early, if it did.
+    pub sampler_stopped_by: Option<String>,
     /// Server memory before the round's load started, bytes.
     pub memory_before_bytes: Option<u64>,
     /// Server memory sampled inside the window, bytes.
@@ -121,7 +131,7 @@ impl Measurement {
     pub fn into_round(self, index: u32) -> Result<Round, HistogramError> {
         let h = histogram::decode(&self.histogram)?;
         let throughput_rps = self.throughput_rps();
-        let latency = Latency::of(&h);
+        let latency = Latency::of(&h, self.requests.beyond_timeout(), Some(self.timeout_us));
         // A thread runs on one core at a time: a loader of 1 thread on a
         // 2-CPU allotment is saturated at 1 CPU, not 2.
         let usable = if self.loader_threads > 0 {
@@ -157,6 +167,7 @@ impl Measurement {
             rate: self.rate,
             answers: self.answers,
             windows_rps: self.windows_ok.iter().map(|&n| n as f64).collect(),
+            windows_latency_mean_us: self.windows_latency_mean_us,
             loader: LoaderUse {
                 cpus: self.loader_cpus,
                 threads: self.loader_threads,
@@ -171,8 +182,12 @@ impl Measurement {
             },
             server: ServerUse {
                 cpu_time_us: self.server_cpu_us,
-                cpu_us_per_request: (self.responses.status_2xx > 0)
-                    .then(|| self.server_cpu_us as f64 / self.responses.status_2xx as f64),
+                cpu_us_per_request: self
+                    .server_cpu_us
+                    .filter(|_| self.responses.status_2xx > 0)
+                    .map(|cpu| cpu as f64 / self.responses.status_2xx as f64),
+                cpu_unknown: self.server_cpu_unknown,
+                sampler_stopped_by: self.sampler_stopped_by,
                 memory_before_bytes: self.memory_before_bytes,
                 memory_median_bytes: stats::median(&samples).map(|m| m.round() as u64),
                 memory_max_bytes: self.memory_samples_bytes.iter().copied().max(),
@@ -255,7 +270,7 @@ mod tests {
     fn round_counts_only_2xx_and_divides_cpu_by_them() {
         let mut m = measurement(100, 10_000.0);
         m.responses.status_5xx = 500;
-        m.server_cpu_us = 1_500_000;
+        m.server_cpu_us = Some(1_500_000);
         m.loader_cpu_us = 9_000_000;
         let r = m.into_round(2).unwrap();
         assert_eq!(r.index, 2);

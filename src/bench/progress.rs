@@ -13,7 +13,7 @@ use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::docker_lab::{LiveSecond, LiveSink};
 use super::execute::{Event, Observer};
-use crate::report::fmt::{micros, thousands};
+use crate::report::fmt::thousands;
 use crate::results::{Cell, Round, Status};
 
 /// The line printed when a round is stored.
@@ -31,7 +31,7 @@ pub fn round_line(cell: &Cell, round: &Round) -> String {
         round.index + 1,
         cell.rounds_planned,
         thousands(round.throughput_rps),
-        micros(round.latency.p99_us as f64),
+        round.latency.show(round.latency.p99_us),
         thousands(round.errors_total() as f64),
         round.connections.serving,
         round.connections.requested,

@@ -116,8 +116,8 @@ impl Metric {
     pub fn of(self, round: &Round) -> Option<f64> {
         match self {
             Metric::Throughput => Some(round.throughput_rps),
-            Metric::LatencyP50 => Some(round.latency.p50_us as f64),
-            Metric::LatencyP99 => Some(round.latency.p99_us as f64),
+            Metric::LatencyP50 => round.latency.p50_us.map(|v| v as f64),
+            Metric::LatencyP99 => round.latency.p99_us.map(|v| v as f64),
             Metric::CpuPerRequest => round.server.cpu_us_per_request,
             Metric::MemoryUnderLoad => round.server.memory_median_bytes.map(|b| b as f64),
             Metric::WireBytes => round.wire_bytes_per_response,

@@ -47,6 +47,10 @@ pub struct LoadConfig {
     /// Wall-clock instant (unix ns) to wait for before connecting: the
     /// start barrier that lets loaders on several hosts share one window.
     pub start_at_unix_ns: Option<u64>,
+    /// Fault injection for the accounting check's own test: one answered
+    /// window request is dropped without being counted anywhere.
+    #[cfg(test)]
+    pub(crate) drop_one_record: bool,
 }
 
 impl Default for LoadConfig {
@@ -68,6 +72,8 @@ impl Default for LoadConfig {
             progress: false,
             seed: 0x5eed,
             start_at_unix_ns: None,
+            #[cfg(test)]
+            drop_one_record: false,
         }
     }
 }

@@ -50,7 +50,7 @@ use tokio::net::TcpStream;
 
 use super::histogram::new_histogram;
 use super::limits::now_ns;
-use super::open::{intended_ns, Pacer};
+use super::open::{due_in, intended_ns, Pacer};
 use super::parse::{Parsed, ResponseParser};
 use super::report::{AnswerChecks, ErrorCounts, ErrorKind, RequestAccounting, StatusCounts};
 use super::request::{RequestGen, RequestSet};
@@ -104,6 +104,10 @@ pub struct LoadPlan {
     pub seed: u64,
     /// Seconds the window lasts, rounded up: the per-second windows.
     pub window_seconds: usize,
+    /// Fault injection (tests only): drop one answered window request
+    /// without counting it, to prove the accounting check can fail.
+    #[cfg(test)]
+    pub drop_one_record: bool,
 }
 
 /// Counters and the run's phases, shared by all threads. Connection counts
@@ -213,6 +217,11 @@ pub struct ThreadStats {
     pub windows_ok: Vec<u64>,
     /// Errors seen per second of the window.
     pub windows_err: Vec<u64>,
+    /// Sum of the latencies (ns) of answered window requests, by the
+    /// second of the window their answer completed in.
+    pub windows_latency_ns: Vec<u64>,
+    /// How many answered window requests each of those sums holds.
+    pub windows_latency_n: Vec<u64>,
     /// Latency (µs) of answers to window requests, from the scheduled time.
     pub hist: Histogram<u64>,
     /// Fixed rate: latency (µs) from the actual send time.
@@ -242,6 +251,8 @@ impl ThreadStats {
             reconnects_whole_run: 0,
             windows_ok: vec![0; windows],
             windows_err: vec![0; windows],
+            windows_latency_ns: vec![0; windows],
+            windows_latency_n: vec![0; windows],
             hist: new_histogram(),
             hist_uncorrected: new_histogram(),
             max_lag_ns: 0,
@@ -259,6 +270,11 @@ pub struct Worker {
     pub stats: RefCell<ThreadStats>,
     /// Window requests this thread may still send (`--requests`).
     pub permits: Cell<u64>,
+    /// Window requests this thread could send at the start (`u64::MAX`:
+    /// unbounded).
+    permits_total: u64,
+    /// Global index of each local connection.
+    globals: Vec<usize>,
     /// Progress counters.
     pub live: Arc<LiveCounters>,
     /// Cross-thread counters and the run's phases.
@@ -267,8 +283,16 @@ pub struct Worker {
     pub connect_sem: tokio::sync::Semaphore,
     /// Fixed-rate pacer (None in closed loop).
     pub pacer: Option<Rc<Pacer>>,
-    /// Window requests of this thread not answered or lost yet.
+    /// Window requests of this thread sent and not answered or lost yet.
     outstanding: Cell<u64>,
+    /// Fixed rate: local connections that still owe window requests (due
+    /// inside the window, not written yet). The thread does not stop early
+    /// while one does, so a backlog is sent (or counted unsent) in the drain.
+    backlog: Cell<u64>,
+    /// Per local connection: its requests in flight and its share of the
+    /// window's schedule. Shared with the connection's task so the end of
+    /// the run can count what is still in flight from the queues themselves.
+    books: Vec<Rc<RefCell<Book>>>,
     /// Per local connection: deadline of its oldest request in flight.
     timeouts: RefCell<Vec<TimeoutSlot>>,
     /// The start gate is open: connections may send.
@@ -276,17 +300,21 @@ pub struct Worker {
     gate: tokio::sync::Notify,
     base_instant: tokio::time::Instant,
     base_ns: u64,
+    /// Fault injection done (tests only).
+    #[cfg(test)]
+    dropped: Cell<bool>,
 }
 
 impl Worker {
     /// A worker for `local_connections` connections; call inside a runtime.
     pub fn new(
         plan: Arc<LoadPlan>,
-        local_connections: usize,
+        globals: Vec<usize>,
         permits: u64,
         live: Arc<LiveCounters>,
         shared: Arc<Shared>,
     ) -> std::io::Result<Self> {
+        let local_connections = globals.len();
         let pacer = match plan.rate {
             Some(_) => Some(Pacer::new(local_connections)?),
             None => None,
@@ -297,11 +325,21 @@ impl Worker {
                 plan.window_seconds.max(1),
             )),
             permits: Cell::new(permits),
+            permits_total: permits,
+            globals,
             live,
             shared,
             connect_sem: tokio::sync::Semaphore::new(CONNECTS_IN_FLIGHT),
             pacer,
             outstanding: Cell::new(0),
+            backlog: Cell::new(if plan.rate.is_some() {
+                local_connections as u64
+            } else {
+                0
+            }),
+            books: (0..local_connections)
+                .map(|_| Rc::new(RefCell::new(Book::new(plan.pipeline))))
+                .collect(),
             timeouts: RefCell::new(
                 (0..local_connections)
                     .map(|_| TimeoutSlot::default())
@@ -311,6 +349,8 @@ impl Worker {
             gate: tokio::sync::Notify::new(),
             base_instant: tokio::time::Instant::now(),
             base_ns: now_ns(),
+            #[cfg(test)]
+            dropped: Cell::new(false),
             plan,
         })
     }
@@ -362,7 +402,8 @@ impl Worker {
     fn done(&self, now: u64) -> bool {
         now >= self.shared.stop_ns.load(Ordering::Relaxed)
             || (now >= self.shared.window_end_ns.load(Ordering::Relaxed)
-                && self.outstanding.get() == 0)
+                && self.outstanding.get() == 0
+                && self.backlog.get() == 0)
     }
 
     /// Resolves when [`Self::done`] (polled every [`DONE_POLL`]).
@@ -372,10 +413,56 @@ impl Worker {
         }
     }
 
-    /// Window requests this thread has not seen resolved: at the end of the
-    /// run they count as timed out.
-    pub fn outstanding(&self) -> u64 {
-        self.outstanding.get()
+    /// The end of the run, from the connections' own queues and schedules
+    /// (not from the running `outstanding` counter, so a record lost by a
+    /// bug shows as an accounting gap instead of being papered over): a
+    /// window request still in flight is a timeout when its own deadline
+    /// has passed, otherwise "in flight when the drain ended"; at a fixed
+    /// rate, a window request that was due but never written is unsent.
+    pub fn settle_accounts(&self, now: u64) {
+        let plan = &*self.plan;
+        let (ws, we) = self.shared.window();
+        let bounded = self.permits_bounded();
+        let mut s = self.stats.borrow_mut();
+        for (local, book) in self.books.iter().enumerate() {
+            let b = book.borrow();
+            for f in b.inflight.iter().filter(|f| f.window) {
+                if now >= f.sent + plan.timeout_ns {
+                    s.requests.lost.timeout += 1;
+                    s.errors.timeout += 1;
+                    s.errors_whole_run.timeout += 1;
+                } else {
+                    s.requests.in_flight_at_end += 1;
+                }
+            }
+            if let (Some(rate), false, true) =
+                (plan.rate, bounded, ws != u64::MAX && we != u64::MAX)
+            {
+                let due = if b.window_epoch {
+                    b.window_due
+                } else {
+                    due_in(ws, we, self.global_of(local), plan.connections, rate)
+                };
+                s.requests.unsent += due.saturating_sub(b.window_sent);
+            }
+        }
+    }
+
+    /// Whether `--requests` bounds the window (then the schedule's window
+    /// share is not owed: the run ends when the permits are used up).
+    fn permits_bounded(&self) -> bool {
+        self.permits_total != u64::MAX
+    }
+
+    /// Global index of local connection `local` (connection i belongs to
+    /// thread i mod T, see `load::run`).
+    fn global_of(&self, local: usize) -> usize {
+        self.globals[local]
+    }
+
+    /// Connection `local` no longer owes window requests.
+    fn backlog_done(&self) {
+        self.backlog.set(self.backlog.get().saturating_sub(1));
     }
 
     /// Set the timeout deadline of local connection `slot` (`u64::MAX`:
@@ -521,6 +608,11 @@ impl Worker {
             self.outstanding.set(self.outstanding.get() - 1);
             s.requests.answered.add_status(status);
             s.response_bytes += wire_bytes;
+            let i = (done.saturating_sub(self.shared.window().0) / 1_000_000_000) as usize;
+            if let Some(sum) = s.windows_latency_ns.get_mut(i) {
+                *sum += done - f.sched;
+                s.windows_latency_n[i] += 1;
+            }
             // Microseconds, at least 1: the histogram's lowest value.
             s.hist.saturating_record(latency_us);
             if self.plan.rate.is_some() {
@@ -629,6 +721,33 @@ struct InFlight {
     check: Option<Box<(Scenario, contract::Request)>>,
 }
 
+/// One connection slot's requests in flight and its share of the window's
+/// fixed-rate schedule, kept across reconnects.
+#[derive(Debug)]
+pub struct Book {
+    /// Requests written and not yet answered or lost, oldest first.
+    inflight: VecDeque<InFlight>,
+    /// Fixed rate: the connection follows the window's schedule (origin:
+    /// the window's start), no longer the warm-up's (origin: the gate).
+    window_epoch: bool,
+    /// Fixed rate: window requests this connection owes (due inside the
+    /// window), known once it enters the window's schedule.
+    window_due: u64,
+    /// Window requests this connection has written.
+    window_sent: u64,
+}
+
+impl Book {
+    fn new(pipeline: usize) -> Self {
+        Self {
+            inflight: VecDeque::with_capacity(pipeline),
+            window_epoch: false,
+            window_due: 0,
+            window_sent: 0,
+        }
+    }
+}
+
 /// One connection slot for the whole run: connect, drive, reconnect.
 pub async fn connection(w: Rc<Worker>, global: usize, local: usize) {
     let plan = Arc::clone(&w.plan);
@@ -638,7 +757,7 @@ pub async fn connection(w: Rc<Worker>, global: usize, local: usize) {
             plan.seed ^ (global as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
         ),
         rbuf: vec![0u8; READ_BUF],
-        inflight: VecDeque::with_capacity(plan.pipeline),
+        book: Rc::clone(&w.books[local]),
         k: 0,
         free_at: 0,
         sent_in_window: 0,
@@ -693,8 +812,10 @@ pub async fn connection(w: Rc<Worker>, global: usize, local: usize) {
 struct ConnState {
     gen: RequestGen,
     rbuf: Vec<u8>,
-    inflight: VecDeque<InFlight>,
-    /// Fixed rate: index of this connection's next scheduled request.
+    /// Requests in flight and the window's share (shared with the worker).
+    book: Rc<RefCell<Book>>,
+    /// Fixed rate: index of this connection's next scheduled request on
+    /// the current schedule (warm-up's, then the window's).
     k: u64,
     /// Fixed rate: when the connection last became able to send.
     free_at: u64,
@@ -707,8 +828,61 @@ struct ConnState {
 impl ConnState {
     /// Lose every request in flight to an error of `kind` at `t`.
     fn lose_inflight(&mut self, w: &Worker, kind: ErrorKind, t: u64) {
-        for f in self.inflight.drain(..) {
-            w.lost(&f, kind, t);
+        loop {
+            let f = self.book.borrow_mut().inflight.pop_front();
+            match f {
+                Some(f) => w.lost(&f, kind, t),
+                None => break,
+            }
+        }
+    }
+
+    fn inflight_len(&self) -> usize {
+        self.book.borrow().inflight.len()
+    }
+
+    fn push(&self, f: InFlight) {
+        self.book.borrow_mut().inflight.push_back(f);
+    }
+
+    /// Fixed rate: when this connection's next request is due. Warm-up
+    /// requests follow a schedule from the gate; once the window's start is
+    /// known and reached (by the schedule or by the clock: a connection
+    /// behind on its warm-up backlog drops it, since warm-up requests are
+    /// not counted), the connection switches to the window's own schedule,
+    /// whose origin is the window's start. So every request due inside the
+    /// window is a window request, and a warm-up backlog can never push
+    /// window requests out of sight.
+    fn next_due(&mut self, w: &Worker, rate: f64, now: u64) -> u64 {
+        let plan = &*w.plan;
+        let (ws, we) = w.shared.window();
+        let mut b = self.book.borrow_mut();
+        if !b.window_epoch {
+            let gate = w.shared.gate_ns.load(Ordering::Relaxed);
+            let warm = intended_ns(gate, self.global, plan.connections, rate, self.k);
+            if ws == u64::MAX || (warm < ws && now < ws) {
+                return warm;
+            }
+            b.window_epoch = true;
+            self.k = 0;
+            b.window_due = if w.permits_bounded() {
+                0
+            } else {
+                due_in(ws, we, self.global, plan.connections, rate)
+            };
+            if b.window_due == 0 {
+                w.backlog_done();
+            }
+        }
+        intended_ns(ws, self.global, plan.connections, rate, self.k)
+    }
+
+    /// A window request was written on this connection.
+    fn wrote_window_request(&self, w: &Worker) {
+        let mut b = self.book.borrow_mut();
+        b.window_sent += 1;
+        if b.window_epoch && b.window_sent == b.window_due {
+            w.backlog_done();
         }
     }
 
@@ -750,7 +924,7 @@ impl ConnState {
             let mut pace_deadline = 0u64;
             match plan.rate {
                 None => {
-                    if self.inflight.is_empty() {
+                    if self.inflight_len() == 0 {
                         let now = if read_at != 0 { read_at } else { now_ns() };
                         read_at = 0;
                         if w.done(now) {
@@ -772,7 +946,10 @@ impl ConnState {
                         for i in 0..n {
                             let f = self.record(w, i, now, now, window);
                             w.sent(window, if i == 0 { len } else { 0 });
-                            self.inflight.push_back(f);
+                            if window {
+                                self.wrote_window_request(w);
+                            }
+                            self.push(f);
                         }
                         if stream.write_all(self.gen.current()).await.is_err() {
                             self.lose_inflight(w, ErrorKind::Write, now_ns());
@@ -781,18 +958,17 @@ impl ConnState {
                     }
                 }
                 Some(rate) => {
-                    while self.inflight.len() < plan.pipeline {
-                        let intended =
-                            intended_ns(plan.start_ns, self.global, plan.connections, rate, self.k);
+                    while self.inflight_len() < plan.pipeline {
                         let now = now_ns();
                         if w.done(now) {
-                            if self.inflight.is_empty() {
+                            if self.inflight_len() == 0 {
                                 return ConnEnd::Finished;
                             }
                             break;
                         }
+                        let intended = self.next_due(w, rate, now);
                         if now < intended {
-                            if self.inflight.is_empty() {
+                            if self.inflight_len() == 0 {
                                 let pacer = w.pacer.as_ref().expect("fixed rate has a pacer");
                                 pacer.until(self.local, intended).await;
                                 continue;
@@ -801,7 +977,7 @@ impl ConnState {
                             break;
                         }
                         let Some(window) = w.admit(intended) else {
-                            if self.inflight.is_empty() {
+                            if self.inflight_len() == 0 {
                                 return ConnEnd::Finished;
                             }
                             break;
@@ -810,18 +986,17 @@ impl ConnState {
                         let len = self.gen.next(1).len() as u64;
                         let f = self.record(w, 0, intended, now, window);
                         w.sent(window, len);
-                        if stream.write_all(self.gen.current()).await.is_err() {
-                            let t = now_ns();
-                            w.lost(&f, ErrorKind::Write, t);
-                            self.lose_inflight(w, ErrorKind::Write, t);
-                            return ConnEnd::Reconnect;
-                        }
                         if window {
+                            self.wrote_window_request(w);
                             let mut s = w.stats.borrow_mut();
                             let lag = now.saturating_sub(intended.max(self.free_at));
                             s.max_lag_ns = s.max_lag_ns.max(lag);
                         }
-                        self.inflight.push_back(f);
+                        self.push(f);
+                        if stream.write_all(self.gen.current()).await.is_err() {
+                            self.lose_inflight(w, ErrorKind::Write, now_ns());
+                            return ConnEnd::Reconnect;
+                        }
                     }
                 }
             }
@@ -841,6 +1016,8 @@ impl ConnState {
                 }
             }
             let deadline = self
+                .book
+                .borrow()
                 .inflight
                 .front()
                 .map_or(u64::MAX, |f| f.sent + plan.timeout_ns);
@@ -886,7 +1063,7 @@ impl ConnState {
                     }
                 }
                 Err(_) => {
-                    if self.inflight.is_empty() {
+                    if self.inflight_len() == 0 {
                         w.stray_error(ErrorKind::Read, now);
                     }
                     self.lose_inflight(w, ErrorKind::Read, now);
@@ -897,7 +1074,13 @@ impl ConnState {
             // 3. Frame every complete response in the buffer.
             loop {
                 if !parser.in_progress() {
-                    parser.capture_next(self.inflight.front().is_some_and(|f| f.check.is_some()));
+                    let checked = self
+                        .book
+                        .borrow()
+                        .inflight
+                        .front()
+                        .is_some_and(|f| f.check.is_some());
+                    parser.capture_next(checked);
                 }
                 match parser.feed(&self.rbuf[start..end], head) {
                     Ok(Parsed::Complete {
@@ -907,7 +1090,7 @@ impl ConnState {
                         close,
                     }) => {
                         start += used;
-                        if self.inflight.is_empty() {
+                        if self.inflight_len() == 0 {
                             // An answer nobody asked for.
                             w.stray_error(ErrorKind::Parse, now);
                             return ConnEnd::Reconnect;
@@ -937,7 +1120,14 @@ impl ConnState {
 
     #[inline]
     fn complete(&mut self, w: &Worker, parser: &ResponseParser, status: u16, wire: u64, now: u64) {
-        if let Some(f) = self.inflight.pop_front() {
+        let f = self.book.borrow_mut().inflight.pop_front();
+        #[cfg(test)]
+        if w.plan.drop_one_record && f.as_ref().is_some_and(|f| f.window) && !w.dropped.get() {
+            // The bug this simulates: a record leaves the queue uncounted.
+            w.dropped.set(true);
+            return;
+        }
+        if let Some(f) = f {
             w.answered(self.local, &f, now, status, wire, parser.body());
             self.free_at = now;
         }

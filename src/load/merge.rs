@@ -51,6 +51,8 @@ pub(super) fn merge(
     let mut max_lag = 0u64;
     let mut windows_ok = vec![0u64; stats.first().map_or(0, |s| s.windows_ok.len())];
     let mut windows_err = windows_ok.clone();
+    let mut windows_lat_ns = windows_ok.clone();
+    let mut windows_lat_n = windows_ok.clone();
     let mut answers = report::AnswerChecks::default();
     for s in &stats {
         responses.merge(&s.responses);
@@ -79,6 +81,12 @@ pub(super) fn merge(
         for (a, b) in windows_err.iter_mut().zip(&s.windows_err) {
             *a += b;
         }
+        for (a, b) in windows_lat_ns.iter_mut().zip(&s.windows_latency_ns) {
+            *a += b;
+        }
+        for (a, b) in windows_lat_n.iter_mut().zip(&s.windows_latency_n) {
+            *a += b;
+        }
         answers.checked += s.answers.checked;
         answers.wrong += s.answers.wrong;
         if answers.example.is_none() {
@@ -100,6 +108,8 @@ pub(super) fn merge(
             t_s: i as u64,
             ok: windows_ok[i],
             errors: windows_err[i],
+            latency_mean_us: (windows_lat_n[i] > 0)
+                .then(|| windows_lat_ns[i] as f64 / windows_lat_n[i] as f64 / 1e3),
         })
         .collect();
     let rate = cfg.rate.map(|target| {

@@ -47,6 +47,26 @@ pub fn intended_ns(start_ns: u64, conn: usize, connections: usize, rate: f64, k:
     start_ns + (slot * 1e9 / rate) as u64
 }
 
+/// How many requests of connection `conn` of `connections` are due inside
+/// `[from_ns, to_ns)` on the schedule [`intended_ns`] starts at `from_ns`:
+/// the window requests that connection owes, sent or not. The closed form
+/// is checked against [`intended_ns`] itself so rounding can never make the
+/// count disagree with the times the connection really uses.
+pub fn due_in(from_ns: u64, to_ns: u64, conn: usize, connections: usize, rate: f64) -> u64 {
+    if to_ns <= from_ns || connections == 0 {
+        return 0;
+    }
+    let slots = (to_ns - from_ns) as f64 * rate / 1e9;
+    let mut n = ((slots - conn as f64) / connections as f64).ceil().max(0.0) as u64;
+    while n > 0 && intended_ns(from_ns, conn, connections, rate, n - 1) >= to_ns {
+        n -= 1;
+    }
+    while intended_ns(from_ns, conn, connections, rate, n) < to_ns {
+        n += 1;
+    }
+    n
+}
+
 /// One worker thread's pacer: a timerfd and the deadlines waiting on it.
 pub struct Pacer {
     fd: AsyncFd<OwnedFd>,
@@ -221,6 +241,32 @@ mod tests {
         );
         // Far into a run the closed form is still exact to the nanosecond.
         assert_eq!(t(2, 1_000_000), 4_000_002_000_000);
+    }
+
+    #[test]
+    fn due_in_counts_exactly_the_requests_scheduled_inside_the_window() {
+        // Brute force over awkward rates and connection counts: the count
+        // is the number of k whose intended time is inside [from, to).
+        for &(rate, conns) in &[(1000.0, 4usize), (333.3, 7), (40_000.0, 50), (0.7, 3)] {
+            for &len in &[0u64, 1, 999_999, 1_000_000_000, 3_000_000_007] {
+                let from = 5_000_000_000u64;
+                for c in 0..conns {
+                    let brute = (0..)
+                        .take_while(|&k| intended_ns(from, c, conns, rate, k) < from + len)
+                        .count() as u64;
+                    assert_eq!(
+                        due_in(from, from + len, c, conns, rate),
+                        brute,
+                        "{rate} {conns} {len} {c}"
+                    );
+                }
+            }
+        }
+        // 40,000 req/s over 3 s on 50 connections: 120,000 due in all.
+        let all: u64 = (0..50)
+            .map(|c| due_in(0, 3_000_000_000, c, 50, 40_000.0))
+            .sum();
+        assert_eq!(all, 120_000);
     }
 
     #[test]

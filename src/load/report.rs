@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 pub use super::histogram::LatencySummary;
 
 /// Version of the report's JSON shape; bump on any incompatible change.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// Kinds of errors the loader counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -180,24 +180,55 @@ impl StatusCounts {
     }
 }
 
-/// Every request sent inside the measured window, accounted for: answered
-/// (whenever the answer came, the drain after the window included) or lost
-/// to an error or a timeout. `sent == answered.total() + lost.total()`.
+/// Every request of the measured window, accounted for from counters kept
+/// where each thing happens: `sent` where a request is written, `answered`
+/// where its response is parsed, each `lost` kind where the loss happens
+/// (a timeout at its own deadline), `in_flight_at_end` from the
+/// connections' queues when the drain ended, `unsent` (fixed rate) from
+/// each connection's schedule. Then
+/// `sent + unsent == answered + lost + in_flight_at_end + unsent` is a check
+/// that can fail ([`RequestAccounting::balanced`]): a record dropped by a bug
+/// shows as a gap.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct RequestAccounting {
-    /// Requests sent (closed loop) or due (fixed rate) inside the window.
+    /// Window requests written: sent inside the window (closed loop), or
+    /// due inside it and written, possibly late (fixed rate).
     pub sent: u64,
     /// Their answers, by status class.
     pub answered: StatusCounts,
-    /// Those lost: to a read, write or parse error, or unanswered within
-    /// `--timeout` (`connect` is always 0 here).
+    /// Those lost: to a read, write or parse error, or unanswered at their
+    /// own `--timeout` deadline (`connect` is always 0 here).
     pub lost: ErrorCounts,
+    /// Sent, but neither answered nor past their own deadline when the
+    /// drain ended: 0 whenever the drain was long enough. Their latency is
+    /// at least the drain's length past the window.
+    #[serde(default)]
+    pub in_flight_at_end: u64,
+    /// Fixed rate: requests due inside the window that were never written
+    /// (the connection was still busy with earlier ones when the run
+    /// ended): a server past its capacity. Their latency from the intended
+    /// time is at least the drain's length.
+    #[serde(default)]
+    pub unsent: u64,
 }
 
 impl RequestAccounting {
-    /// Whether every request sent is answered or lost, none missing.
+    /// Whether every request sent is answered, lost or still in flight,
+    /// none missing (`unsent` are counted apart: they were never sent).
     pub fn balanced(&self) -> bool {
-        self.sent == self.answered.total() + self.lost.total()
+        self.sent == self.answered.total() + self.lost.total() + self.in_flight_at_end
+    }
+
+    /// Window requests in all: written or due (`sent + unsent`).
+    pub fn due(&self) -> u64 {
+        self.sent + self.unsent
+    }
+
+    /// Window requests whose latency is known to exceed the timeout: timed
+    /// out, still in flight when the drain (one timeout long) ended, or
+    /// never sent. Percentiles count them as "more than the timeout".
+    pub fn beyond_timeout(&self) -> u64 {
+        self.lost.timeout + self.in_flight_at_end + self.unsent
     }
 
     /// Sum of two accountings.
@@ -205,6 +236,8 @@ impl RequestAccounting {
         self.sent += o.sent;
         self.answered.merge(&o.answered);
         self.lost.merge(&o.lost);
+        self.in_flight_at_end += o.in_flight_at_end;
+        self.unsent += o.unsent;
     }
 }
 
@@ -329,7 +362,7 @@ impl Throttling {
 
 /// One second of the measured window, by when responses completed and
 /// errors were seen.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Window {
     /// Start of the window, whole seconds from the start of measurement.
     pub t_s: u64,
@@ -337,6 +370,11 @@ pub struct Window {
     pub ok: u64,
     /// Errors (any kind) in the window.
     pub errors: u64,
+    /// Mean latency (µs, corrected at a fixed rate) of the window requests
+    /// answered in this second; `None` when none was. At a fixed rate past the
+    /// server's capacity it rises second by second with the backlog.
+    #[serde(default)]
+    pub latency_mean_us: Option<f64>,
 }
 
 /// The instants the measured window opened and closed, on both clocks, so

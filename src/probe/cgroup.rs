@@ -27,6 +27,15 @@ pub enum ProbeError {
         /// The offending text.
         text: String,
     },
+    /// A counter the figures need is missing from a file that exists (a
+    /// kernel without it, or a cgroup without the controller enabled).
+    #[error("{path} has no `{key}` line: the container's CPU time cannot be read, so CPU figures are unknown")]
+    MissingKey {
+        /// The file.
+        path: PathBuf,
+        /// The key that is not there.
+        key: &'static str,
+    },
     /// `/proc/PID/cgroup` names neither a v1 memory hierarchy nor a v2 path.
     #[error("{path}: no memory cgroup (v1) and no unified `0::` line (v2) found")]
     NoCgroup {
@@ -249,7 +258,15 @@ impl CgroupPaths {
             mem_peak_bytes: read_optional_u64(&d.join("memory.peak"))?,
             anon_bytes: stat.get("anon").copied(),
             file_bytes: stat.get("file").copied(),
-            cpu_usec: cpu.get("usage_usec").copied().unwrap_or(0),
+            // Never 0 for "not there": a missing counter stops the series
+            // and the figure is unknown, with this reason.
+            cpu_usec: cpu
+                .get("usage_usec")
+                .copied()
+                .ok_or_else(|| ProbeError::MissingKey {
+                    path: self.cpu.join("cpu.stat"),
+                    key: "usage_usec",
+                })?,
             throttled_usec: cpu.get("throttled_usec").copied().unwrap_or(0),
             nr_throttled: cpu.get("nr_throttled").copied().unwrap_or(0),
             oom_kills: events.and_then(|e| e.get("oom_kill").copied()),

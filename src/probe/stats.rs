@@ -2,6 +2,7 @@
 //! this host (a remote `DOCKER_HOST`). Slower and coarser than reading the
 //! cgroup (the daemon samples it itself), so it is only the fallback.
 
+use anyhow::Context;
 use bollard::query_parameters::StatsOptions;
 use bollard::Docker;
 use futures_util::StreamExt;
@@ -30,7 +31,9 @@ pub async fn read(docker: &Docker, container: &str) -> anyhow::Result<CgroupRead
     let throttling = cpu.throttling_data.unwrap_or_default();
     let stat = mem.stats.unwrap_or_default();
     Ok(CgroupReading {
-        mem_bytes: mem.usage.unwrap_or(0),
+        mem_bytes: mem
+            .usage
+            .context("the stats API gave no memory_stats.usage: the container's memory is unknown")?,
         mem_peak_bytes: mem.max_usage,
         anon_bytes: stat
             .get("anon")
@@ -42,7 +45,10 @@ pub async fn read(docker: &Docker, container: &str) -> anyhow::Result<CgroupRead
             .or_else(|| stat.get("total_cache"))
             .or_else(|| stat.get("cache"))
             .copied(),
-        cpu_usec: usage.total_usage.unwrap_or(0) / 1_000,
+        cpu_usec: usage
+            .total_usage
+            .context("the stats API gave no cpu_stats.cpu_usage.total_usage: the container's CPU time is unknown")?
+            / 1_000,
         throttled_usec: throttling.throttled_time.unwrap_or(0) / 1_000,
         nr_throttled: throttling.throttled_periods.unwrap_or(0),
         oom_kills: None,

@@ -472,4 +472,10 @@ pub struct RawThresholds {
     /// runs and marks every result. Default: `strict`.
     #[serde(default)]
     pub preflight: Option<Preflight>,
+    /// Gates to switch off, by threshold name (`max_error_rate`,
+    /// `littles_law_tolerance`, `max_cv`, `suspect_round`). A threshold that
+    /// would switch its gate off (e.g. `max_error_rate: 1.0`) is refused
+    /// unless the gate is named here; the report then says it was off.
+    #[serde(default)]
+    pub off: Option<Vec<String>>,
 }

@@ -316,3 +316,44 @@ fn the_profile_name_is_the_file_stem() {
     let p = load_str("rounds: 1\n", Path::new("profiles/highconc.yaml"), &host()).unwrap();
     assert_eq!(p.name, "highconc");
 }
+
+#[test]
+fn a_threshold_that_switches_its_gate_off_must_say_so() {
+    let e = err("thresholds:\n  max_error_rate: 1.0\n");
+    assert!(
+        e.starts_with("p/test.yaml:2:19: `thresholds.max_error_rate`: 1 switches the gate off"),
+        "{e}"
+    );
+    assert!(e.contains("thresholds.off: [max_error_rate]"), "{e}");
+    let e = err("thresholds:\n  littles_law_tolerance: 1\n");
+    assert!(
+        e.contains("`thresholds.littles_law_tolerance`: 1 switches the gate off"),
+        "{e}"
+    );
+    // Said explicitly: accepted, and recorded so the report can say it.
+    let p = load("thresholds:\n  max_error_rate: 1.0\n  off: [max_error_rate]\n").unwrap();
+    assert!(p.thresholds.off.max_error_rate);
+    assert_eq!(p.thresholds.off.names(), ["max_error_rate"]);
+    let e = err("thresholds:\n  off: [max_errors]\n");
+    assert!(
+        e.contains("`thresholds.off[0]`: `max_errors` is not a gate"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_fixed_rate_too_low_for_every_connection_to_be_served_is_refused() {
+    // 100 connections at 20 req/s: each sends once every 5 s, in a 10 s
+    // window that is two turns, the least allowed; 15 req/s is too few.
+    assert!(
+        load("duration: 10s\nconcurrency: [100]\nload: {mode: fixed-rate, rate: 20}\n").is_ok()
+    );
+    let e = err("duration: 10s\nconcurrency: [100]\nload: {mode: fixed-rate, rate: 15}\n");
+    assert!(
+        e.contains(
+            "`load.rate`: at 15 req/s over 100 connections each connection sends once every 6.67 s"
+        ),
+        "{e}"
+    );
+    assert!(e.contains("raise the rate to at least 20 req/s"), "{e}");
+}

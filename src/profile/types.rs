@@ -368,7 +368,7 @@ pub enum Network {
     Host,
 }
 
-pub use crate::results::{Preflight, Thresholds};
+pub use crate::results::{GatesOff, Preflight, Thresholds};
 
 /// Cores assigned to each container.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -97,6 +97,24 @@ pub(crate) fn validate(
     let server = limits(raw.server, "server", Limits::server(network), loc, host)?;
     let loader = limits(raw.loader, "loader", Limits::loader(network), loc, host)?;
     let load = load(raw.load, loader.cores() as u32, min_conc, loc)?;
+    if let LoadMode::FixedRate { rate } = load.mode {
+        // Each connection sends once every C/R seconds. Unless its turn
+        // comes at least twice a window, some connections get no answer
+        // inside it and the cell would read "connections short" for a
+        // reason of the profile's own making.
+        let interval_s = f64::from(max_conc) / rate as f64;
+        let window_s = duration.as_secs_f64();
+        if interval_s > window_s / 2.0 {
+            return Err(loc.value(
+                "load.rate",
+                format!(
+                    "at {rate} req/s over {max_conc} connections each connection sends once every {interval_s:.2} s ({max_conc} / {rate}), but the {window_s} s window needs every connection's turn to come at least twice; raise the rate to at least {} req/s, lengthen `duration` to at least {:.0} s, or lower the concurrency",
+                    (2.0 * f64::from(max_conc) / window_s).ceil() as u64,
+                    (2.0 * interval_s).ceil()
+                ),
+            ));
+        }
+    }
 
     // Descriptors: each side holds one per connection plus its own.
     for (side, lim) in [("server", &server), ("loader", &loader)] {
@@ -605,6 +623,18 @@ fn network_rules(
 fn thresholds(raw: Option<RawThresholds>, loc: &Locator<'_>) -> Result<Thresholds> {
     let r = raw.unwrap_or_default();
     let d = Thresholds::default();
+    let mut off = GatesOff::default();
+    for (i, name) in r.off.iter().flatten().enumerate() {
+        if !off.set(name) {
+            return Err(loc.value(
+                &format!("thresholds.off[{i}]"),
+                format!(
+                    "`{name}` is not a gate that can be switched off; the names are {}",
+                    GatesOff::NAMES.join(", ")
+                ),
+            ));
+        }
+    }
     let f = |v, name: &str, default, zero_ok| {
         fraction(v, &format!("thresholds.{name}"), default, zero_ok, loc)
     };
@@ -618,7 +648,7 @@ fn thresholds(raw: Option<RawThresholds>, loc: &Locator<'_>) -> Result<Threshold
             ))
         }
     };
-    Ok(Thresholds {
+    let t = Thresholds {
         max_error_rate: f(r.max_error_rate, "max_error_rate", d.max_error_rate, true)?,
         max_cv: f(r.max_cv, "max_cv", d.max_cv, false)?,
         suspect_round: f(r.suspect_round, "suspect_round", d.suspect_round, false)?,
@@ -644,7 +674,32 @@ fn thresholds(raw: Option<RawThresholds>, loc: &Locator<'_>) -> Result<Threshold
             false,
         )?,
         preflight: r.preflight.unwrap_or(d.preflight),
-    })
+        off,
+    };
+    // A threshold at 1 (100%) can never be exceeded: the gate would be off
+    // without anyone having said so. Say it, or pick a real threshold.
+    for (name, value, is_off) in [
+        ("max_error_rate", r.max_error_rate, off.max_error_rate),
+        (
+            "littles_law_tolerance",
+            r.littles_law_tolerance,
+            off.littles_law_tolerance,
+        ),
+        ("max_cv", r.max_cv, off.max_cv),
+        ("suspect_round", r.suspect_round, off.suspect_round),
+    ] {
+        if let (Some(v), false) = (value, is_off) {
+            if v >= 1.0 {
+                return Err(loc.value(
+                    &format!("thresholds.{name}"),
+                    format!(
+                        "{v} switches the gate off (no cell can exceed it); choose a threshold below 1, or switch it off explicitly with `thresholds.off: [{name}]` so the report says so"
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(t)
 }
 
 /// Cores: explicit sets must not overlap, and `auto` must find room.

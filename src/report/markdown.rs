@@ -308,7 +308,7 @@ fn method(s: &mut String, r: &Results) {
          of its CPU or was throttled by its CPU quota in more than {} of scheduler periods, achieved < {} of a fixed target rate, lagged its schedule by more than {} \
          at any point, the CV of req/s across rounds exceeded {}, a round was more than {} from the \
          median, or other processes used more than {:.2} CPU cores on the host. docs/results.md \
-         gives every threshold's source.\n",
+         gives every threshold's source.{}\n",
         percent(t.max_error_rate),
         percent(t.loader_saturation),
         percent(t.max_loader_throttled),
@@ -316,7 +316,8 @@ fn method(s: &mut String, r: &Results) {
         micros(t.max_schedule_lag_us as f64),
         percent(t.max_cv),
         percent(t.suspect_round),
-        t.max_foreign_cores
+        t.max_foreign_cores,
+        t.off.sentence()
     );
 }
 
@@ -427,8 +428,8 @@ fn scenario_table(s: &mut String, page: &Page<'_>, scenario: Scenario) {
                         thousands(x.throughput_rps.min),
                         thousands(x.throughput_rps.max),
                         micros(x.latency.mean_us),
-                        micros(x.latency.p99_us as f64),
-                        micros(x.latency.max_us as f64),
+                        x.latency.show(x.latency.p99_us),
+                        x.latency.show(x.latency.max_us),
                     );
                 }
                 _ => {

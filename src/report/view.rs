@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use super::fmt::{micros, thousands};
+use super::fmt::thousands;
 use crate::contract::Scenario;
 use crate::results::{Cell, CellKey, Exclusion, FrameworkFacts, Reason, Results, Status};
 use crate::stats;
@@ -113,9 +113,9 @@ pub(crate) fn latency_figure(c: &Cell) -> Option<String> {
         .unwrap_or_default();
     Some(format!(
         "{} / {} / {}{achieved}",
-        micros(s.latency.p50_us as f64),
-        micros(s.latency.p99_us as f64),
-        micros(s.latency.p999_us as f64)
+        s.latency.show(s.latency.p50_us),
+        s.latency.show(s.latency.p99_us),
+        s.latency.show(s.latency.p999_us)
     ))
 }
 

@@ -109,8 +109,16 @@ pub struct LoaderUse {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ServerUse {
     /// Server CPU time inside the loader's window, µs: the cgroup's CPU
-    /// counter interpolated at the window's two instants.
-    pub cpu_time_us: u64,
+    /// counter interpolated at the window's two instants. `None` when it
+    /// could not be read (never 0 for unknown): `cpu_unknown` says why.
+    pub cpu_time_us: Option<u64>,
+    /// Why the server's CPU time is unknown, when it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_unknown: Option<String>,
+    /// Why the sampler's series ended before it was stopped, if it did
+    /// (the container exited, a counter could not be read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampler_stopped_by: Option<String>,
     /// cpu_time_us / 2xx responses completed in the window: CPU cost of one
     /// request, µs. Holds even when the loader is the bottleneck. Absent
     /// when there were no 2xx.
@@ -214,6 +222,11 @@ pub struct Round {
     pub answers: AnswerChecks,
     /// 2xx responses in each 1 s window of the measurement, req/s.
     pub windows_rps: Vec<f64>,
+    /// Mean latency (µs; corrected at a fixed rate) of the window requests
+    /// answered in each 1 s window, `null` where none was: at a fixed rate
+    /// past capacity it rises second by second with the backlog.
+    #[serde(default)]
+    pub windows_latency_mean_us: Vec<Option<f64>>,
     /// The loader's CPU use.
     pub loader: LoaderUse,
     /// The server's resource use.
@@ -313,7 +326,8 @@ pub struct CellSummary {
     /// Throughput per round, req/s; `median` is the headline figure.
     pub throughput_rps: Aggregate,
     /// p99 latency per round, µs.
-    pub latency_p99_us: Aggregate,
+    #[serde(default)]
+    pub latency_p99_us: Option<Aggregate>,
     /// Latency over all rounds together (merged histogram), µs.
     pub latency: Latency,
     /// Merged histogram of all rounds (µs), base64 HdrHistogram V2 + deflate.
@@ -349,7 +363,12 @@ impl CellSummary {
             return Ok(None);
         }
         let tput: Vec<f64> = rounds.iter().map(|r| r.throughput_rps).collect();
-        let p99: Vec<f64> = rounds.iter().map(|r| r.latency.p99_us as f64).collect();
+        // Per-round p99s aggregate only when every round has one (a round
+        // whose p99 is above the timeout has no number to average).
+        let p99: Option<Vec<f64>> = rounds
+            .iter()
+            .map(|r| r.latency.p99_us.map(|v| v as f64))
+            .collect();
         let cpu: Vec<f64> = rounds
             .iter()
             .filter_map(|r| r.server.cpu_us_per_request)
@@ -374,8 +393,12 @@ impl CellSummary {
         Ok(Some(CellSummary {
             // Rounds always carry finite numbers; an empty aggregate would be a bug.
             throughput_rps: stats::aggregate(&tput).unwrap_or_else(|| zero_aggregate(tput.len())),
-            latency_p99_us: stats::aggregate(&p99).unwrap_or_else(|| zero_aggregate(p99.len())),
-            latency: Latency::of(&merged),
+            latency_p99_us: p99.as_deref().and_then(stats::aggregate),
+            latency: Latency::of(
+                &merged,
+                rounds.iter().map(|r| r.latency.beyond_timeout).sum(),
+                rounds.iter().find_map(|r| r.latency.timeout_us),
+            ),
             histogram: histogram::encode(&merged)?,
             cpu_us_per_request: stats::aggregate(&cpu),
             memory_median_bytes: stats::aggregate(&mem),

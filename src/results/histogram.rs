@@ -56,42 +56,95 @@ pub fn merge<'a>(
     Ok(total)
 }
 
-/// Latency percentiles of a histogram, microseconds.
+/// Latency percentiles of a cell's or round's window requests,
+/// microseconds.
+///
+/// The histogram holds the answered requests; `beyond_timeout` counts the
+/// window requests whose latency is only known to exceed `timeout_us`
+/// (timed out, still in flight when the drain ended, never sent). Each
+/// percentile ranks over both: where it falls among the slow ones it is
+/// `None` and reads "> timeout", never a number taken from the survivors
+/// (with 0.2% of requests timed out, p99.9 of the answered alone would hide
+/// every one of them).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Latency {
-    /// Number of latencies recorded (completed responses of any status).
+    /// Latencies recorded: answered window requests of any status.
     pub count: u64,
-    /// Mean latency, µs.
+    /// Window requests known to be slower than `timeout_us` (not in the
+    /// histogram): timed out, in flight at the drain's end, never sent.
+    #[serde(default)]
+    pub beyond_timeout: u64,
+    /// The per-request timeout, µs (the bound `beyond_timeout` exceeds).
+    #[serde(default)]
+    pub timeout_us: Option<u64>,
+    /// Mean latency of the answered requests, µs.
     pub mean_us: f64,
-    /// Standard deviation of latency, µs.
+    /// Standard deviation of latency of the answered requests, µs.
     pub stdev_us: f64,
-    /// Median (50th percentile), µs.
-    pub p50_us: u64,
-    /// 90th percentile, µs.
-    pub p90_us: u64,
-    /// 99th percentile, µs.
-    pub p99_us: u64,
-    /// 99.9th percentile, µs.
-    pub p999_us: u64,
-    /// Largest latency recorded, µs.
-    pub max_us: u64,
+    /// Median (50th percentile), µs; `None`: above the timeout.
+    pub p50_us: Option<u64>,
+    /// 90th percentile, µs; `None`: above the timeout.
+    pub p90_us: Option<u64>,
+    /// 99th percentile, µs; `None`: above the timeout.
+    pub p99_us: Option<u64>,
+    /// 99.9th percentile, µs; `None`: above the timeout.
+    pub p999_us: Option<u64>,
+    /// Largest latency, µs; `None`: some request was slower than the
+    /// timeout.
+    pub max_us: Option<u64>,
 }
 
 impl Latency {
-    /// Summarise `h` (values in µs). An empty histogram gives all zeros.
-    pub fn of(h: &Histogram<u64>) -> Latency {
-        if h.is_empty() {
-            return Latency::default();
+    /// Summarise `h` (answered requests, values in µs) with `beyond` more
+    /// requests known to exceed `timeout_us`. Nothing at all gives zeros.
+    pub fn of(h: &Histogram<u64>, beyond: u64, timeout_us: Option<u64>) -> Latency {
+        let answered = h.len();
+        let total = answered + beyond;
+        if total == 0 {
+            return Latency {
+                timeout_us,
+                ..Latency::default()
+            };
         }
+        // The rank of quantile q over every window request; past the
+        // answered ones it lies among the requests slower than the timeout.
+        let q = |p: f64| -> Option<u64> {
+            let rank = (p * total as f64).ceil().max(1.0) as u64;
+            (rank <= answered).then(|| h.value_at_quantile(rank as f64 / answered as f64))
+        };
         Latency {
-            count: h.len(),
-            mean_us: h.mean(),
-            stdev_us: h.stdev(),
-            p50_us: h.value_at_quantile(0.50),
-            p90_us: h.value_at_quantile(0.90),
-            p99_us: h.value_at_quantile(0.99),
-            p999_us: h.value_at_quantile(0.999),
-            max_us: h.max(),
+            count: answered,
+            beyond_timeout: beyond,
+            timeout_us,
+            mean_us: if answered > 0 { h.mean() } else { 0.0 },
+            stdev_us: if answered > 0 { h.stdev() } else { 0.0 },
+            p50_us: q(0.50),
+            p90_us: q(0.90),
+            p99_us: q(0.99),
+            p999_us: q(0.999),
+            max_us: (beyond == 0 && answered > 0).then(|| h.max()),
+        }
+    }
+
+    /// A percentile of this summary for a reader: `1.66 ms`, or `> 5.00 s`
+    /// when it lies among the requests slower than the timeout, or `–`.
+    pub fn show(&self, value: Option<u64>) -> String {
+        match (value, self.timeout_us) {
+            (Some(v), _) => crate::units::micros(v as f64),
+            (None, Some(t)) if self.beyond_timeout > 0 => {
+                format!("> {}", crate::units::micros(t as f64))
+            }
+            (None, _) => "–".into(),
+        }
+    }
+
+    /// A percentile as a number to sort or chart by: above the timeout
+    /// sorts last (infinite); unknown is `None`.
+    pub fn rank_value(&self, value: Option<u64>) -> Option<f64> {
+        match value {
+            Some(v) => Some(v as f64),
+            None if self.beyond_timeout > 0 => Some(f64::INFINITY),
+            None => None,
         }
     }
 }
@@ -122,9 +175,32 @@ mod tests {
         let b = encode(&sample(&[1_000_000; 5])).unwrap();
         let m = merge([a.as_str(), b.as_str()]).unwrap();
         assert_eq!(m.len(), 15);
-        let lat = Latency::of(&m);
-        assert_eq!(lat.p50_us, 100);
-        assert!(lat.max_us >= 1_000_000 && lat.max_us < 1_001_000, "{lat:?}");
+        let lat = Latency::of(&m, 0, None);
+        assert_eq!(lat.p50_us, Some(100));
+        let max = lat.max_us.unwrap();
+        assert!((1_000_000..1_001_000).contains(&max), "{lat:?}");
+    }
+
+    #[test]
+    fn percentiles_count_requests_slower_than_the_timeout() {
+        // 996 answered at 1 ms, 4 timed out at 5 s: 0.4% beyond the
+        // timeout, so p99 is still an answer but p99.9 is "> 5 s".
+        let h = sample(&[1_000; 996]);
+        let lat = Latency::of(&h, 4, Some(5_000_000));
+        assert_eq!(lat.p99_us, Some(1_000));
+        assert_eq!(lat.p999_us, None);
+        assert_eq!(lat.max_us, None);
+        assert_eq!(lat.show(lat.p999_us), "> 5.00 s");
+        assert_eq!(lat.show(lat.p99_us), "1.00 ms");
+        assert_eq!(lat.rank_value(lat.p999_us), Some(f64::INFINITY));
+        // The answered alone would have said 1 ms at every percentile.
+        assert_eq!(Latency::of(&h, 0, Some(5_000_000)).p999_us, Some(1_000));
+        // More than half beyond: even the median is "> timeout".
+        let lat = Latency::of(&sample(&[1_000; 10]), 11, Some(2_000_000));
+        assert_eq!((lat.p50_us, lat.count, lat.beyond_timeout), (None, 10, 11));
+        // Nothing measured: zeros and no figure, never a made-up one.
+        let none = Latency::of(&sample(&[]), 0, None);
+        assert_eq!((none.p50_us, none.show(none.p50_us).as_str()), (None, "–"));
     }
 
     #[test]

@@ -33,11 +33,16 @@ pub use framework::{FrameworkFacts, VerifyOutcome};
 pub use histogram::Latency;
 pub use timing::{PhaseTimes, RunTiming};
 pub use topology::{CarriedImage, DaemonClock, HostCheck, HostPreflight, Topology};
-pub use verdict::{Exclusion, Preflight, Reason, Status, Thresholds, Verdict};
+pub use verdict::{Exclusion, GatesOff, Preflight, Reason, Status, Thresholds, Verdict};
 
 /// Version of the results.json layout. Bump on any change a reader of an
 /// older file would misread; readers refuse versions they do not know.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
+/// The oldest layout this version still reads. Version 2 lacks what 3
+/// added (requests in flight at the end and unsent, percentiles above the
+/// timeout, unknown CPU as `null`); its fields read with their defaults, so
+/// `compare` can set a run of either version against the other.
+pub const OLDEST_READABLE_SCHEMA: u32 = 2;
 
 /// File name of the results inside a run directory.
 pub const RESULTS_FILE: &str = "results.json";
@@ -204,7 +209,7 @@ pub enum ReadError {
         source: serde_json::Error,
     },
     /// The file was written with a layout this version does not know.
-    #[error("{path}: schema_version {found} is not supported (this fairground reads {SCHEMA_VERSION}); use the fairground version that wrote it")]
+    #[error("{path}: schema_version {found} is not supported (this fairground reads {OLDEST_READABLE_SCHEMA} to {SCHEMA_VERSION}); use the fairground version that wrote it")]
     Version {
         /// The file.
         path: String,
@@ -224,7 +229,7 @@ pub fn from_json(text: &str, path: &str) -> Result<Results, ReadError> {
         .get("schema_version")
         .and_then(|v| v.as_u64())
         .unwrap_or(0);
-    if found != u64::from(SCHEMA_VERSION) {
+    if !(u64::from(OLDEST_READABLE_SCHEMA)..=u64::from(SCHEMA_VERSION)).contains(&found) {
         return Err(ReadError::Version {
             path: path.to_string(),
             found,
@@ -268,6 +273,22 @@ mod tests {
         );
         let err = from_json(&old, "old/results.json").unwrap_err();
         assert!(err.to_string().contains("schema_version 99"), "{err}");
+    }
+
+    #[test]
+    fn reads_a_version_2_run_so_compare_can_set_it_against_a_new_one() {
+        // The fixture as the previous layout wrote it (schema_version 2).
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/results/results-v2.json"
+        );
+        let text = std::fs::read_to_string(path).unwrap();
+        let r = from_json(&text, path).unwrap();
+        assert_eq!(r.schema_version, 2);
+        let round = &r.cells[0].rounds[0];
+        assert_eq!(round.requests.unsent, 0);
+        assert_eq!(round.latency.beyond_timeout, 0);
+        assert!(round.latency.p50_us.is_some());
     }
 
     #[test]

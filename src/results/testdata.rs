@@ -26,7 +26,7 @@ pub(crate) fn round(index: u32, concurrency: u32, rps: f64) -> Round {
         .map(|s| rps * (1.0 + 0.01 * f64::from((s + index) % 3) - 0.01))
         .collect();
     let c = u64::from(concurrency);
-    let latency = Latency::of(&h);
+    let latency = Latency::of(&h, 0, Some(2_000_000));
     let start_ns = 1_000_000_000_000 + u64::from(index) * 30_000_000_000;
     Round {
         index,
@@ -56,6 +56,7 @@ pub(crate) fn round(index: u32, concurrency: u32, rps: f64) -> Round {
                 ..StatusCounts::default()
             },
             lost: ErrorCounts::default(),
+            ..RequestAccounting::default()
         },
         errors: ErrorCounts::default(),
         drain_s: latency.mean_us / 1e6,
@@ -72,6 +73,7 @@ pub(crate) fn round(index: u32, concurrency: u32, rps: f64) -> Round {
             example: None,
         },
         windows_rps: windows,
+        windows_latency_mean_us: Vec::new(),
         loader: LoaderUse {
             cpus: 1.0,
             threads: 1,
@@ -79,7 +81,9 @@ pub(crate) fn round(index: u32, concurrency: u32, rps: f64) -> Round {
             throttled_fraction: None,
         },
         server: ServerUse {
-            cpu_time_us: ok * 20,
+            cpu_time_us: Some(ok * 20),
+            cpu_unknown: None,
+            sampler_stopped_by: None,
             cpu_us_per_request: Some(20.0),
             memory_before_bytes: Some(2 << 20),
             memory_median_bytes: Some((3 << 20) + c * 4096),

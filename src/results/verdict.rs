@@ -95,6 +95,105 @@ pub struct Thresholds {
     pub littles_law_tolerance: f64,
     /// What a failed preflight check does.
     pub preflight: Preflight,
+    /// Gates the profile switched off by name (`thresholds.off`); the
+    /// report says so. Only these can be off: a threshold that would switch
+    /// a gate off silently is refused by `profile check`.
+    #[serde(default)]
+    pub off: GatesOff,
+}
+
+/// Gates a profile switched off explicitly (`thresholds.off: [name, …]`),
+/// written as that list of names wherever it is serialized.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(into = "Vec<String>", try_from = "Vec<String>")]
+pub struct GatesOff {
+    /// `max_error_rate`: the error-rate rejection.
+    pub max_error_rate: bool,
+    /// `littles_law_tolerance`: the Little's-law flag.
+    pub littles_law_tolerance: bool,
+    /// `max_cv`: the noisy-cell flag.
+    pub max_cv: bool,
+    /// `suspect_round`: the suspect-round flag.
+    pub suspect_round: bool,
+}
+
+impl schemars::JsonSchema for GatesOff {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "GatesOff".into()
+    }
+
+    fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        <Vec<String>>::json_schema(g)
+    }
+}
+
+impl From<GatesOff> for Vec<String> {
+    fn from(g: GatesOff) -> Self {
+        g.names().into_iter().map(String::from).collect()
+    }
+}
+
+impl TryFrom<Vec<String>> for GatesOff {
+    type Error = String;
+
+    fn try_from(names: Vec<String>) -> Result<Self, String> {
+        let mut g = GatesOff::default();
+        for n in names {
+            if !g.set(&n) {
+                return Err(format!("`{n}` is not a gate that can be switched off"));
+            }
+        }
+        Ok(g)
+    }
+}
+
+impl GatesOff {
+    /// The names `thresholds.off` accepts, as the profile spells them.
+    pub const NAMES: [&'static str; 4] = [
+        "max_error_rate",
+        "littles_law_tolerance",
+        "max_cv",
+        "suspect_round",
+    ];
+
+    /// Switch off the gate called `name`; false when no such gate can be.
+    pub fn set(&mut self, name: &str) -> bool {
+        match name {
+            "max_error_rate" => self.max_error_rate = true,
+            "littles_law_tolerance" => self.littles_law_tolerance = true,
+            "max_cv" => self.max_cv = true,
+            "suspect_round" => self.suspect_round = true,
+            _ => return false,
+        }
+        true
+    }
+
+    /// The names of the gates that are off.
+    pub fn names(&self) -> Vec<&'static str> {
+        let on = [
+            self.max_error_rate,
+            self.littles_law_tolerance,
+            self.max_cv,
+            self.suspect_round,
+        ];
+        Self::NAMES
+            .iter()
+            .zip(on)
+            .filter(|(_, off)| *off)
+            .map(|(n, _)| *n)
+            .collect()
+    }
+
+    /// A sentence for the report, empty when every gate is on.
+    pub fn sentence(&self) -> String {
+        match self.names().as_slice() {
+            [] => String::new(),
+            names => format!(
+                " Switched off by the profile (`thresholds.off`), so never applied: {}.",
+                names.join(", ")
+            ),
+        }
+    }
 }
 
 impl Default for Thresholds {
@@ -110,6 +209,7 @@ impl Default for Thresholds {
             max_foreign_cores: DEFAULT_MAX_FOREIGN_CORES,
             littles_law_tolerance: DEFAULT_LITTLES_LAW_TOLERANCE,
             preflight: Preflight::Strict,
+            off: GatesOff::default(),
         }
     }
 }
@@ -230,6 +330,9 @@ pub enum Reason {
         answered: u64,
         /// Lost to errors and timeouts.
         lost: u64,
+        /// Still in flight when the drain ended.
+        #[serde(default)]
+        in_flight: u64,
     },
     /// No round produced a single 2xx response.
     NoSuccess,
@@ -310,6 +413,46 @@ pub enum Reason {
         /// Limit, cores.
         limit: f64,
     },
+    /// Requests of the window were still in flight when the drain ended
+    /// (neither answered nor past their own deadline): their latency is
+    /// only known to exceed the drain.
+    InFlightAtEnd {
+        /// Round (0-based).
+        round: u32,
+        /// Requests still in flight.
+        in_flight: u64,
+    },
+    /// Fixed rate: requests due inside the window were never written
+    /// because each connection was still busy with earlier ones: the
+    /// server (or the loader) could not keep the rate. They count as
+    /// slower than the timeout in the percentiles.
+    Unsent {
+        /// Round (0-based) with the most.
+        round: u32,
+        /// Requests due and never sent in that round.
+        unsent: u64,
+        /// Requests due in that round's window.
+        due: u64,
+    },
+    /// Connections were reopened inside the window of a keep-alive load:
+    /// the server (or a timeout) closed them, so the cell measured
+    /// connection setup as well as requests.
+    Reconnects {
+        /// Round (0-based) with the most.
+        round: u32,
+        /// Connections reopened in that round's window.
+        reconnects: u64,
+        /// Connections requested.
+        connections: u64,
+    },
+    /// The server's CPU time over the window could not be read: CPU per
+    /// request is unknown (absent, never 0) for this round.
+    CpuUnknown {
+        /// Round (0-based), the first one.
+        round: u32,
+        /// Why (the sampler's reason).
+        why: String,
+    },
     /// Preflight failed and the run went ahead with `--accept-env`.
     EnvironmentNotAccepted,
     /// Fewer rounds than planned were measured.
@@ -358,6 +501,10 @@ impl Reason {
             Reason::HostBusy { .. } => "host busy",
             Reason::EnvironmentNotAccepted => "env not accepted",
             Reason::IncompleteRounds { .. } => "incomplete",
+            Reason::InFlightAtEnd { .. } => "drain too short",
+            Reason::Unsent { .. } => "unsent requests",
+            Reason::Reconnects { .. } => "reconnects",
+            Reason::CpuUnknown { .. } => "CPU unknown",
         }
     }
 }
@@ -403,11 +550,31 @@ impl fmt::Display for Reason {
             Reason::FailedVerify { detail } => {
                 write!(f, "the framework failed contract verification for this scenario: {detail}")
             }
-            Reason::RequestsUnaccounted { round, sent, answered, lost } => write!(
+            Reason::RequestsUnaccounted { round, sent, answered, lost, in_flight } => write!(
                 f,
-                "round {}: {sent} requests sent in the window but {answered} answered + {lost} lost; the loader lost track of {}",
+                "round {}: {sent} requests sent in the window but {answered} answered + {lost} lost + {in_flight} still in flight; the loader lost track of {}",
                 round + 1,
-                sent.abs_diff(answered + lost)
+                sent.abs_diff(answered + lost + in_flight)
+            ),
+            Reason::InFlightAtEnd { round, in_flight } => write!(
+                f,
+                "round {}: {in_flight} requests of the window were still in flight when the drain ended (their latency is only known to exceed the timeout); a longer load.timeout gives them time",
+                round + 1
+            ),
+            Reason::Unsent { round, unsent, due } => write!(
+                f,
+                "round {}: {unsent} of the {due} requests due in the window were never sent, each connection still waiting on earlier answers: the server could not keep the rate; they count as slower than the timeout in the percentiles",
+                round + 1
+            ),
+            Reason::CpuUnknown { round, why } => write!(
+                f,
+                "round {}: the server's CPU time could not be read, so CPU per request is unknown (not 0): {why}",
+                round + 1
+            ),
+            Reason::Reconnects { round, reconnects, connections } => write!(
+                f,
+                "round {}: {reconnects} connections were reopened inside the window of a keep-alive load of {connections} connections (the server or a timeout closed them): the figures include connection setup",
+                round + 1
             ),
             Reason::LittlesLaw { round, in_use, expected, tolerance } => write!(
                 f,

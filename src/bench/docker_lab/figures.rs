@@ -107,6 +107,7 @@ pub fn measurement(
         None => (max_sample, PEAK_FROM_SAMPLES),
     };
     let started_at = chrono::DateTime::<Utc>::from_timestamp_nanos(w.start_unix_ns as i64);
+    let cpu = series.cpu_usec_between(w.start_mono_ns, w.end_mono_ns);
     Measurement {
         started_at,
         window: w,
@@ -120,6 +121,7 @@ pub fn measurement(
         drain_s: load.drain_s,
         histogram: load.latency.histogram.clone(),
         connections: load.connections,
+        timeout_us: load.settings.timeout_ms * 1000,
         wire_bytes_per_response: (load.bytes.mean_response_bytes > 0.0)
             .then_some(load.bytes.mean_response_bytes),
         rate: load.rate.map(|x| RateFigures {
@@ -129,13 +131,14 @@ pub fn measurement(
         }),
         answers: load.answers.clone(),
         windows_ok: load.windows.iter().map(|w| w.ok).collect(),
+        windows_latency_mean_us: load.windows.iter().map(|w| w.latency_mean_us).collect(),
         loader_cpus: loader.resources.cpus.unwrap_or(1.0),
         loader_threads: load.settings.threads as u32,
         loader_cpu_us: load.loader.user_cpu_us + load.loader.sys_cpu_us,
         loader_throttled_fraction: load.loader.throttling.map(|t| t.fraction()),
-        server_cpu_us: series
-            .cpu_usec_between(w.start_mono_ns, w.end_mono_ns)
-            .unwrap_or(0),
+        server_cpu_us: cpu,
+        server_cpu_unknown: cpu.is_none().then(|| cpu_unknown_reason(series, w)),
+        sampler_stopped_by: series.stopped_by.clone(),
         memory_before_bytes: crate::stats::median(&before).map(|m| m.round() as u64),
         memory_samples_bytes: in_window,
         memory_window_peak_bytes: peak,
@@ -146,5 +149,25 @@ pub fn measurement(
         host: None,
         phases: PhaseTimes::default(),
         loaders: Vec::new(),
+    }
+}
+
+/// Why the server's CPU over window `w` could not be read from `series`:
+/// the sampler's own reason when it stopped early, else which edge of the
+/// window has no sample on one side.
+fn cpu_unknown_reason(series: &Series, w: crate::results::WindowTimes) -> String {
+    let edge = |t: u64, name: &str| {
+        series
+            .cpu_usec_at(t)
+            .is_none()
+            .then(|| format!("no CPU sample on both sides of the window's {name}"))
+    };
+    let why = edge(w.start_mono_ns, "start")
+        .or_else(|| edge(w.end_mono_ns, "end"))
+        .unwrap_or_else(|| "the window's instants are not on the samples' clock".into());
+    match &series.stopped_by {
+        Some(stop) => format!("{why}: the sampler stopped: {stop}"),
+        None if series.samples.is_empty() => format!("{why}: no sample was taken"),
+        None => why,
     }
 }

@@ -541,8 +541,11 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
         let seen = self.oom_seen.insert(id, kills).unwrap_or(0);
         m.oom_kills = kills.saturating_sub(seen).max(u64::from(state.oom_killed));
         m.restarts = u64::from(!state.running);
-        if let Some(mark) = mark {
-            m.host = self.host.finish(mark, m.server_cpu_us + m.loader_cpu_us);
+        // Foreign CPU is the host's busy time less our own: without the
+        // server's CPU it cannot be told, so no host figure rather than a
+        // made-up one.
+        if let (Some(mark), Some(server_cpu)) = (mark, m.server_cpu_us) {
+            m.host = self.host.finish(mark, server_cpu + m.loader_cpu_us);
         }
         m.phases = loader_phases(&load, asked_ns, loaded_ns, now_ns());
         Ok(m)

@@ -115,7 +115,12 @@ fn measures_a_round_from_the_loaders_json_and_the_servers_samples() {
         // window (taken earlier): no CPU figure rather than a wrong one.
         // `measurement_brackets_cpu_and_memory_by_the_loaders_window` pins
         // the arithmetic.
-        assert_eq!(m.server_cpu_us, 0);
+        assert_eq!(m.server_cpu_us, None);
+        let why = m.server_cpu_unknown.clone().unwrap();
+        assert!(why.contains("no CPU sample"), "{why}");
+        let round = m.clone().into_round(0).unwrap();
+        assert_eq!(round.server.cpu_us_per_request, None);
+        assert_eq!(round.server.cpu_unknown.as_deref(), Some(why.as_str()));
         assert_eq!(m.oom_kills, 0);
         assert_eq!(m.restarts, 0);
         let round = m.into_round(0).unwrap();
@@ -290,7 +295,7 @@ fn measurement_brackets_cpu_and_memory_by_the_loaders_window() {
     let l = spec.loader(&key(None), 0, "http://10.0.0.2:8080");
     let m = measurement(&load, &series, None, &l);
     // 0.5 CPU × 2 s, interpolated at exactly 1.000 and 3.000 s.
-    assert_eq!(m.server_cpu_us, 1_000_000);
+    assert_eq!(m.server_cpu_us, Some(1_000_000));
     assert_eq!(m.memory_before_bytes, Some(10 << 20));
     assert_eq!(m.memory_samples_bytes, vec![20 << 20, 30 << 20, 20 << 20]);
     // The warm-up's 40 MiB is not the window's peak.

@@ -53,6 +53,15 @@ impl Td {
         }
     }
 
+    /// A latency percentile of `l`: the figure, "> timeout" (sorted last)
+    /// or "–" when unknown.
+    pub fn latency(l: &crate::results::Latency, v: Option<u64>) -> Td {
+        match l.rank_value(v) {
+            Some(x) => Td::num(&l.show(v), x).sorted(x),
+            None => Td::opt(None, |_| String::new()),
+        }
+    }
+
     /// Sort by `value` (for markup that is not the bare number).
     pub fn sorted(mut self, value: f64) -> Td {
         self.sort = value.is_finite().then_some(value);

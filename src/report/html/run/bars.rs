@@ -161,20 +161,21 @@ pub(super) fn latency_bars(ctx: &Ctx<'_>, col: Column) -> anyhow::Result<String>
                 rows.push(BarRow {
                     label: c.key.framework.clone(),
                     values: vec![
-                        Some(l.p50_us as f64),
-                        Some(l.p99_us as f64),
-                        Some(l.p999_us as f64),
+                        // Above the timeout has no bar length; the text says it.
+                        l.p50_us.map(|v| v as f64),
+                        l.p99_us.map(|v| v as f64),
+                        l.p999_us.map(|v| v as f64),
                     ],
                     range: None,
                     mark: ctx.mark(c),
-                    text: format!("p99 {}{at}{}", micros(l.p99_us as f64), ctx.marker(c)),
+                    text: format!("p99 {}{at}{}", l.show(l.p99_us), ctx.marker(c)),
                     title: ctx.title(
                         c,
                         &format!(
                             "p50 {}, p99 {}, p99.9 {}{at}",
-                            micros(l.p50_us as f64),
-                            micros(l.p99_us as f64),
-                            micros(l.p999_us as f64)
+                            l.show(l.p50_us),
+                            l.show(l.p99_us),
+                            l.show(l.p999_us)
                         ),
                     ),
                     link: ctx.link(c),
@@ -185,10 +186,10 @@ pub(super) fn latency_bars(ctx: &Ctx<'_>, col: Column) -> anyhow::Result<String>
                         Td::text(&c.key.framework),
                         ctx.verdict_td(c),
                         Td::num(&c.rounds.len().to_string(), c.rounds.len() as f64),
-                        Td::num(&micros(l.p50_us as f64), l.p50_us as f64),
-                        Td::num(&micros(l.p99_us as f64), l.p99_us as f64),
-                        Td::num(&micros(l.p999_us as f64), l.p999_us as f64),
-                        Td::num(&micros(l.max_us as f64), l.max_us as f64),
+                        Td::latency(l, l.p50_us),
+                        Td::latency(l, l.p99_us),
+                        Td::latency(l, l.p999_us),
+                        Td::latency(l, l.max_us),
                         Td::opt(achieved, thousands),
                         Td::num(&percent(s.error_rate), s.error_rate),
                     ],

@@ -50,10 +50,10 @@ pub(super) fn spectrum(ctx: &Ctx<'_>, col: Column) -> anyhow::Result<String> {
                 c,
                 &format!(
                     "p50 {}, p99 {}, p99.9 {}, max {}",
-                    micros(l.p50_us as f64),
-                    micros(l.p99_us as f64),
-                    micros(l.p999_us as f64),
-                    micros(l.max_us as f64)
+                    l.show(l.p50_us),
+                    l.show(l.p99_us),
+                    l.show(l.p999_us),
+                    l.show(l.max_us)
                 ),
             ),
         });
@@ -67,11 +67,11 @@ pub(super) fn spectrum(ctx: &Ctx<'_>, col: Column) -> anyhow::Result<String> {
             vec![
                 Td::text(&c.key.framework),
                 ctx.verdict_td(c),
-                Td::num(&micros(l.p50_us as f64), l.p50_us as f64),
-                Td::num(&micros(l.p90_us as f64), l.p90_us as f64),
-                Td::num(&micros(l.p99_us as f64), l.p99_us as f64),
-                Td::num(&micros(l.p999_us as f64), l.p999_us as f64),
-                Td::num(&micros(l.max_us as f64), l.max_us as f64),
+                Td::latency(l, l.p50_us),
+                Td::latency(l, l.p90_us),
+                Td::latency(l, l.p99_us),
+                Td::latency(l, l.p999_us),
+                Td::latency(l, l.max_us),
                 Td::num(&thousands(l.count as f64), l.count as f64),
             ],
         );

@@ -317,7 +317,8 @@ fn summary(ctx: &Ctx<'_>) -> Section {
              what ranks them; the table sorts by p99.</p>\n",
         );
         body.push_str(&summary_table(ctx, &fixed, |c| {
-            let p99 = c.summary.as_ref()?.latency.p99_us as f64;
+            let l = &c.summary.as_ref()?.latency;
+            let p99 = l.rank_value(l.p99_us)?;
             Some((latency_figure(c)?, p99))
         }));
     }

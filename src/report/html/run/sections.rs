@@ -71,7 +71,7 @@ pub(super) fn environment(ctx: &Ctx<'_>) -> Section {
          an OOM kill or crash, or a failed contract verification; flagged when the loader used ≥ {} of its \
          CPU or was throttled in more than {} of scheduler periods, achieved &lt; {} of a fixed target rate, \
          lagged its schedule by more than {}, the CV of req/s across rounds exceeded {}, a round was more \
-         than {} from the median, or other processes used more than {:.2} CPU cores on the host.</p>",
+         than {} from the median, or other processes used more than {:.2} CPU cores on the host.{}</p>",
         percent(th.max_error_rate),
         percent(th.loader_saturation),
         percent(th.max_loader_throttled),
@@ -79,7 +79,8 @@ pub(super) fn environment(ctx: &Ctx<'_>) -> Section {
         micros(th.max_schedule_lag_us as f64),
         percent(th.max_cv),
         percent(th.suspect_round),
-        th.max_foreign_cores
+        th.max_foreign_cores,
+        esc(&th.off.sentence())
     );
     let profile = serde_json::to_string_pretty(&r.profile).unwrap_or_default();
     let _ = writeln!(
