@@ -88,6 +88,8 @@ pub(crate) fn measurement(concurrency: u32, rps: f64) -> Measurement {
             load_1m_after: 1.8,
             busy_cores: 1.6,
             foreign_cores: 0.05,
+            softirq_cores: 0.1,
+            steal_cores: 0.0,
         }),
         phases: PhaseTimes {
             loader_start_s: 0.25,

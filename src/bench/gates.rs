@@ -270,6 +270,8 @@ pub fn judge(rounds: &[Round], summary: Option<&CellSummary>, ctx: &GateContext<
                     round: r.index,
                     foreign_cores: h.foreign_cores,
                     limit: t.max_foreign_cores,
+                    softirq_cores: h.softirq_cores,
+                    steal_cores: h.steal_cores,
                 });
             }
         }

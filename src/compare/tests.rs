@@ -313,6 +313,8 @@ fn rounds_measured_on_a_busy_host_are_left_out() {
         round,
         foreign_cores: 1.4,
         limit: 0.5,
+        softirq_cores: 0.0,
+        steal_cores: 0.0,
     };
     new.cells[0].verdict = crate::results::Verdict::from_reasons(vec![busy(0), busy(1)]);
     let cmp = compare(&side(base, None), &side(new, None), false).unwrap();

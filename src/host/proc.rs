@@ -17,6 +17,12 @@ pub struct CpuTimes {
     pub iowait: u64,
     /// Ticks the hypervisor gave this machine's CPUs to someone else.
     pub steal: u64,
+    /// Ticks in soft interrupts (inside `busy`): on a benchmark host
+    /// mostly the network stack carrying the benchmark's own packets,
+    /// charged to no container.
+    pub softirq: u64,
+    /// CPUs counted in the reading (its `cpuN` lines).
+    pub cpus: u32,
 }
 
 impl CpuTimes {
@@ -37,6 +43,7 @@ impl CpuTimes {
             busy: share(self.busy, earlier.busy),
             iowait: share(self.iowait, earlier.iowait),
             steal: share(self.steal, earlier.steal),
+            softirq: share(self.softirq, earlier.softirq),
         })
     }
 }
@@ -51,6 +58,8 @@ pub struct Shares {
     pub iowait: f64,
     /// Stolen by the hypervisor.
     pub steal: f64,
+    /// In soft interrupts (part of `busy`).
+    pub softirq: f64,
 }
 
 /// Parse the aggregate `cpu ` line of a /proc/stat text.
@@ -70,6 +79,14 @@ pub fn parse_stat(text: &str) -> Option<CpuTimes> {
         idle: at(3),
         iowait: at(4),
         steal: at(7),
+        softirq: at(6),
+        cpus: text
+            .lines()
+            .filter(|l| {
+                l.strip_prefix("cpu")
+                    .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit()))
+            })
+            .count() as u32,
     })
 }
 

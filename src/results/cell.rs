@@ -160,8 +160,17 @@ pub struct HostUse {
     pub load_1m_after: f64,
     /// Average busy cores on the host during the window (/proc/stat).
     pub busy_cores: f64,
-    /// busy_cores minus the server's and the loader's CPU use: other work, cores.
+    /// busy_cores minus soft interrupts and the server's and the loader's
+    /// CPU use, all over the loader's window: other work, cores.
     pub foreign_cores: f64,
+    /// Cores in soft interrupts during the window (/proc/stat `softirq`):
+    /// mostly the network stack carrying the benchmark's own traffic,
+    /// which no container is charged for, so it is not counted foreign.
+    #[serde(default)]
+    pub softirq_cores: f64,
+    /// Cores the hypervisor stole during the window (/proc/stat `steal`).
+    #[serde(default)]
+    pub steal_cores: f64,
 }
 
 /// One measured round of a cell.

@@ -101,6 +101,8 @@ pub(crate) fn round(index: u32, concurrency: u32, rps: f64) -> Round {
             load_1m_after: 3.1,
             busy_cores: 2.7,
             foreign_cores: 0.1,
+            softirq_cores: 0.2,
+            steal_cores: 0.0,
         }),
         loaders: Vec::new(),
     }

@@ -412,6 +412,12 @@ pub enum Reason {
         foreign_cores: f64,
         /// Limit, cores.
         limit: f64,
+        /// Cores in soft interrupts meanwhile (not counted foreign).
+        #[serde(default)]
+        softirq_cores: f64,
+        /// Cores stolen by the hypervisor meanwhile.
+        #[serde(default)]
+        steal_cores: f64,
     },
     /// Requests of the window were still in flight when the drain ended
     /// (neither answered nor past their own deadline): their latency is
@@ -627,11 +633,11 @@ impl fmt::Display for Reason {
                     if *deviation >= 0.0 { "+" } else { "−" },
                 )
             }
-            Reason::HostBusy { round, foreign_cores, limit } => {
+            Reason::HostBusy { round, foreign_cores, limit, softirq_cores, steal_cores } => {
                 let (v, l) = crate::units::numbers_apart(*foreign_cores, *limit, 2);
                 write!(
                     f,
-                    "round {}: other processes used {v} CPU cores on the host (limit {l})",
+                    "round {}: other processes used {v} CPU cores on the host over the window (limit {l}; besides, soft interrupts {softirq_cores:.2} cores, steal {steal_cores:.2})",
                     round + 1
                 )
             }
@@ -713,6 +719,8 @@ mod tests {
             round,
             foreign_cores: 1.0,
             limit: 0.5,
+            softirq_cores: 0.0,
+            steal_cores: 0.0,
         };
         let v = Verdict::from_reasons(vec![
             busy(0),

@@ -464,6 +464,7 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
         let id = server.handle.id.clone();
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let mut mark = None;
+        let mut end_mark = None;
         let mut announced = false;
         let mut window_peak = None;
         let mut before_reset = None;
@@ -489,6 +490,7 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
                                 }
                             }
                             Progress::Drain { .. } => {
+                                end_mark = self.host.mark();
                                 window_peak = peak.as_mut().and_then(|w| w.read().ok());
                             }
                             _ => {}
@@ -544,8 +546,8 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
         // Foreign CPU is the host's busy time less our own: without the
         // server's CPU it cannot be told, so no host figure rather than a
         // made-up one.
-        if let (Some(mark), Some(server_cpu)) = (mark, m.server_cpu_us) {
-            m.host = self.host.finish(mark, server_cpu + m.loader_cpu_us);
+        if let (Some(mark), Some(end), Some(server_cpu)) = (mark, end_mark, m.server_cpu_us) {
+            m.host = HostProbe::between(mark, end, server_cpu + m.loader_cpu_us, m.duration_s);
         }
         m.phases = loader_phases(&load, asked_ns, loaded_ns, now_ns());
         Ok(m)
