@@ -127,6 +127,7 @@ impl Series {
 #[derive(Debug)]
 pub struct Sampler {
     stop: Option<oneshot::Sender<()>>,
+    now: tokio::sync::mpsc::UnboundedSender<()>,
     task: JoinHandle<Series>,
 }
 
@@ -134,6 +135,7 @@ impl Sampler {
     /// Start sampling `source` every `every` (the first sample is immediate).
     pub fn start(mut source: SamplerSource, every: Duration) -> Self {
         let (tx, mut rx) = oneshot::channel();
+        let (now_tx, mut now_rx) = tokio::sync::mpsc::unbounded_channel::<()>();
         let task = tokio::spawn(async move {
             let started = Instant::now();
             let mut series = Series::default();
@@ -145,7 +147,9 @@ impl Sampler {
                 // whatever the caller waited for (a loader's exit), so
                 // nobody has to sleep a period for one.
                 let last = tokio::select! {
+                    biased;
                     _ = &mut rx => true,
+                    Some(()) = now_rx.recv() => false,
                     _ = tick.tick() => false,
                 };
                 match source.read(step).await {
@@ -178,8 +182,18 @@ impl Sampler {
         });
         Self {
             stop: Some(tx),
+            now: now_tx,
             task,
         }
+    }
+
+    /// Take a reading now, between the periodic ones: the orchestrator
+    /// asks for one the moment the loader announces each edge of its
+    /// window, so the CPU counter is read right at the edges (a few ms
+    /// after, the line's delivery) instead of interpolated across a whole
+    /// sampling period.
+    pub fn sample_now(&self) {
+        let _ = self.now.send(());
     }
 
     /// Take one last sample, stop sampling and collect the series.

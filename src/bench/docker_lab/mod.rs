@@ -481,6 +481,7 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
                         match &p {
                             Progress::Measure { .. } if !announced => {
                                 announced = true;
+                                sampler.sample_now();
                                 mark = self.host.mark();
                                 if let Some(w) = peak.as_mut() {
                                     match w.reset() {
@@ -490,6 +491,7 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
                                 }
                             }
                             Progress::Drain { .. } => {
+                                sampler.sample_now();
                                 end_mark = self.host.mark();
                                 window_peak = peak.as_mut().and_then(|w| w.read().ok());
                             }
