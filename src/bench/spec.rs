@@ -118,11 +118,6 @@ impl RunSpec {
     pub fn loader_template(&self) -> &LoaderSpec {
         &self.loader
     }
-
-    /// CPUs the loader is given.
-    pub fn loader_cpus(&self) -> f64 {
-        self.loader.resources.cpus.unwrap_or(1.0)
-    }
 }
 
 /// The resources of one container from its profile section, pinned to `cpuset`.

@@ -70,6 +70,22 @@ pub struct Resources {
 }
 
 impl Resources {
+    /// The CPUs `threads` threads can use in this container: the quota,
+    /// else the cpuset's cores, else this host's, and never more than the
+    /// threads (a thread runs on one core at a time). A container without
+    /// a CPU limit is judged against the cores its threads can run on, not
+    /// against one CPU.
+    pub fn usable_cpus(&self, threads: usize) -> f64 {
+        let threads = threads.max(1) as f64;
+        if let Some(q) = self.cpus {
+            return q.min(threads);
+        }
+        let cores = self
+            .cpus_allotted()
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        (cores as f64).min(threads)
+    }
+
     /// CPUs allotted: the quota rounded up, capped by the cpuset size; the
     /// value of `FAIRGROUND_CPUS` so servers size their worker pools by it.
     pub fn cpus_allotted(&self) -> Option<usize> {

@@ -92,6 +92,7 @@ pub fn measurement(
     series: &Series,
     window_peak: Option<u64>,
     loader: &LoaderSpec,
+    several_loaders: bool,
 ) -> Measurement {
     let w = load.window;
     let in_window = series.mem_between(w.start_mono_ns, w.end_mono_ns);
@@ -107,7 +108,21 @@ pub fn measurement(
         None => (max_sample, PEAK_FROM_SAMPLES),
     };
     let started_at = chrono::DateTime::<Utc>::from_timestamp_nanos(w.start_unix_ns as i64);
-    let cpu = series.cpu_usec_between(w.start_mono_ns, w.end_mono_ns);
+    // Several loaders: the window is the union of theirs (earliest start
+    // to latest end) but the 2xx are counted over each loader's own
+    // window, whose mean length is `measured_s`. The server's CPU is read
+    // over the union and scaled to that mean length, so CPU per request
+    // divides two figures of one interval (one loader: the same window).
+    let union_s = w.end_mono_ns.saturating_sub(w.start_mono_ns) as f64 / 1e9;
+    let cpu = series
+        .cpu_usec_between(w.start_mono_ns, w.end_mono_ns)
+        .map(|c| {
+            if several_loaders && union_s > load.measured_s && union_s > 0.0 {
+                (c as f64 * load.measured_s / union_s).round() as u64
+            } else {
+                c
+            }
+        });
     Measurement {
         started_at,
         window: w,
@@ -132,7 +147,7 @@ pub fn measurement(
         answers: load.answers.clone(),
         windows_ok: load.windows.iter().map(|w| w.ok).collect(),
         windows_latency_mean_us: load.windows.iter().map(|w| w.latency_mean_us).collect(),
-        loader_cpus: loader.resources.cpus.unwrap_or(1.0),
+        loader_cpus: loader.resources.usable_cpus(load.settings.threads),
         loader_threads: load.settings.threads as u32,
         loader_cpu_us: load.loader.user_cpu_us + load.loader.sys_cpu_us,
         loader_throttled_fraction: load.loader.throttling.map(|t| t.fraction()),

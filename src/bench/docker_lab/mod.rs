@@ -523,7 +523,7 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
             );
         }
         let (load, shares) = loaded?;
-        let mut m = measurement(&load, &series, window_peak, loader);
+        let mut m = measurement(&load, &series, window_peak, loader, !shares.is_empty());
         if !shares.is_empty() {
             m.loader_threads = loader.args.threads.unwrap_or(1) as u32;
             m.loaders = shares;

@@ -98,8 +98,7 @@ pub(super) async fn load<E: Engine>(
 
 /// One loader's own figures.
 fn share(r: &LoadReport, endpoint: &str, loader: &LoaderSpec, earliest: u64) -> LoaderShare {
-    let cpus = loader.resources.cpus.unwrap_or(1.0);
-    let usable = cpus.min(r.settings.threads.max(1) as f64);
+    let usable = loader.resources.usable_cpus(r.settings.threads);
     let allot_us = usable * r.measured_s * 1e6;
     let cpu = (r.loader.user_cpu_us + r.loader.sys_cpu_us) as f64;
     LoaderShare {

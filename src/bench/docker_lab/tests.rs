@@ -293,7 +293,7 @@ fn measurement_brackets_cpu_and_memory_by_the_loaders_window() {
     };
     let spec = spec(&profile());
     let l = spec.loader(&key(None), 0, "http://10.0.0.2:8080");
-    let m = measurement(&load, &series, None, &l);
+    let m = measurement(&load, &series, None, &l, false);
     // 0.5 CPU × 2 s, interpolated at exactly 1.000 and 3.000 s.
     assert_eq!(m.server_cpu_us, Some(1_000_000));
     assert_eq!(m.memory_before_bytes, Some(10 << 20));
@@ -303,9 +303,15 @@ fn measurement_brackets_cpu_and_memory_by_the_loaders_window() {
     assert_eq!(m.memory_peak_source, PEAK_FROM_SAMPLES);
     // With the high-water mark reset at the window's start, it decides
     // (never below a sample).
-    let m = measurement(&load, &series, Some(35 << 20), &l);
+    let m = measurement(&load, &series, Some(35 << 20), &l, false);
     assert_eq!(m.memory_window_peak_bytes, Some(35 << 20));
     assert_eq!(m.memory_peak_source, PEAK_FROM_MARK);
+    // Two loaders whose windows (1.6 s each, mean 1.6 s) were 0.4 s apart
+    // make a 2 s union: the server's CPU over the union is scaled to the
+    // mean window, the one the 2xx are counted over.
+    load.measured_s = 1.6;
+    let m = measurement(&load, &series, None, &l, true);
+    assert_eq!(m.server_cpu_us, Some(800_000));
 }
 
 #[test]
