@@ -95,7 +95,7 @@ fn results_markdown_headlines_latency_in_fixed_rate_profiles() {
     // p50 / p99 / p99.9 of the merged histogram, then the achieved rate
     // (median of 4,999, 4,998 and 4,997 req/s).
     assert!(
-        summary.contains("| axum | 666 µs / 1.67 ms / 1.67 ms at 4,998 req/s |"),
+        summary.contains("| axum | 667 µs / 1.67 ms / 1.67 ms at 4,998 req/s |"),
         "{summary}"
     );
     assert!(summary.contains("✗ connections short, errors"), "{summary}");
@@ -328,7 +328,7 @@ fn standard_sized() -> Results {
             cell.key = key.clone();
             for round in &mut cell.rounds {
                 let mut h = hdrhistogram::Histogram::<u64>::new(3).unwrap();
-                let base = 100.0 / rps * 1e6;
+                let base = 100.0 / rps * 1e9; // ns
                 for _ in 0..30_000 {
                     // Log-normal-ish: a body around the base, a long tail.
                     let u = next().max(1e-12);

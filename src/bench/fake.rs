@@ -25,7 +25,7 @@ use crate::results::{
 pub(crate) fn measurement(concurrency: u32, rps: f64) -> Measurement {
     let ok = (rps * 10.0).round() as u64;
     // 90% at x and 10% at 3x: a mean of 1.2x = concurrency / rps.
-    let x = ((f64::from(concurrency) / rps.max(1.0)) * 1e6 / 1.2).max(1.0) as u64;
+    let x = ((f64::from(concurrency) / rps.max(1.0)) * 1e9 / 1.2).max(1.0) as u64;
     let mut h = Histogram::<u64>::new(3).unwrap();
     h.record_n(x, ok * 9 / 10).unwrap();
     h.record_n(x * 3, ok - ok * 9 / 10).unwrap();
@@ -74,6 +74,7 @@ pub(crate) fn measurement(concurrency: u32, rps: f64) -> Measurement {
         loader_throttled_fraction: None,
         server_cpu_us: Some(ok * 20),
         server_cpu_unknown: None,
+        window_clock: crate::bench::docker_lab::WINDOW_CLOCK_MONOTONIC.to_string(),
         sampler_stopped_by: None,
         memory_before_bytes: Some(1 << 20),
         memory_samples_bytes: vec![2 << 20; 10],

@@ -63,7 +63,7 @@ pub struct Measurement {
     pub errors: ErrorCounts,
     /// The drain after the window, seconds.
     pub drain_s: f64,
-    /// Latency histogram of the window's requests (µs), base64 HdrHistogram
+    /// Latency histogram of the window's requests (ns), base64 HdrHistogram
     /// V2 + deflate.
     pub histogram: String,
     /// Connections requested, established, serving.
@@ -104,6 +104,9 @@ pub struct Measurement {
     pub memory_window_peak_bytes: Option<u64>,
     /// How the window's peak was measured.
     pub memory_peak_source: String,
+    /// Which clock carried the loader's window instants to the server's
+    /// samples (CPU, memory and host figures are bracketed by it).
+    pub window_clock: String,
     /// The container's lifetime high-water mark, bytes.
     pub memory_lifetime_peak_bytes: Option<u64>,
     /// OOM kills during the round.
@@ -199,6 +202,7 @@ impl Measurement {
                 restarts: self.restarts,
             },
             host: self.host,
+            window_clock: self.window_clock,
             loaders: self.loaders,
         })
     }

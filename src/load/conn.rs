@@ -222,9 +222,9 @@ pub struct ThreadStats {
     pub windows_latency_ns: Vec<u64>,
     /// How many answered window requests each of those sums holds.
     pub windows_latency_n: Vec<u64>,
-    /// Latency (µs) of answers to window requests, from the scheduled time.
+    /// Latency (ns) of answers to window requests, from the scheduled time.
     pub hist: Histogram<u64>,
-    /// Fixed rate: latency (µs) from the actual send time.
+    /// Fixed rate: latency (ns) from the actual send time.
     pub hist_uncorrected: Histogram<u64>,
     /// Fixed rate: largest loader-caused send delay, ns.
     pub max_lag_ns: u64,
@@ -587,7 +587,8 @@ impl Worker {
         body: &[u8],
     ) {
         let ok = (200..300).contains(&status);
-        let latency_us = ((done - f.sched) / 1000).max(1);
+        let latency_ns = (done - f.sched).max(1);
+        let latency_us = latency_ns / 1000;
         if ok {
             LiveCounters::bump(&self.live.ok, 1);
         }
@@ -613,11 +614,10 @@ impl Worker {
                 *sum += done - f.sched;
                 s.windows_latency_n[i] += 1;
             }
-            // Microseconds, at least 1: the histogram's lowest value.
-            s.hist.saturating_record(latency_us);
+            // Nanoseconds, at least 1: the histogram's lowest value.
+            s.hist.saturating_record(latency_ns);
             if self.plan.rate.is_some() {
-                s.hist_uncorrected
-                    .saturating_record(((done - f.sent) / 1000).max(1));
+                s.hist_uncorrected.saturating_record((done - f.sent).max(1));
             }
         }
         if let Some(check) = &f.check {

@@ -1,8 +1,10 @@
 //! Latency histograms: creation with the loader's bounds, the portable
 //! serialization the orchestrator merges across rounds, and summaries.
 //!
-//! Owns: the unit (microseconds), the range and precision of every latency
-//! histogram, and the V2+deflate+base64 encoding. Must not: know about
+//! Owns: the unit (nanoseconds: latency is recorded at the clock's
+//! resolution, never truncated to whole µs), the range and precision of
+//! every latency histogram, and the V2+deflate+base64 encoding. Summaries
+//! are in µs, rounded to the nearest (and the mean exact). Must not: know about
 //! connections or reports beyond [`LatencySummary`].
 
 use anyhow::Context;
@@ -12,15 +14,22 @@ use hdrhistogram::Histogram;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// Largest latency the histograms hold: one hour in microseconds. Anything
+/// Largest latency the histograms hold: one hour in nanoseconds. Anything
 /// longer is clamped to it (a run is bounded far below this anyway).
-pub const MAX_LATENCY_US: u64 = 3_600_000_000;
+pub const MAX_LATENCY_NS: u64 = 3_600_000_000_000;
+/// Histogram values are ns; summaries are µs.
+pub const NS_PER_US: u64 = 1_000;
+
+/// A histogram value (ns) in whole µs, rounded to the nearest.
+pub fn ns_to_us(ns: u64) -> u64 {
+    (ns + NS_PER_US / 2) / NS_PER_US
+}
 /// Significant decimal digits kept: 3 means 0.1% relative precision.
 pub const SIGNIFICANT_DIGITS: u8 = 3;
 
-/// An empty latency histogram with the loader's bounds (values in µs).
+/// An empty latency histogram with the loader's bounds (values in ns).
 pub fn new_histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(1, MAX_LATENCY_US, SIGNIFICANT_DIGITS)
+    Histogram::new_with_bounds(1, MAX_LATENCY_NS, SIGNIFICANT_DIGITS)
         .expect("constant histogram bounds are valid")
 }
 
@@ -45,7 +54,8 @@ pub fn decode(encoded: &str) -> anyhow::Result<Histogram<u64>> {
         .map_err(|e| anyhow::anyhow!("latency histogram is not a V2 HdrHistogram: {e:?}"))
 }
 
-/// Summary of one latency distribution, microseconds throughout.
+/// Summary of one latency distribution, microseconds throughout (the
+/// histogram itself holds nanoseconds).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LatencySummary {
     /// Number of latencies recorded.
@@ -70,21 +80,26 @@ pub struct LatencySummary {
     pub p99_9_us: u64,
     /// 99.99th percentile, µs.
     pub p99_99_us: u64,
-    /// The whole histogram (values in µs): HdrHistogram V2 + deflate,
+    /// The whole histogram (values in **ns**): HdrHistogram V2 + deflate,
     /// base64. Decode with `fairground::load::decode_histogram`.
     pub histogram: String,
 }
 
 impl LatencySummary {
-    /// Summarize `hist` (values in µs).
+    /// Summarize `hist` (values in ns).
     pub fn of(hist: &Histogram<u64>) -> Self {
-        let q = |p: f64| hist.value_at_quantile(p);
+        let q = |p: f64| ns_to_us(hist.value_at_quantile(p));
+        let us = NS_PER_US as f64;
         Self {
             count: hist.len(),
-            min_us: if hist.is_empty() { 0 } else { hist.min() },
-            mean_us: hist.mean(),
-            stdev_us: hist.stdev(),
-            max_us: hist.max(),
+            min_us: if hist.is_empty() {
+                0
+            } else {
+                ns_to_us(hist.min())
+            },
+            mean_us: hist.mean() / us,
+            stdev_us: hist.stdev() / us,
+            max_us: ns_to_us(hist.max()),
             p50_us: q(0.50),
             p75_us: q(0.75),
             p90_us: q(0.90),

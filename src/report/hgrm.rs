@@ -16,8 +16,8 @@ use crate::results::{histogram, Results};
 /// to 100%.
 const TICKS_PER_HALF_DISTANCE: u32 = 5;
 
-/// Histograms hold µs; the .hgrm files show ms, like wrk2's.
-const SCALE_TO_MS: f64 = 1_000.0;
+/// Histograms hold ns; the .hgrm files show ms, like wrk2's.
+const SCALE_TO_MS: f64 = 1_000_000.0;
 
 /// One .hgrm per measured cell.
 pub struct HgrmExporter;
@@ -40,9 +40,9 @@ impl Exporter for HgrmExporter {
     }
 }
 
-/// The percentile distribution table of `h` (values in µs, printed in ms),
+/// The percentile distribution table of `h` (values in ns, printed in ms),
 /// byte for byte in the layout of HdrHistogram's
-/// `outputPercentileDistribution(out, 5, 1000.0)`.
+/// `outputPercentileDistribution(out, 5, 1000000.0)`.
 pub fn hgrm_text(h: &Histogram<u64>) -> String {
     let mut s = String::new();
     let _ = write!(
@@ -105,7 +105,7 @@ mod tests {
     fn table_ends_at_100_percent_with_the_total_count() {
         let mut h = Histogram::<u64>::new(3).unwrap();
         for v in 1..=1000u64 {
-            h.record(v * 10).unwrap();
+            h.record(v * 10_000).unwrap();
         }
         let text = hgrm_text(&h);
         let rows: Vec<&str> = text
@@ -118,7 +118,7 @@ mod tests {
             .rfind(|l| !l.starts_with('#') && !l.trim().is_empty())
             .unwrap();
         let cols: Vec<&str> = last_row.split_whitespace().collect();
-        assert_eq!(cols, ["10.007", "1.000000000000", "1000"], "{last_row}");
+        assert_eq!(cols, ["10.002", "1.000000000000", "1000"], "{last_row}");
         assert!(text.contains("Total count    =         1000]"), "{text}");
         assert!(text.contains("SubBuckets     =         2048]"), "{text}");
         assert!(text.starts_with("       Value     Percentile TotalCount 1/(1-Percentile)\n\n"));

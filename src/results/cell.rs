@@ -212,7 +212,13 @@ pub struct Round {
     /// drain included (from send, or from the scheduled send in fixed-rate
     /// mode), µs.
     pub latency: Latency,
-    /// The window's latency histogram (µs), base64 HdrHistogram V2 + deflate.
+    /// Which clock carried the loader's window instants to the server's
+    /// samples: the same kernel's monotonic clock, or the wall clock for a
+    /// loader on another host (CPU, memory and host figures are bracketed
+    /// by it).
+    #[serde(default)]
+    pub window_clock: String,
+    /// The window's latency histogram (values in ns), base64 HdrHistogram V2 + deflate.
     pub histogram: String,
     /// Connections requested, established, serving and re-established.
     pub connections: Connections,
@@ -339,7 +345,7 @@ pub struct CellSummary {
     pub latency_p99_us: Option<Aggregate>,
     /// Latency over all rounds together (merged histogram), µs.
     pub latency: Latency,
-    /// Merged histogram of all rounds (µs), base64 HdrHistogram V2 + deflate.
+    /// Merged histogram of all rounds (values in ns), base64 HdrHistogram V2 + deflate.
     pub histogram: String,
     /// Server CPU time per 2xx response per round, µs.
     pub cpu_us_per_request: Option<Aggregate>,

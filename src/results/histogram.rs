@@ -2,12 +2,16 @@
 //! base64 encoded (the format HdrHistogram's own tools read), plus merging and
 //! the percentile summary every round and cell carries.
 //!
-//! All values are microseconds. This module does no I/O.
+//! Histogram values are nanoseconds (the loader's resolution); the
+//! summaries are microseconds. Runs of results schema 2 held µs histograms
+//! and are converted on reading ([`scale`]). This module does no I/O.
 
 use base64::Engine as _;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
+
+use crate::load::histogram::ns_to_us;
 
 /// Why a histogram string could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -41,6 +45,23 @@ pub fn decode(s: &str) -> Result<Histogram<u64>, HistogramError> {
     Deserializer::new()
         .deserialize(&mut bytes.as_slice())
         .map_err(HistogramError::Decode)
+}
+
+/// Re-record every value of an encoded histogram multiplied by `factor`:
+/// how a results file of schema 2 (µs histograms) is read into this
+/// version's ns histograms.
+pub fn scale(s: &str, factor: u64) -> Result<String, HistogramError> {
+    let h = decode(s)?;
+    let mut out = Histogram::<u64>::new(3).expect("3 significant figures is valid");
+    out.auto(true);
+    for v in h.iter_recorded() {
+        out.record_n(
+            h.median_equivalent(v.value_iterated_to()) * factor,
+            v.count_at_value(),
+        )
+        .expect("auto-resizing histogram takes any value");
+    }
+    encode(&out)
 }
 
 /// Sum of several encoded histograms (auto-resizing, so ranges may differ).
@@ -95,7 +116,7 @@ pub struct Latency {
 }
 
 impl Latency {
-    /// Summarise `h` (answered requests, values in µs) with `beyond` more
+    /// Summarise `h` (answered requests, values in ns) with `beyond` more
     /// requests known to exceed `timeout_us`. Nothing at all gives zeros.
     pub fn of(h: &Histogram<u64>, beyond: u64, timeout_us: Option<u64>) -> Latency {
         let answered = h.len();
@@ -110,19 +131,20 @@ impl Latency {
         // answered ones it lies among the requests slower than the timeout.
         let q = |p: f64| -> Option<u64> {
             let rank = (p * total as f64).ceil().max(1.0) as u64;
-            (rank <= answered).then(|| h.value_at_quantile(rank as f64 / answered as f64))
+            (rank <= answered).then(|| ns_to_us(h.value_at_quantile(rank as f64 / answered as f64)))
         };
+        let us = crate::load::histogram::NS_PER_US as f64;
         Latency {
             count: answered,
             beyond_timeout: beyond,
             timeout_us,
-            mean_us: if answered > 0 { h.mean() } else { 0.0 },
-            stdev_us: if answered > 0 { h.stdev() } else { 0.0 },
+            mean_us: if answered > 0 { h.mean() / us } else { 0.0 },
+            stdev_us: if answered > 0 { h.stdev() / us } else { 0.0 },
             p50_us: q(0.50),
             p90_us: q(0.90),
             p99_us: q(0.99),
             p999_us: q(0.999),
-            max_us: (beyond == 0 && answered > 0).then(|| h.max()),
+            max_us: (beyond == 0 && answered > 0).then(|| ns_to_us(h.max())),
         }
     }
 
@@ -153,10 +175,11 @@ impl Latency {
 mod tests {
     use super::*;
 
+    /// A histogram of `values` given in µs (recorded in ns, as the loader does).
     fn sample(values: &[u64]) -> Histogram<u64> {
         let mut h = Histogram::<u64>::new(3).unwrap();
         for &v in values {
-            h.record(v).unwrap();
+            h.record(v * 1000).unwrap();
         }
         h
     }

@@ -208,6 +208,14 @@ pub enum ReadError {
         /// The parser's complaint.
         source: serde_json::Error,
     },
+    /// A latency histogram in the file could not be decoded.
+    #[error("{path}: a latency histogram cannot be read: {why}")]
+    Histogram {
+        /// The file.
+        path: String,
+        /// What was wrong with it.
+        why: String,
+    },
     /// The file was written with a layout this version does not know.
     #[error("{path}: schema_version {found} is not supported (this fairground reads {OLDEST_READABLE_SCHEMA} to {SCHEMA_VERSION}); use the fairground version that wrote it")]
     Version {
@@ -235,10 +243,31 @@ pub fn from_json(text: &str, path: &str) -> Result<Results, ReadError> {
             found,
         });
     }
-    serde_json::from_value(raw).map_err(|source| ReadError::Parse {
+    let mut results: Results = serde_json::from_value(raw).map_err(|source| ReadError::Parse {
         path: path.to_string(),
         source,
-    })
+    })?;
+    if found < 3 {
+        // Schema 2 histograms hold µs; this version's hold ns.
+        let us = |h: &mut String| -> Result<(), ReadError> {
+            *h = histogram::scale(h, crate::load::histogram::NS_PER_US).map_err(|e| {
+                ReadError::Histogram {
+                    path: path.to_string(),
+                    why: e.to_string(),
+                }
+            })?;
+            Ok(())
+        };
+        for c in &mut results.cells {
+            for r in &mut c.rounds {
+                us(&mut r.histogram)?;
+            }
+            if let Some(s) = c.summary.as_mut() {
+                us(&mut s.histogram)?;
+            }
+        }
+    }
+    Ok(results)
 }
 
 #[cfg(test)]
@@ -289,6 +318,12 @@ mod tests {
         assert_eq!(round.requests.unsent, 0);
         assert_eq!(round.latency.beyond_timeout, 0);
         assert!(round.latency.p50_us.is_some());
+        // Its µs histograms read as this version's ns ones: the median of
+        // the histogram is the median the file recorded.
+        let h = histogram::decode(&round.histogram).unwrap();
+        let p50 = round.latency.p50_us.unwrap() as f64;
+        let from_h = h.value_at_quantile(0.5) as f64 / 1e3;
+        assert!((from_h / p50 - 1.0).abs() < 0.002, "{from_h} vs {p50}");
     }
 
     #[test]

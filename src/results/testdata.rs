@@ -14,8 +14,8 @@ const WINDOW_S: f64 = 15.0;
 /// A clean round at `concurrency` connections doing about `rps` req/s.
 pub(crate) fn round(index: u32, concurrency: u32, rps: f64) -> Round {
     let ok = (rps * WINDOW_S).round() as u64;
-    // Closed loop: latency ≈ concurrency / throughput (Little's law), in µs.
-    let base = (f64::from(concurrency) / rps.max(1.0) * 1e6).max(1.0) as u64;
+    // Closed loop: latency ≈ concurrency / throughput (Little's law), in ns.
+    let base = (f64::from(concurrency) / rps.max(1.0) * 1e9).max(1.0) as u64;
     let mut h = Histogram::<u64>::new(3).unwrap();
     h.record_n(base * 8 / 10, ok / 2).unwrap();
     h.record_n(base, ok * 4 / 10).unwrap();
@@ -74,6 +74,7 @@ pub(crate) fn round(index: u32, concurrency: u32, rps: f64) -> Round {
         },
         windows_rps: windows,
         windows_latency_mean_us: Vec::new(),
+        window_clock: "monotonic (loader on this kernel)".into(),
         loader: LoaderUse {
             cpus: 1.0,
             threads: 1,

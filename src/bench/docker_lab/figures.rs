@@ -78,6 +78,13 @@ pub fn loader_phases(load: &LoadReport, asked: u64, loaded: u64, done: u64) -> P
     }
 }
 
+/// The loader shares this kernel's CLOCK_MONOTONIC: its window's instants
+/// bracket the server's samples directly (`Round::window_clock`).
+pub const WINDOW_CLOCK_MONOTONIC: &str = "monotonic (loader on this kernel)";
+/// The loader ran on another host: its window's instants were carried on
+/// the wall clock (unix time) onto this machine's monotonic clock.
+pub const WINDOW_CLOCK_WALL: &str = "wall clock (loader on another host)";
+
 /// How the window's memory peak was measured (`ServerUse::memory_peak_source`).
 pub const PEAK_FROM_MARK: &str = "high-water mark";
 /// The window's memory peak is its largest sample.
@@ -158,6 +165,7 @@ pub fn measurement(
         memory_samples_bytes: in_window,
         memory_window_peak_bytes: peak,
         memory_peak_source: source.to_string(),
+        window_clock: WINDOW_CLOCK_MONOTONIC.to_string(),
         memory_lifetime_peak_bytes: None,
         oom_kills: 0,
         restarts: 0,
@@ -185,4 +193,31 @@ fn cpu_unknown_reason(series: &Series, w: crate::results::WindowTimes) -> String
         None if series.samples.is_empty() => format!("{why}: no sample was taken"),
         None => why,
     }
+}
+
+/// The loader's window on this machine's monotonic clock, and which clock
+/// carried it there. A loader on this kernel shares CLOCK_MONOTONIC (its
+/// first connect falls between `asked` and `loaded`, this machine's
+/// instants of asking for the load and having its report): kept as it is.
+/// One on another host (a remote `DOCKER_HOST`) does not: its instants are
+/// carried on the wall clock, `unix_minus_mono` being this machine's
+/// offset between the two.
+pub fn on_this_clock(
+    w: crate::results::WindowTimes,
+    asked: u64,
+    loaded: u64,
+    unix_minus_mono: i128,
+) -> (crate::results::WindowTimes, &'static str) {
+    if w.connects_mono_ns >= asked && w.connects_mono_ns <= loaded {
+        return (w, WINDOW_CLOCK_MONOTONIC);
+    }
+    let mono = |unix: u64| (unix as i128 - unix_minus_mono).max(0) as u64;
+    let mut out = w;
+    out.start_mono_ns = mono(w.start_unix_ns);
+    out.end_mono_ns = mono(w.end_unix_ns);
+    // The connects keep their distance before the window's start.
+    out.connects_mono_ns = out
+        .start_mono_ns
+        .saturating_sub(w.start_mono_ns.saturating_sub(w.connects_mono_ns));
+    (out, WINDOW_CLOCK_WALL)
 }

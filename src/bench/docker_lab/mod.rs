@@ -522,8 +522,23 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
                 describe(server, loader)
             );
         }
-        let (load, shares) = loaded?;
+        let (mut load, shares) = loaded?;
+        // The window's instants must be on the samples' clock. A loader on
+        // this kernel shares its CLOCK_MONOTONIC (its first connect falls
+        // between asking and having the report); one on another host (a
+        // remote DOCKER_HOST, or `hosts:` loaders, whose window `spread`
+        // already put on this clock) does not: carry its instants on the
+        // wall clock instead.
+        let offset = spread::unix_ns() as i128 - now_ns() as i128;
+        let (window, clock) = on_this_clock(load.window, asked_ns, loaded_ns, offset);
+        let clock = if shares.is_empty() {
+            clock
+        } else {
+            WINDOW_CLOCK_WALL
+        };
+        load.window = window;
         let mut m = measurement(&load, &series, window_peak, loader, !shares.is_empty());
+        m.window_clock = clock.to_string();
         if !shares.is_empty() {
             m.loader_threads = loader.args.threads.unwrap_or(1) as u32;
             m.loaders = shares;
@@ -588,6 +603,9 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
 mod figures;
 mod spread;
 
-pub use figures::{loader_phases, measurement, outcome, PEAK_FROM_MARK, PEAK_FROM_SAMPLES};
+pub use figures::{
+    loader_phases, measurement, on_this_clock, outcome, PEAK_FROM_MARK, PEAK_FROM_SAMPLES,
+    WINDOW_CLOCK_MONOTONIC, WINDOW_CLOCK_WALL,
+};
 #[cfg(test)]
 mod tests;

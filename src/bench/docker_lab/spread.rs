@@ -116,7 +116,7 @@ fn share(r: &LoadReport, endpoint: &str, loader: &LoaderSpec, earliest: u64) -> 
     }
 }
 
-fn unix_ns() -> u64 {
+pub(super) fn unix_ns() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or(Duration::ZERO)

@@ -424,3 +424,36 @@ fn the_loader_container_starts_during_the_settle_and_serves_every_round() {
     assert_eq!((starts, execs), (1, 3), "{calls:?}");
     assert!(engine.leftovers().is_empty(), "{:?}", engine.leftovers());
 }
+
+#[test]
+fn a_loader_on_another_host_has_its_window_carried_on_the_wall_clock() {
+    use crate::results::WindowTimes;
+    // This machine: mono 50 s ↔ unix 1,000,050 s. The loader's host: its
+    // monotonic clock is 7,000 s ahead; its wall clock agrees with ours.
+    let offset: i128 = 1_000_000 * 1_000_000_000;
+    let s = |x: u64| x * 1_000_000_000;
+    let remote = WindowTimes {
+        connects_mono_ns: s(7_049),
+        start_mono_ns: s(7_050),
+        end_mono_ns: s(7_053),
+        start_unix_ns: s(1_000_050),
+        end_unix_ns: s(1_000_053),
+    };
+    let (w, clock) = super::on_this_clock(remote, s(48), s(60), offset);
+    assert_eq!(clock, super::WINDOW_CLOCK_WALL);
+    assert_eq!(
+        (w.connects_mono_ns, w.start_mono_ns, w.end_mono_ns),
+        (s(49), s(50), s(53))
+    );
+    // A loader on this kernel: its instants are ours already.
+    let local = WindowTimes {
+        connects_mono_ns: s(49),
+        start_mono_ns: s(50),
+        end_mono_ns: s(53),
+        ..remote
+    };
+    assert_eq!(
+        super::on_this_clock(local, s(48), s(60), offset),
+        (local, super::WINDOW_CLOCK_MONOTONIC)
+    );
+}

@@ -32,7 +32,11 @@ pub(super) fn spectrum(ctx: &Ctx<'_>, col: Column) -> anyhow::Result<String> {
         let points = charts::spectrum_points()
             .into_iter()
             .take_while(|x| *x <= count.max(2.0))
-            .map(|x| (x, Some(h.value_at_quantile(1.0 - 1.0 / x).max(1) as f64)))
+            .map(|x| {
+                // The histogram holds ns; the chart's axis is µs.
+                let us = h.value_at_quantile(1.0 - 1.0 / x) as f64 / 1e3;
+                (x, Some(us.max(0.001)))
+            })
             .collect();
         let style = ctx
             .style
