@@ -530,5 +530,25 @@ mod tests {
             table.contains("demo pipelining: warn answered out of order"),
             "{table}"
         );
+        assert!(!table.contains("declares at most"), "{table}");
+    }
+
+    #[test]
+    fn table_shows_a_declared_connection_ceiling_beside_what_verify_measured() {
+        let mut r = report();
+        r.facts.keep_alive_answered = 100;
+        r.declared_limits = Some(crate::framework::Limits {
+            max_connections: 1024,
+            why: "one thread per connection".into(),
+        });
+        r.finish();
+        let table = render_table(&[("demo".into(), &r)]);
+        assert!(
+            table.contains(
+                "demo: declares at most 1,024 connections (one thread per connection); verify \
+                 measured keep-alive on one connection (100 answers)"
+            ),
+            "{table}"
+        );
     }
 }
