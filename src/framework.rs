@@ -62,6 +62,22 @@ pub struct Manifest {
     pub env: BTreeMap<String, String>,
     /// One line: how the app is served, for the report.
     pub notes: String,
+    /// What the framework's own design cannot do, as measured: declared so
+    /// that a run's rejection at that point reads as the framework's limit,
+    /// not fairground's configuration. Absent: no known ceiling.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<Limits>,
+}
+
+/// A framework's declared ceilings (`limits:` in framework.yaml).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Limits {
+    /// Most connections one server with `FAIRGROUND_CPUS=1` holds and
+    /// serves at once, as measured (docs/frameworks.md has the run).
+    pub max_connections: u32,
+    /// Why: the framework's design behind the ceiling, in one sentence.
+    pub why: String,
 }
 
 /// A build step fairground runs before `docker build`: downloads on the host,
@@ -106,6 +122,17 @@ impl Framework {
     /// The framework's name.
     pub fn name(&self) -> &str {
         &self.manifest.name
+    }
+
+    /// The connection ceiling the manifest declares, if any.
+    pub fn max_connections(&self) -> Option<u32> {
+        self.manifest.limits.as_ref().map(|l| l.max_connections)
+    }
+
+    /// Whether the framework declares it holds `n` connections at once
+    /// (no declared ceiling, or one at or above `n`).
+    pub fn holds_connections(&self, n: u32) -> bool {
+        self.max_connections().is_none_or(|max| max >= n)
     }
 
     /// Whether the framework declares `scenario`.
@@ -157,6 +184,17 @@ pub fn load(dir: &Path) -> anyhow::Result<Framework> {
                 path.display()
             ),
         ));
+    }
+    if let Some(l) = &manifest.limits {
+        if l.max_connections == 0 || l.why.trim().is_empty() {
+            return Err(coded(
+                ExitCode::BadInput,
+                anyhow::anyhow!(
+                    "{}: `limits` needs `max_connections` of at least 1 and a `why`",
+                    path.display()
+                ),
+            ));
+        }
     }
     Ok(Framework {
         manifest,
@@ -246,6 +284,21 @@ mod tests {
             fw.manifest.prebuild,
             Some(Prebuild::Cargo { bin: "demo".into() })
         );
+    }
+
+    #[test]
+    fn a_declared_connection_ceiling_is_read_and_checked() {
+        let tmp = tempfile::tempdir().unwrap();
+        let fw = load(&write(tmp.path(), "demo", GOOD)).unwrap();
+        assert_eq!(fw.max_connections(), None);
+        assert!(fw.holds_connections(10_000));
+        let limited = format!("{GOOD}limits: {{max_connections: 1024, why: one thread each}}\n");
+        let fw = load(&write(tmp.path(), "demo", &limited)).unwrap();
+        assert_eq!(fw.max_connections(), Some(1024));
+        assert!(fw.holds_connections(1000) && !fw.holds_connections(10_000));
+        let no_why = format!("{GOOD}limits: {{max_connections: 1024, why: \"\"}}\n");
+        let err = load(&write(tmp.path(), "demo", &no_why)).unwrap_err();
+        assert!(format!("{err:#}").contains("`limits`"), "{err:#}");
     }
 
     #[test]

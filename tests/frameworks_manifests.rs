@@ -179,3 +179,27 @@ fn every_framework_image_runs_as_a_non_root_user() {
         );
     }
 }
+
+#[test]
+fn every_declared_connection_ceiling_is_in_the_docs_with_its_figure() {
+    // A ceiling in framework.yaml (`limits:`) is a claim about the framework;
+    // docs/frameworks.md ("Declared ceilings") carries the measurement.
+    let docs =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/frameworks.md"))
+            .unwrap();
+    for fw in all() {
+        if let Some(limits) = &fw.manifest.limits {
+            let row = format!(
+                "| {} | {} |",
+                fw.name(),
+                fairground::units::thousands(f64::from(limits.max_connections))
+            );
+            assert!(
+                docs.contains(&row),
+                "{}: declares at most {} connections, but docs/frameworks.md has no row `{row}`",
+                fw.name(),
+                limits.max_connections
+            );
+        }
+    }
+}

@@ -3,11 +3,37 @@
 // middleware: app.get(path, mw1, ..., mwN, handler).
 'use strict';
 const cluster = require('node:cluster');
+const fs = require('node:fs');
 const express = require('express');
 
 const CPUS = Math.max(1, parseInt(process.env.FAIRGROUND_CPUS || '1', 10) || 1);
 
+// node:net server.listen(options), `backlog`: "the maximum length of the
+// queue of pending connections" (default 511). With a burst of more connects
+// than that, the rest wait in TCP retransmission before they are accepted.
+// Use the kernel's own cap, net.core.somaxconn (the profile's
+// server.sysctls), as Go's net package does; node:cluster hands the worker's
+// backlog to the primary, which owns the listening socket.
+function listenBacklog() {
+  try {
+    return parseInt(fs.readFileSync('/proc/sys/net/core/somaxconn', 'utf8'), 10) || 511;
+  } catch (e) {
+    return 511;
+  }
+}
+
 if (cluster.isPrimary) {
+  // node:cluster "How it works": by default (SCHED_RR) the primary accepts
+  // every connection and hands it to a worker over IPC, one at a time: the next
+  // handle is sent only after the worker's reply (Node 18
+  // lib/internal/cluster/round_robin_handle.js, handoff). A worker busy
+  // serving answers between turns of its event loop, so at 10,000 connections
+  // the primary had accepted all of them within a second, yet the one
+  // worker served only about 1,100 (those it had been handed) in the window.
+  // SCHED_NONE, the cluster module's other documented policy, shares the
+  // listening socket and each worker accepts its own connections; the docs
+  // warn that the kernel may spread them unevenly over several workers.
+  cluster.schedulingPolicy = cluster.SCHED_NONE;
   for (let i = 0; i < CPUS; i++) cluster.fork();
   cluster.on('exit', (w, code) => {
     console.error(`worker ${w.process.pid} exited with ${code}`);
@@ -62,5 +88,6 @@ function startWorker() {
     for (let i = 1; i <= n; i++) layers.push(echoHeader(i));
     app.get(`/mw/${n}`, ...layers, hello);
   }
-  app.listen(8080, '0.0.0.0');
+  // Express 4 app.listen([port[, host[, backlog]]]) is http.Server#listen.
+  app.listen(8080, '0.0.0.0', listenBacklog());
 }

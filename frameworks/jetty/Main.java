@@ -8,6 +8,8 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.EnumSet;
 import javax.servlet.DispatcherType;
 import javax.servlet.Filter;
@@ -20,6 +22,7 @@ import javax.servlet.http.HttpServlet;
 import javax.servlet.http.HttpServletRequest;
 import javax.servlet.http.HttpServletResponse;
 import org.eclipse.jetty.server.Server;
+import org.eclipse.jetty.server.ServerConnector;
 import org.eclipse.jetty.servlet.FilterHolder;
 import org.eclipse.jetty.servlet.ServletContextHandler;
 import org.eclipse.jetty.servlet.ServletHolder;
@@ -153,8 +156,35 @@ public final class Main {
         public void destroy() {}
     }
 
+    /**
+     * The listen backlog: the kernel's own cap, net.core.somaxconn (the
+     * profile's server.sysctls), as Go's net package uses; 4096 (Linux's
+     * default somaxconn) when it cannot be read.
+     */
+    static int acceptQueueSize() {
+        try {
+            // Read line by line: /proc files report a size of 0, and
+            // Files.readString of this one returned only its first digit.
+            return Integer.parseInt(Files.readAllLines(Path.of("/proc/sys/net/core/somaxconn")).get(0).trim());
+        } catch (IOException | RuntimeException e) {
+            return 4096;
+        }
+    }
+
     public static void main(String[] args) throws Exception {
-        Server server = new Server(8080);
+        Server server = new Server();
+        ServerConnector http = new ServerConnector(server);
+        http.setPort(8080);
+        // Jetty 9.4 "Configuring Connectors", ServerConnector acceptQueueSize:
+        // "Number of connection requests that can be queued up before the
+        // operating system starts to send rejections". Its default, 0, leaves
+        // the JDK's ServerSocketChannel.bind default backlog of 50: a burst
+        // of 10,000 connects then waits in TCP retransmission to be accepted.
+        // Threads (QueuedThreadPool, max 200) and idleTimeout (30 s) keep
+        // Jetty's defaults: idle connections sit in the NIO selectors, not
+        // on threads.
+        http.setAcceptQueueSize(acceptQueueSize());
+        server.addConnector(http);
         ServletContextHandler ctx = new ServletContextHandler(ServletContextHandler.NO_SESSIONS);
         ctx.setContextPath("/");
         ctx.addServlet(new ServletHolder(new Hello()), ""); // exactly "/"

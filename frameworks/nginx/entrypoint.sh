@@ -1,8 +1,21 @@
 #!/bin/sh
 # Writes the nginx config with worker_processes = FAIRGROUND_CPUS (not `auto`:
-# nginx's auto counts the host's CPUs, not the container's --cpus quota).
+# nginx's auto counts the host's CPUs, not the container's --cpus quota), and
+# sizes each worker's connections from the container's open-file limit.
 set -eu
 n="${FAIRGROUND_CPUS:-1}"
 case "$n" in '' | *[!0-9]* | 0) n=1 ;; esac
-sed "s/@WORKERS@/$n/" /etc/fairground/nginx.conf.in > /tmp/nginx.conf
+# nginx docs, ngx_core_module worker_connections: "the actual number of
+# simultaneous connections cannot exceed the current limit on the maximum
+# number of open files, which can be changed by worker_rlimit_nofile". So:
+# raise the soft limit to the hard one the container was given
+# (worker_rlimit_nofile), and let a worker hold that many connections less
+# a few descriptors for its listen socket and logs. A client connection is
+# one descriptor (no upstreams here).
+nofile=$(ulimit -Hn)
+case "$nofile" in '' | *[!0-9]*) nofile=1048576 ;; esac
+conns=$((nofile - 64))
+[ "$conns" -ge 512 ] || conns=512
+sed -e "s/@WORKERS@/$n/" -e "s/@NOFILE@/$nofile/" -e "s/@CONNECTIONS@/$conns/g" \
+  /etc/fairground/nginx.conf.in > /tmp/nginx.conf
 exec nginx -e stderr -c /tmp/nginx.conf

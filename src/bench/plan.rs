@@ -272,6 +272,7 @@ pub(crate) mod tests {
                 read_only_rootfs: true,
                 env: Default::default(),
                 notes: "test".into(),
+                limits: None,
             },
             dir: std::path::PathBuf::from("frameworks").join(name),
         }

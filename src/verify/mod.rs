@@ -202,6 +202,7 @@ pub async fn verify_url(
         scenarios: Vec::new(),
         facts: report::Facts::default(),
         footprint: None,
+        declared_limits: None,
         passed: false,
     };
     let mut answering = Vec::new();

@@ -127,6 +127,7 @@ pub async fn verify_one<E: Engine>(
         // one `/app` binary, none for interpreted frameworks.
         binary_bytes: image.app_binary_bytes,
     });
+    report.declared_limits = fw.manifest.limits.clone();
     Ok(report)
 }
 

@@ -172,6 +172,11 @@ pub struct VerifyReport {
     /// folder (and image) are known: orchestrated mode only.
     #[serde(default)]
     pub footprint: Option<Footprint>,
+    /// The connection ceiling the framework declares in its framework.yaml
+    /// (`limits:`), shown beside what verify measured: orchestrated mode
+    /// only, None when nothing is declared.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub declared_limits: Option<crate::framework::Limits>,
     /// Whether every required check passed.
     pub passed: bool,
 }
@@ -209,6 +214,7 @@ impl VerifyReport {
                 .collect(),
             facts: Facts::default(),
             footprint: None,
+            declared_limits: None,
             passed: false,
         };
         r.finish();
@@ -342,6 +348,18 @@ pub fn render_table(reports: &[(String, &VerifyReport)]) -> String {
             out.push('\n');
         }
     }
+    for (name, r) in reports {
+        if let Some(l) = &r.declared_limits {
+            let _ = writeln!(
+                out,
+                "{name}: declares at most {} connections ({}); verify measured keep-alive on one \
+                 connection ({} answers), a run measures connections served",
+                crate::units::thousands(f64::from(l.max_connections)),
+                l.why,
+                r.facts.keep_alive_answered
+            );
+        }
+    }
     out.push('\n');
     for (name, r) in reports {
         let _ = writeln!(
@@ -418,6 +436,7 @@ mod tests {
             ],
             facts: Facts::default(),
             footprint: None,
+            declared_limits: None,
             passed: true,
         }
     }
@@ -509,6 +528,26 @@ mod tests {
         );
         assert!(
             table.contains("demo pipelining: warn answered out of order"),
+            "{table}"
+        );
+        assert!(!table.contains("declares at most"), "{table}");
+    }
+
+    #[test]
+    fn table_shows_a_declared_connection_ceiling_beside_what_verify_measured() {
+        let mut r = report();
+        r.facts.keep_alive_answered = 100;
+        r.declared_limits = Some(crate::framework::Limits {
+            max_connections: 1024,
+            why: "one thread per connection".into(),
+        });
+        r.finish();
+        let table = render_table(&[("demo".into(), &r)]);
+        assert!(
+            table.contains(
+                "demo: declares at most 1,024 connections (one thread per connection); verify \
+                 measured keep-alive on one connection (100 answers)"
+            ),
             "{table}"
         );
     }

@@ -16,7 +16,6 @@ use hyper::service::Service;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use serde::{Deserialize, Serialize};
-use tokio::net::TcpListener;
 
 type Resp = Response<Full<Bytes>>;
 type BoxFut = Pin<Box<dyn Future<Output = Result<Resp, Infallible>> + Send>>;
@@ -205,12 +204,34 @@ fn main() {
         .block_on(serve());
 }
 
+/// The listen backlog: the kernel's own cap, net.core.somaxconn (the
+/// profile's server.sysctls), as Go's net package uses; 1024 when it cannot
+/// be read. tokio's `TcpListener::bind` listens with 128 (mio, like the
+/// standard library): a burst of 10,000 connects overflowed it (512 listen
+/// overflows, connections established late, docs/frameworks.md).
+/// `TcpSocket::listen(backlog)` is tokio's documented way to choose one.
+fn listen_backlog() -> u32 {
+    std::fs::read_to_string("/proc/sys/net/core/somaxconn")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(1024)
+}
+
+/// A listener on `addr` as `TcpListener::bind` makes it (SO_REUSEADDR),
+/// with the backlog above. Call from inside the runtime.
+fn listener(addr: std::net::SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+    let socket = tokio::net::TcpSocket::new_v4()?;
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(listen_backlog())
+}
+
 async fn serve() {
     let app = Arc::new(App {
         chains: (0..=10).map(chain).collect(),
     });
     let addr = SocketAddr::from(([0, 0, 0, 0], 8080));
-    let listener = TcpListener::bind(addr).await.expect("bind 0.0.0.0:8080");
+    let listener = listener(addr).expect("bind 0.0.0.0:8080");
     eprintln!("hyper listening on {addr}");
     loop {
         let Ok((stream, _)) = listener.accept().await else {

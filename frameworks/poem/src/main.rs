@@ -3,7 +3,7 @@
 //! `EndpointExt::with` to each `/mw/N` endpoint.
 
 use poem::http::{HeaderName, StatusCode};
-use poem::listener::TcpListener;
+use poem::listener::TcpAcceptor;
 use poem::web::{Json, Path};
 use poem::{
     get, handler, post, Endpoint, EndpointExt, IntoResponse, Middleware, Request, Response, Result,
@@ -134,6 +134,28 @@ fn main() -> std::io::Result<()> {
         .block_on(serve())
 }
 
+/// The listen backlog: the kernel's own cap, net.core.somaxconn (the
+/// profile's server.sysctls), as Go's net package uses; 1024 when it cannot
+/// be read. tokio's `TcpListener::bind` listens with 128 (mio, like the
+/// standard library): a burst of 10,000 connects overflowed it (512 listen
+/// overflows, connections established late, docs/frameworks.md).
+/// `TcpSocket::listen(backlog)` is tokio's documented way to choose one.
+fn listen_backlog() -> u32 {
+    std::fs::read_to_string("/proc/sys/net/core/somaxconn")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(1024)
+}
+
+/// A listener on `addr` as `TcpListener::bind` makes it (SO_REUSEADDR),
+/// with the backlog above. Call from inside the runtime.
+fn listener(addr: std::net::SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+    let socket = tokio::net::TcpSocket::new_v4()?;
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(listen_backlog())
+}
+
 async fn serve() -> std::io::Result<()> {
     let mut app = Route::new()
         .at("/", get(plaintext))
@@ -145,7 +167,6 @@ async fn serve() -> std::io::Result<()> {
         app = app.at(format!("/mw/{n}"), chain(n));
     }
     eprintln!("poem listening on 0.0.0.0:8080");
-    Server::new(TcpListener::bind("0.0.0.0:8080"))
-        .run(app)
-        .await
+    let acceptor = TcpAcceptor::from_tokio(listener(([0, 0, 0, 0], 8080).into())?)?;
+    Server::new_with_acceptor(acceptor).run(app).await
 }
