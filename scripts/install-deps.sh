@@ -21,3 +21,9 @@ if ((${#need[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy rustfmt >/dev/null 2>&1 || true
+# prometheus_client (PyPI): its OpenMetrics parser checks results.prom in
+# tests/ci_outputs.rs. Installed for the python3 the tests will run.
+python3 -c 'import prometheus_client' 2>/dev/null || {
+  echo "installing python package: prometheus_client" >&2
+  python3 -m pip install -q prometheus_client
+}

@@ -103,7 +103,14 @@ fn quick_profile_runs_end_to_end_with_verifiable_evidence() {
         assert_eq!(hash, hex::encode(Sha256::digest(&bytes)), "{path}");
         listed.push(path.to_string());
     }
-    for must in ["results.json", "results.md", "stats.md", "results.csv"] {
+    for must in [
+        "results.json",
+        "results.md",
+        "stats.md",
+        "results.csv",
+        "results.prom",
+        "results.junit.xml",
+    ] {
         assert!(listed.iter().any(|p| p == must), "{must} not in SHA256SUMS");
     }
     assert!(listed.iter().any(|p| p.starts_with("hgrm/")));

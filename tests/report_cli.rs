@@ -27,6 +27,8 @@ fn writes_every_report_with_checksums_from_results_json() {
         "stats.md",
         "report.html",
         "results.csv",
+        "results.prom",
+        "results.junit.xml",
         "SHA256SUMS",
         "hgrm/axum-plaintext-c100.hgrm",
     ] {

@@ -1,7 +1,8 @@
 //! Reports: one exporter per output format, each turning [`Results`] into
 //! bytes (so each is snapshot-tested), and the writer that lays a run
 //! directory out: results.md, stats.md, report.html, results.json,
-//! results.csv, hgrm/, SHA256SUMS, plus the `output/latest` symlink.
+//! results.csv, hgrm/, results.prom, results.junit.xml, SHA256SUMS, plus
+//! the `output/latest` symlink.
 //!
 //! Exporters only render what results.json holds; they measure and judge
 //! nothing, and never touch the disk (only [`write_run`] does).
@@ -11,7 +12,9 @@ pub mod fmt;
 mod hgrm;
 pub mod html;
 mod json;
+mod junit;
 mod markdown;
+mod openmetrics;
 mod stats_md;
 mod view;
 
@@ -27,7 +30,9 @@ pub use self::csv::CsvExporter;
 pub use self::hgrm::{hgrm_text, HgrmExporter};
 pub use self::html::{HtmlReport, REPORT_HTML};
 pub use self::json::JsonExporter;
+pub use self::junit::{junit_xml, JunitExporter, JUNIT_FILE};
 pub use self::markdown::ResultsMarkdown;
+pub use self::openmetrics::{openmetrics_text, OpenMetricsExporter, PROM_FILE};
 pub use self::stats_md::StatsMarkdown;
 
 /// Name of the checksum file in a run directory (`sha256sum -c` format).
@@ -57,6 +62,8 @@ pub fn exporters() -> Vec<Box<dyn Exporter>> {
         Box::new(CsvExporter),
         Box::new(HgrmExporter),
         Box::new(HtmlReport),
+        Box::new(OpenMetricsExporter),
+        Box::new(JunitExporter),
     ]
 }
 
@@ -204,6 +211,8 @@ mod tests {
             "report.html",
             "results.json",
             "results.csv",
+            PROM_FILE,
+            JUNIT_FILE,
             SUMS_FILE,
         ] {
             assert!(

@@ -1,0 +1,239 @@
+//! results.junit.xml: the run as JUnit test results, so a CI's test view
+//! (GitLab, GitHub, Jenkins) shows each cell: one test suite per scenario,
+//! one test case per cell. A rejected cell is a failure with its reasons;
+//! a flagged one passes with each flag as a property (and in its
+//! system-out); a combination that was not run is skipped with why.
+//!
+//! Renders only what results.json holds; measures and judges nothing.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use quick_xml::events::{BytesDecl, BytesEnd, BytesStart, BytesText, Event};
+use quick_xml::Writer;
+
+use super::{Exporter, Rendered};
+use crate::results::{Cell, Results, Status};
+
+/// File name inside the run directory.
+pub const JUNIT_FILE: &str = "results.junit.xml";
+
+/// The JUnit exporter.
+pub struct JunitExporter;
+
+/// A cell's test-case name: what names the cell besides its scenario.
+fn case_name(c: &Cell) -> String {
+    let mut s = format!("{} c={}", c.key.framework, c.key.concurrency);
+    if let Some(r) = c.key.rate {
+        s.push_str(&format!(" rate={r}/s"));
+    }
+    s
+}
+
+/// Seconds the cell's rounds measured (their windows), for `time`.
+fn seconds(c: &Cell) -> f64 {
+    c.rounds.iter().map(|r| r.duration_s).sum()
+}
+
+/// The suite a skipped combination belongs to.
+fn skipped_scenario(s: &crate::results::Skipped) -> String {
+    s.scenario
+        .map_or_else(|| "every scenario".to_string(), |x| x.to_string())
+}
+
+type W = Writer<Vec<u8>>;
+
+fn start(w: &mut W, name: &str, attrs: &[(&str, &str)]) -> std::io::Result<()> {
+    let mut e = BytesStart::new(name);
+    for (k, v) in attrs {
+        e.push_attribute((*k, *v));
+    }
+    w.write_event(Event::Start(e))
+}
+
+fn empty(w: &mut W, name: &str, attrs: &[(&str, &str)]) -> std::io::Result<()> {
+    let mut e = BytesStart::new(name);
+    for (k, v) in attrs {
+        e.push_attribute((*k, *v));
+    }
+    w.write_event(Event::Empty(e))
+}
+
+fn end(w: &mut W, name: &str) -> std::io::Result<()> {
+    w.write_event(Event::End(BytesEnd::new(name)))
+}
+
+fn text_element(w: &mut W, name: &str, attrs: &[(&str, &str)], text: &str) -> std::io::Result<()> {
+    start(w, name, attrs)?;
+    w.write_event(Event::Text(BytesText::new(text)))?;
+    end(w, name)
+}
+
+/// The bytes of results.junit.xml.
+pub fn junit_xml(results: &Results) -> anyhow::Result<Vec<u8>> {
+    let mut w = Writer::new_with_indent(Vec::new(), b' ', 2);
+    write(&mut w, results).context("writing results.junit.xml")?;
+    let mut bytes = w.into_inner();
+    bytes.push(b'\n');
+    Ok(bytes)
+}
+
+fn write(w: &mut W, results: &Results) -> std::io::Result<()> {
+    w.write_event(Event::Decl(BytesDecl::new("1.0", Some("UTF-8"), None)))?;
+    let mut scenarios: Vec<String> = Vec::new();
+    for c in &results.cells {
+        let s = c.key.scenario.to_string();
+        if !scenarios.contains(&s) {
+            scenarios.push(s);
+        }
+    }
+    for s in &results.skipped {
+        let name = skipped_scenario(s);
+        if !scenarios.contains(&name) {
+            scenarios.push(name);
+        }
+    }
+    let failures = results
+        .cells
+        .iter()
+        .filter(|c| c.verdict.status == Status::Rejected)
+        .count();
+    let tests = results.cells.len() + results.skipped.len();
+    let suites_name = format!("fairground {} ({})", results.profile_name, results.run_id);
+    let (tests_s, failures_s) = (tests.to_string(), failures.to_string());
+    start(
+        w,
+        "testsuites",
+        &[
+            ("name", &suites_name),
+            ("tests", &tests_s),
+            ("failures", &failures_s),
+        ],
+    )?;
+    for scenario in &scenarios {
+        let cells: Vec<&Cell> = results
+            .cells
+            .iter()
+            .filter(|c| &c.key.scenario.to_string() == scenario)
+            .collect();
+        let skipped: Vec<_> = results
+            .skipped
+            .iter()
+            .filter(|s| &skipped_scenario(s) == scenario)
+            .collect();
+        let fails = cells
+            .iter()
+            .filter(|c| c.verdict.status == Status::Rejected)
+            .count();
+        let time: f64 = cells.iter().map(|c| seconds(c)).sum();
+        let (n, f, k, t) = (
+            (cells.len() + skipped.len()).to_string(),
+            fails.to_string(),
+            skipped.len().to_string(),
+            format!("{time:.3}"),
+        );
+        start(
+            w,
+            "testsuite",
+            &[
+                ("name", scenario),
+                ("tests", &n),
+                ("failures", &f),
+                ("errors", "0"),
+                ("skipped", &k),
+                ("time", &t),
+            ],
+        )?;
+        let class = format!("fairground.{scenario}");
+        for c in cells {
+            let (name, time) = (case_name(c), format!("{:.3}", seconds(c)));
+            start(
+                w,
+                "testcase",
+                &[("classname", &class), ("name", &name), ("time", &time)],
+            )?;
+            let flags: Vec<String> = c.verdict.reasons.iter().map(|r| r.to_string()).collect();
+            match c.verdict.status {
+                Status::Rejected => {
+                    let label = c.verdict.reasons.first().map_or("rejected", |r| r.label());
+                    text_element(
+                        w,
+                        "failure",
+                        &[("message", label), ("type", "rejected")],
+                        &flags.join("\n"),
+                    )?;
+                }
+                Status::Flagged => {
+                    start(w, "properties", &[])?;
+                    for (r, text) in c.verdict.reasons.iter().zip(&flags) {
+                        empty(w, "property", &[("name", r.label()), ("value", text)])?;
+                    }
+                    end(w, "properties")?;
+                    text_element(
+                        w,
+                        "system-out",
+                        &[],
+                        &format!("flagged: {}", flags.join("; ")),
+                    )?;
+                }
+                Status::Accepted => {}
+            }
+            end(w, "testcase")?;
+        }
+        for s in skipped {
+            let name = format!("{} (all levels)", s.framework);
+            start(
+                w,
+                "testcase",
+                &[("classname", &class), ("name", &name), ("time", "0")],
+            )?;
+            empty(w, "skipped", &[("message", &s.reason)])?;
+            end(w, "testcase")?;
+        }
+        end(w, "testsuite")?;
+    }
+    end(w, "testsuites")
+}
+
+impl Exporter for JunitExporter {
+    fn render(&self, results: &Results) -> anyhow::Result<Vec<Rendered>> {
+        Ok(vec![Rendered {
+            path: PathBuf::from(JUNIT_FILE),
+            bytes: junit_xml(results)?,
+        }])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::{Reason, Verdict};
+
+    #[test]
+    fn a_rejected_cell_fails_with_its_reason_and_a_flagged_one_carries_its_flags() {
+        let mut r = crate::results::testdata::sample_results();
+        r.cells[0].verdict = Verdict::from_reasons(vec![Reason::OomKilled { kills: 1 }]);
+        r.cells[1].verdict = Verdict::from_reasons(vec![Reason::EnvironmentNotAccepted]);
+        let xml = String::from_utf8(junit_xml(&r).unwrap()).unwrap();
+        assert!(
+            xml.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>"),
+            "{xml}"
+        );
+        assert!(
+            xml.contains("<failure message=\"OOM killed\" type=\"rejected\">the server was killed"),
+            "{xml}"
+        );
+        assert!(xml.contains("<property name=\"env not accepted\""), "{xml}");
+        let rejected = r
+            .cells
+            .iter()
+            .filter(|c| c.verdict.status == Status::Rejected)
+            .count();
+        let failures = format!("failures=\"{rejected}\"");
+        assert!(xml.contains(&failures), "{xml}");
+        assert_eq!(
+            xml.matches("<testcase ").count(),
+            r.cells.len() + r.skipped.len()
+        );
+    }
+}
