@@ -20,6 +20,10 @@
 //! - `closer`: `Connection: close` on every answer once verification is
 //!   past → flagged for reconnects, with the count.
 //!
+//! A run with a CPU hog spinning beside it (`hogged`, 20 ms answers) must
+//! be flagged host-busy with about the hog's core as foreign work, and the
+//! same light server on CI's quiet host (`steady`) must not be.
+//!
 //! A second run at a fixed rate of 400 req/s holds two more:
 //! - `slow`: 80 ms per answer at 8 connections, a capacity of 100 req/s
 //!   (4x under the rate) → achieved within 2% of 100, every due request
@@ -417,4 +421,72 @@ fn fixed_rate_under_capacity_reads_the_servers_delay() {
         "p50 {p50} µs, expected within 5% of 10 ms: {}",
         why(c)
     );
+}
+
+/// Host-busy means other work, and only that: a CPU hog started beside a
+/// run is foreign and flags the cell with about the core it burnt, while
+/// the same light server measured on a quiet host (CI) is not flagged.
+#[test]
+fn a_cpu_hog_beside_the_run_is_foreign_work_and_flags_host_busy() {
+    if !docker_or_skip("known_answers") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap().keep();
+    plainfw_variant(&tmp, "hogged", &[("PLAINFW_DELAY_MS", "20")]);
+    let profile = format!(
+        "description: \"known answers: a CPU hog beside the run\"\n\
+         frameworks: [hogged]\nscenarios: [plaintext]\nconcurrency: [{CONNECTIONS}]\n\
+         warmup: 1s\nduration: 3s\nrounds: 1\n\
+         load: {{threads: 1, timeout: 2s}}\n\
+         server: {{cpus: 1, memory: 256MiB, nofile: 16384}}\n\
+         loader: {{cpus: 1, memory: 256MiB, nofile: 16384}}\n\
+         idle_settle: 1s\nreadiness_timeout: 30s\nthresholds: {{preflight: warn}}\n"
+    );
+    // One thread spinning for the whole run (bounded: it stops with the run).
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let hog = {
+        let stop = std::sync::Arc::clone(&stop);
+        std::thread::spawn(move || {
+            let started = std::time::Instant::now();
+            let mut x = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed)
+                && started.elapsed() < std::time::Duration::from_secs(300)
+            {
+                x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+            }
+        })
+    };
+    let (r, stderr) = run_profile_in(&tmp, &profile);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    hog.join().unwrap();
+    let _ = std::fs::remove_dir_all(&tmp);
+    let c = cell(&r, "hogged", &stderr);
+    let host = c.rounds[0].host.clone().expect("host figures were read");
+    eprintln!("known answer hogged: {host:?}");
+    assert!(
+        c.verdict
+            .reasons
+            .iter()
+            .any(|x| matches!(x, Reason::HostBusy { .. })),
+        "{}",
+        why(c)
+    );
+    // The hog burnt about one core of the two (less what the scheduler
+    // gave the server and the loader when they needed it).
+    assert!((0.6..=1.3).contains(&host.foreign_cores), "{host:?}");
+    // The same server with nothing beside it: on CI's quiet machine the
+    // figure is our own and the cell is not host-busy.
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        let Some((r, stderr)) = run() else { return };
+        let quiet = cell(r, "steady", stderr);
+        assert!(
+            !quiet
+                .verdict
+                .reasons
+                .iter()
+                .any(|x| matches!(x, Reason::HostBusy { .. })),
+            "{}",
+            why(quiet)
+        );
+    }
 }
