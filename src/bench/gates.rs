@@ -46,6 +46,16 @@ pub fn finish_cell(
     })
 }
 
+/// The round where `count` is largest, with it; `None` when it is 0 in
+/// every round (the flag names the worst round, and only when there is one).
+fn worst(rounds: &[Round], count: impl Fn(&Round) -> u64) -> Option<(&Round, u64)> {
+    rounds
+        .iter()
+        .map(|r| (r, count(r)))
+        .filter(|&(_, n)| n > 0)
+        .max_by_key(|&(_, n)| n)
+}
+
 /// Every reason that applies to these rounds, as a verdict.
 pub fn judge(rounds: &[Round], summary: Option<&CellSummary>, ctx: &GateContext<'_>) -> Verdict {
     let t = ctx.thresholds;
@@ -93,24 +103,16 @@ pub fn judge(rounds: &[Round], summary: Option<&CellSummary>, ctx: &GateContext<
             in_flight: r.requests.in_flight_at_end,
         });
     }
-    if let Some(r) = rounds
-        .iter()
-        .filter(|r| r.requests.in_flight_at_end > 0)
-        .max_by_key(|r| r.requests.in_flight_at_end)
-    {
+    if let Some((r, in_flight)) = worst(rounds, |r| r.requests.in_flight_at_end) {
         reasons.push(Reason::InFlightAtEnd {
             round: r.index,
-            in_flight: r.requests.in_flight_at_end,
+            in_flight,
         });
     }
-    if let Some(r) = rounds
-        .iter()
-        .filter(|r| r.requests.unsent > 0)
-        .max_by_key(|r| r.requests.unsent)
-    {
+    if let Some((r, unsent)) = worst(rounds, |r| r.requests.unsent) {
         reasons.push(Reason::Unsent {
             round: r.index,
-            unsent: r.requests.unsent,
+            unsent,
             due: r.requests.due(),
         });
     }
@@ -126,14 +128,10 @@ pub fn judge(rounds: &[Round], summary: Option<&CellSummary>, ctx: &GateContext<
     }
     // Every load is keep-alive: a connection reopened inside the window
     // means the server closed it (or a timeout did).
-    if let Some(r) = rounds
-        .iter()
-        .filter(|r| r.connections.reconnects > 0)
-        .max_by_key(|r| r.connections.reconnects)
-    {
+    if let Some((r, reconnects)) = worst(rounds, |r| r.connections.reconnects) {
         reasons.push(Reason::Reconnects {
             round: r.index,
-            reconnects: r.connections.reconnects,
+            reconnects,
             connections: r.connections.requested,
         });
     }

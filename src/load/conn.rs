@@ -595,7 +595,8 @@ impl Worker {
         LiveCounters::bump(&self.live.latency_us, latency_us);
         LiveCounters::bump(&self.live.answers, 1);
         let mut s = self.stats.borrow_mut();
-        if let Some(start) = self.in_window(done) {
+        let in_window = self.in_window(done);
+        if let Some(start) = in_window {
             s.responses.add_status(status);
             s.served[slot] = true;
             if ok {
@@ -609,10 +610,14 @@ impl Worker {
             self.outstanding.set(self.outstanding.get() - 1);
             s.requests.answered.add_status(status);
             s.response_bytes += wire_bytes;
-            let i = (done.saturating_sub(self.shared.window().0) / 1_000_000_000) as usize;
-            if let Some(sum) = s.windows_latency_ns.get_mut(i) {
-                *sum += done - f.sched;
-                s.windows_latency_n[i] += 1;
+            // By the second of the window the answer completed in (the
+            // window's start read once above, not again).
+            if let Some(start) = in_window {
+                let i = ((done - start) / 1_000_000_000) as usize;
+                if let Some(sum) = s.windows_latency_ns.get_mut(i) {
+                    *sum += latency_ns;
+                    s.windows_latency_n[i] += 1;
+                }
             }
             // Nanoseconds, at least 1: the histogram's lowest value.
             s.hist.saturating_record(latency_ns);
