@@ -17,7 +17,7 @@ use chrono::Utc;
 use tokio::sync::Notify;
 
 use super::gates::{finish_cell, GateContext};
-use super::lab::{Lab, Measurement};
+use super::lab::{Lab, Measured};
 use super::plan::{FrameworkPlan, Plan, Step};
 use super::spec::RunSpec;
 use super::store::Store;
@@ -512,7 +512,7 @@ impl<L: Lab> Runner<'_, L> {
         &mut self,
         name: &str,
         step: &Step,
-        m: Measurement,
+        m: Measured,
         slot: &mut Option<Running<L::Server>>,
     ) -> anyhow::Result<()> {
         let mut round = m.into_round(step.round)?;
@@ -560,7 +560,7 @@ async fn measure_round<L: Lab>(
     spec: &RunSpec,
     step: &Step,
     running: &Running<L::Server>,
-) -> anyhow::Result<Measurement> {
+) -> anyhow::Result<Measured> {
     let loader = spec.loader(&step.key, step.round, &running.url);
     lab.measure(&running.server, &loader).await
 }

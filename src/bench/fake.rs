@@ -6,23 +6,25 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use chrono::{TimeZone, Utc};
 use hdrhistogram::Histogram;
 
 use super::execute::Cancel;
-use super::lab::{Lab, Measurement, Started};
+use super::lab::{Lab, Measured, Started};
 use crate::contract::Scenario;
 use crate::docker::container::{LoaderSpec, ServerSpec};
-use crate::results::histogram;
+use crate::load::report::{
+    LatencySummary, LoaderUsage, Mode, RunSettings, WarmupReport, Window, WireBytes,
+};
+use crate::load::LoadReport;
 use crate::results::{
-    AnswerChecks, AppliedLimits, Connections, ErrorCounts, Exclusion, HostUse, PhaseTimes,
-    RequestAccounting, StatusCounts, VerifyOutcome, WindowTimes,
+    AnswerChecks, AppliedLimits, Connections, ErrorCounts, Exclusion, HostUse, LabFigures,
+    PhaseTimes, RequestAccounting, ServerSamples, StatusCounts, VerifyOutcome, WindowTimes,
 };
 
 /// Clean figures for one 10 s round at `concurrency` doing `rps` req/s:
 /// every request sent in the window answered, latency whose mean obeys
 /// Little's law (concurrency / rps).
-pub(crate) fn measurement(concurrency: u32, rps: f64) -> Measurement {
+pub(crate) fn measurement(concurrency: u32, rps: f64) -> Measured {
     let ok = (rps * 10.0).round() as u64;
     // 90% at x and 10% at 3x: a mean of 1.2x = concurrency / rps.
     let x = ((f64::from(concurrency) / rps.max(1.0)) * 1e9 / 1.2).max(1.0) as u64;
@@ -34,20 +36,39 @@ pub(crate) fn measurement(concurrency: u32, rps: f64) -> Measurement {
         status_2xx: ok,
         ..StatusCounts::default()
     };
-    Measurement {
-        started_at: Utc.with_ymd_and_hms(2026, 11, 30, 0, 0, 0).unwrap(),
-        window: WindowTimes {
-            connects_mono_ns: 1_000_000_000,
-            start_mono_ns: 3_000_000_000,
-            end_mono_ns: 13_000_000_000,
-            start_unix_ns: 1_796_000_000_000_000_000,
-            end_unix_ns: 1_796_000_010_000_000_000,
+    let window = WindowTimes {
+        connects_mono_ns: 1_000_000_000,
+        start_mono_ns: 3_000_000_000,
+        end_mono_ns: 13_000_000_000,
+        start_unix_ns: 1_796_000_000_000_000_000,
+        end_unix_ns: 1_796_000_010_000_000_000,
+    };
+    let load = LoadReport {
+        schema_version: crate::load::SCHEMA_VERSION,
+        settings: RunSettings {
+            url: "http://10.0.0.1:8080".into(),
+            scenario: Some("plaintext".into()),
+            method: "GET".into(),
+            mode: Mode::Closed,
+            threads: 1,
+            pipeline: 1,
+            warmup_s: 2.0,
+            duration_s: 10.0,
+            timeout_ms: 2_000,
+            connect_timeout_ms: 3_000,
+            rate_rps: None,
+            max_requests: None,
+            until_stable: None,
         },
-        warmup_s: 2.0,
-        warmup_stable: None,
-        warmup_windows_ok: vec![ok / 10; 2],
-        duration_s: 10.0,
+        window,
+        measured_s: 10.0,
+        warmup: WarmupReport {
+            seconds: 2.0,
+            stable: None,
+            windows_ok: vec![ok / 10; 2],
+        },
         responses: answered,
+        throughput_rps: ok as f64 / 10.0,
         requests: RequestAccounting {
             sent: ok,
             answered,
@@ -55,34 +76,53 @@ pub(crate) fn measurement(concurrency: u32, rps: f64) -> Measurement {
             ..RequestAccounting::default()
         },
         errors: ErrorCounts::default(),
+        errors_whole_run: ErrorCounts::default(),
         drain_s: 0.01,
-        histogram: histogram::encode(&h).unwrap(),
         connections: Connections::all_served(c),
-        timeout_us: 2_000_000,
-        wire_bytes_per_response: Some(120.0),
+        bytes: WireBytes {
+            read: ok * 120,
+            written: ok * 40,
+            mean_response_bytes: 120.0,
+        },
+        latency: LatencySummary::of(&h),
+        uncorrected_latency: None,
         rate: None,
         answers: AnswerChecks {
             checked: ok / 1000,
             wrong: 0,
             example: None,
         },
-        windows_ok: vec![ok / 10; 10],
-        windows_latency_mean_us: vec![None; 10],
-        loader_cpus: 1.0,
-        loader_threads: 1,
-        loader_cpu_us: 6_000_000,
-        loader_throttled_fraction: None,
-        server_cpu_us: Some(ok * 20),
-        server_cpu_unknown: None,
+        loader: LoaderUsage {
+            user_cpu_us: 5_000_000,
+            sys_cpu_us: 1_000_000,
+            ..LoaderUsage::default()
+        },
+        windows: (0..10)
+            .map(|t_s| Window {
+                t_s,
+                ok: ok / 10,
+                errors: 0,
+                latency_mean_us: None,
+            })
+            .collect(),
+        warnings: Vec::new(),
+    };
+    let lab = LabFigures {
         window_clock: crate::bench::docker_lab::WINDOW_CLOCK_MONOTONIC.to_string(),
-        sampler_stopped_by: None,
-        memory_before_bytes: Some(1 << 20),
-        memory_samples_bytes: vec![2 << 20; 10],
-        memory_window_peak_bytes: Some(3 << 20),
-        memory_peak_source: "high-water mark".into(),
-        memory_lifetime_peak_bytes: Some(4 << 20),
-        oom_kills: 0,
-        restarts: 0,
+        loader_usable_cpus: 1.0,
+        loader_threads: 1,
+        server: ServerSamples {
+            cpu_time_us: Some(ok * 20),
+            cpu_unknown: None,
+            sampler_stopped_by: None,
+            memory_before_bytes: Some(1 << 20),
+            memory_samples_bytes: vec![2 << 20; 10],
+            memory_window_peak_bytes: Some(3 << 20),
+            memory_peak_source: "high-water mark".into(),
+            memory_lifetime_peak_bytes: Some(4 << 20),
+            oom_kills: Some(0),
+            restarts: 0,
+        },
         host: Some(HostUse {
             cpus: 4,
             load_1m_before: 0.2,
@@ -92,6 +132,11 @@ pub(crate) fn measurement(concurrency: u32, rps: f64) -> Measurement {
             softirq_cores: 0.1,
             steal_cores: 0.0,
         }),
+        loaders: Vec::new(),
+    };
+    Measured {
+        load,
+        lab,
         phases: PhaseTimes {
             loader_start_s: 0.25,
             connect_s: 0.01,
@@ -102,7 +147,6 @@ pub(crate) fn measurement(concurrency: u32, rps: f64) -> Measurement {
             sampling_s: 0.05,
             ..PhaseTimes::default()
         },
-        loaders: Vec::new(),
     }
 }
 
@@ -271,7 +315,7 @@ impl Lab for FakeLab {
         })
     }
 
-    async fn measure(&mut self, s: &FakeServer, l: &LoaderSpec) -> anyhow::Result<Measurement> {
+    async fn measure(&mut self, s: &FakeServer, l: &LoaderSpec) -> anyhow::Result<Measured> {
         let framework = s.framework.clone();
         let scenario = l.args.scenario.unwrap_or(Scenario::Plaintext);
         let concurrency = l.args.connections as u32;
@@ -298,12 +342,13 @@ impl Lab for FakeLab {
             anyhow::bail!("loader container exited with code 1: connection refused");
         }
         let mut m = measurement(concurrency, script.rps);
-        m.loader_cpu_us = (script.loader_fraction * 10.0 * 1e6) as u64;
+        m.load.loader.user_cpu_us = (script.loader_fraction * 10.0 * 1e6) as u64;
+        m.load.loader.sys_cpu_us = 0;
         let served = (f64::from(concurrency) * script.established_fraction).round() as u64;
-        m.connections.established = served;
-        m.connections.serving = served;
+        m.load.connections.established = served;
+        m.load.connections.serving = served;
         if script.oom_at == at {
-            m.oom_kills = 1;
+            m.lab.server.oom_kills = Some(1);
             self.dead.insert(s.id);
         }
         Ok(m)

@@ -85,7 +85,7 @@ pub fn judge(rounds: &[Round], summary: Option<&CellSummary>, ctx: &GateContext<
         });
     }
 
-    let oom: u64 = rounds.iter().map(|r| r.server.oom_kills).sum();
+    let oom: u64 = rounds.iter().filter_map(|r| r.server.oom_kills).sum();
     if oom > 0 {
         reasons.push(Reason::OomKilled { kills: oom });
     }
@@ -449,7 +449,7 @@ mod tests {
     #[test]
     fn rejects_oom_and_crash() {
         let mut rounds = steady();
-        rounds[2].server.oom_kills = 1;
+        rounds[2].server.oom_kills = Some(1);
         rounds[2].server.restarts = 1;
         let cell = judge_rounds(rounds, &Thresholds::default());
         assert_eq!(cell.verdict.status, Status::Rejected);

@@ -140,7 +140,7 @@ fn row(results: &Results, cell: &Cell, round: Option<&Round>) -> Vec<String> {
             opt(x.server.memory_window_peak_bytes),
             x.server.memory_peak_source.clone(),
             opt(x.server.memory_lifetime_peak_bytes),
-            x.server.oom_kills.to_string(),
+            opt(x.server.oom_kills),
             x.server.restarts.to_string(),
             opt(x.host.as_ref().map(|h| h.foreign_cores)),
         ]),

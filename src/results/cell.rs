@@ -143,8 +143,10 @@ pub struct ServerUse {
     pub memory_lifetime_peak_bytes: Option<u64>,
     /// Every memory sample (250 ms apart) inside the window, bytes.
     pub memory_samples_bytes: Vec<u64>,
-    /// OOM kills during the round (cgroup memory.events oom_kill delta).
-    pub oom_kills: u64,
+    /// OOM kills during the round (cgroup memory.events oom_kill delta, at
+    /// least 1 when Docker reports the container OOM-killed); `null` when
+    /// the cgroup's counter could not be read and Docker saw no kill.
+    pub oom_kills: Option<u64>,
     /// Unexpected container exits or restarts during the round.
     pub restarts: u64,
 }

@@ -14,6 +14,7 @@ mod cell;
 mod environment;
 mod framework;
 pub mod histogram;
+mod round;
 mod timing;
 mod topology;
 pub mod verdict;
@@ -31,6 +32,7 @@ pub use cell::{
 pub use environment::{CheckStatus, EnvCheck, Environment};
 pub use framework::{FrameworkFacts, VerifyOutcome};
 pub use histogram::Latency;
+pub use round::{LabFigures, ServerSamples};
 pub use timing::{PhaseTimes, RunTiming};
 pub use topology::{CarriedImage, DaemonClock, HostCheck, HostPreflight, Topology};
 pub use verdict::{Exclusion, GatesOff, Preflight, Reason, Status, Thresholds, Verdict};

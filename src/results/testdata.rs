@@ -93,7 +93,7 @@ pub(crate) fn round(index: u32, concurrency: u32, rps: f64) -> Round {
             memory_peak_source: "high-water mark".into(),
             memory_lifetime_peak_bytes: Some((6 << 20) + c * 4096),
             memory_samples_bytes: vec![3 << 20, (3 << 20) + c * 4096],
-            oom_kills: 0,
+            oom_kills: Some(0),
             restarts: 0,
         },
         host: Some(HostUse {
@@ -220,7 +220,7 @@ pub(crate) fn sample_results() -> Results {
                 r.throughput_rps = r.responses.status_2xx as f64 / r.duration_s;
             }
             ("express", Json, 10_000) => {
-                rounds[1].server.oom_kills = 1;
+                rounds[1].server.oom_kills = Some(1);
             }
             ("fastapi", Json, _) => {
                 rounds.clear();

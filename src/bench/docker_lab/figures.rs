@@ -2,16 +2,12 @@
 //! loader's report and the server's samples, where its wall time went, and
 //! what verification found in the results' terms.
 
-use chrono::Utc;
-
 use crate::contract::Scenario;
 use crate::docker::container::LoaderSpec;
 use crate::load::LoadReport;
 use crate::probe::Series;
-use crate::results::{Exclusion, PhaseTimes, RateFigures, VerifyOutcome};
+use crate::results::{Exclusion, LabFigures, PhaseTimes, ServerSamples, VerifyOutcome};
 use crate::verify;
-
-use super::Measurement;
 
 /// What verify found, in the results' terms.
 pub fn outcome(report: &verify::VerifyReport, scenarios: &[Scenario]) -> VerifyOutcome {
@@ -90,17 +86,19 @@ pub const PEAK_FROM_MARK: &str = "high-water mark";
 /// The window's memory peak is its largest sample.
 pub const PEAK_FROM_SAMPLES: &str = "samples";
 
-/// One round's raw figures from the loader's report and the server's
-/// samples: CPU interpolated at the loader's window instants, memory from
-/// the samples inside the window (and before the loader connected), the
-/// window's peak from the high-water mark `window_peak` when there is one.
-pub fn measurement(
+/// What the lab read around one loader run, from the server's samples:
+/// CPU interpolated at the loader's window instants (`load.window`, on the
+/// samples' clock), memory from the samples inside the window (and before
+/// the loader connected), the window's peak from the high-water mark
+/// `window_peak` when there is one. The rest (lifetime peak, OOM kills,
+/// restarts, host) the lab fills in once the loader is done.
+pub fn lab_figures(
     load: &LoadReport,
     series: &Series,
     window_peak: Option<u64>,
     loader: &LoaderSpec,
     several_loaders: bool,
-) -> Measurement {
+) -> LabFigures {
     let w = load.window;
     let in_window = series.mem_between(w.start_mono_ns, w.end_mono_ns);
     let before: Vec<f64> = series
@@ -110,11 +108,11 @@ pub fn measurement(
         .map(|s| s.mem_bytes as f64)
         .collect();
     let max_sample = in_window.iter().copied().max();
-    let (peak, source) = match window_peak {
-        Some(p) => (Some(p.max(max_sample.unwrap_or(0))), PEAK_FROM_MARK),
-        None => (max_sample, PEAK_FROM_SAMPLES),
+    let (peak, source) = match (window_peak, max_sample) {
+        (Some(p), Some(m)) => (Some(p.max(m)), PEAK_FROM_MARK),
+        (Some(p), None) => (Some(p), PEAK_FROM_MARK),
+        (None, m) => (m, PEAK_FROM_SAMPLES),
     };
-    let started_at = chrono::DateTime::<Utc>::from_timestamp_nanos(w.start_unix_ns as i64);
     // Several loaders: the window is the union of theirs (earliest start
     // to latest end) but the 2xx are counted over each loader's own
     // window, whose mean length is `measured_s`. The server's CPU is read
@@ -130,47 +128,30 @@ pub fn measurement(
                 c
             }
         });
-    Measurement {
-        started_at,
-        window: w,
-        warmup_s: load.warmup.seconds,
-        warmup_stable: load.warmup.stable,
-        warmup_windows_ok: load.warmup.windows_ok.clone(),
-        duration_s: load.measured_s,
-        responses: load.responses,
-        requests: load.requests,
-        errors: load.errors,
-        drain_s: load.drain_s,
-        histogram: load.latency.histogram.clone(),
-        connections: load.connections,
-        timeout_us: load.settings.timeout_ms * 1000,
-        wire_bytes_per_response: (load.bytes.mean_response_bytes > 0.0)
-            .then_some(load.bytes.mean_response_bytes),
-        rate: load.rate.map(|x| RateFigures {
-            target_rps: x.target_rps,
-            achieved_rps: x.achieved_rps,
-            max_lag_us: x.max_schedule_lag_us,
-        }),
-        answers: load.answers.clone(),
-        windows_ok: load.windows.iter().map(|w| w.ok).collect(),
-        windows_latency_mean_us: load.windows.iter().map(|w| w.latency_mean_us).collect(),
-        loader_cpus: loader.resources.usable_cpus(load.settings.threads),
-        loader_threads: load.settings.threads as u32,
-        loader_cpu_us: load.loader.user_cpu_us + load.loader.sys_cpu_us,
-        loader_throttled_fraction: load.loader.throttling.map(|t| t.fraction()),
-        server_cpu_us: cpu,
-        server_cpu_unknown: cpu.is_none().then(|| cpu_unknown_reason(series, w)),
-        sampler_stopped_by: series.stopped_by.clone(),
-        memory_before_bytes: crate::stats::median(&before).map(|m| m.round() as u64),
-        memory_samples_bytes: in_window,
-        memory_window_peak_bytes: peak,
-        memory_peak_source: source.to_string(),
+    // Several loaders: each runs the spec's threads; the merged report
+    // counts all of them.
+    let threads = if several_loaders {
+        loader.args.threads.unwrap_or(1)
+    } else {
+        load.settings.threads
+    };
+    LabFigures {
         window_clock: WINDOW_CLOCK_MONOTONIC.to_string(),
-        memory_lifetime_peak_bytes: None,
-        oom_kills: 0,
-        restarts: 0,
+        loader_usable_cpus: loader.resources.usable_cpus(threads),
+        loader_threads: threads as u32,
+        server: ServerSamples {
+            cpu_time_us: cpu,
+            cpu_unknown: cpu.is_none().then(|| cpu_unknown_reason(series, w)),
+            sampler_stopped_by: series.stopped_by.clone(),
+            memory_before_bytes: crate::stats::median(&before).map(|m| m.round() as u64),
+            memory_samples_bytes: in_window,
+            memory_window_peak_bytes: peak,
+            memory_peak_source: source.to_string(),
+            memory_lifetime_peak_bytes: None,
+            oom_kills: None,
+            restarts: 0,
+        },
         host: None,
-        phases: PhaseTimes::default(),
         loaders: Vec::new(),
     }
 }

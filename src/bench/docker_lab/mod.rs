@@ -7,7 +7,7 @@
 //! no profile. Generic over [`Engine`], so the glue is tested with the
 //! engine's fake and runs on the real daemon unchanged. This module
 //! translates between the engine, the loader's JSON and the pipeline's
-//! [`Measurement`]; it judges nothing and never removes objects of other runs.
+//! [`Measured`]; it judges nothing and never removes objects of other runs.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -15,7 +15,7 @@ use std::time::Duration;
 use anyhow::Context;
 
 use super::host::HostProbe;
-use super::lab::{Lab, Measurement, Started};
+use super::lab::{Lab, Measured, Started};
 use crate::contract::Scenario;
 use crate::docker::cleanup::CleanupReport;
 use crate::docker::container::{ContainerSpec, LoaderSpec, ServerSpec, HOST_NETWORK};
@@ -444,7 +444,7 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
         &mut self,
         server: &DockerServer,
         loader: &LoaderSpec,
-    ) -> anyhow::Result<Measurement> {
+    ) -> anyhow::Result<Measured> {
         // The server's cgroup is sampled from before the loader starts to
         // after it exits, so samples bracket the loader's window, whose
         // instants its report gives: CPU is interpolated at exactly those,
@@ -537,16 +537,13 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
             WINDOW_CLOCK_WALL
         };
         load.window = window;
-        let mut m = measurement(&load, &series, window_peak, loader, !shares.is_empty());
-        m.window_clock = clock.to_string();
-        if !shares.is_empty() {
-            m.loader_threads = loader.args.threads.unwrap_or(1) as u32;
-            m.loaders = shares;
-        }
+        let mut lab = lab_figures(&load, &series, window_peak, loader, !shares.is_empty());
+        lab.window_clock = clock.to_string();
+        lab.loaders = shares;
         if let Some(p) = before_reset {
             self.lifetime_peak(&id, p);
         }
-        if let Some(p) = m.memory_window_peak_bytes {
+        if let Some(p) = lab.server.memory_window_peak_bytes {
             self.lifetime_peak(&id, p);
         }
         for s in &series.samples {
@@ -554,20 +551,30 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
                 self.lifetime_peak(&id, p);
             }
         }
-        m.memory_lifetime_peak_bytes = self.peaks.get(&id).copied();
+        lab.server.memory_lifetime_peak_bytes = self.peaks.get(&id).copied();
         let state = self.engine.exit_state(&server.handle).await?;
-        let kills = state.cgroup_oom_kills.unwrap_or(0);
-        let seen = self.oom_seen.insert(id, kills).unwrap_or(0);
-        m.oom_kills = kills.saturating_sub(seen).max(u64::from(state.oom_killed));
-        m.restarts = u64::from(!state.running);
+        // The cgroup's counter says how many processes the kernel killed
+        // this round; Docker's flag says the container itself was. Without
+        // the counter and without the flag the count is unknown, not 0.
+        let docker = u64::from(state.oom_killed);
+        lab.server.oom_kills = match state.cgroup_oom_kills {
+            Some(kills) => {
+                let seen = self.oom_seen.insert(id, kills).unwrap_or(0);
+                Some(kills.saturating_sub(seen).max(docker))
+            }
+            None => (docker > 0).then_some(docker),
+        };
+        lab.server.restarts = u64::from(!state.running);
         // Foreign CPU is the host's busy time less our own: without the
         // server's CPU it cannot be told, so no host figure rather than a
         // made-up one.
-        if let (Some(mark), Some(end), Some(server_cpu)) = (mark, end_mark, m.server_cpu_us) {
-            m.host = HostProbe::between(mark, end, server_cpu + m.loader_cpu_us, m.duration_s);
+        let loader_cpu_us = load.loader.user_cpu_us + load.loader.sys_cpu_us;
+        if let (Some(mark), Some(end), Some(server_cpu)) = (mark, end_mark, lab.server.cpu_time_us)
+        {
+            lab.host = HostProbe::between(mark, end, server_cpu + loader_cpu_us, load.measured_s);
         }
-        m.phases = loader_phases(&load, asked_ns, loaded_ns, now_ns());
-        Ok(m)
+        let phases = loader_phases(&load, asked_ns, loaded_ns, now_ns());
+        Ok(Measured { load, lab, phases })
     }
 
     async fn alive(&mut self, server: &DockerServer) -> anyhow::Result<bool> {
@@ -604,7 +611,7 @@ mod figures;
 mod spread;
 
 pub use figures::{
-    loader_phases, measurement, on_this_clock, outcome, PEAK_FROM_MARK, PEAK_FROM_SAMPLES,
+    lab_figures, loader_phases, on_this_clock, outcome, PEAK_FROM_MARK, PEAK_FROM_SAMPLES,
     WINDOW_CLOCK_MONOTONIC, WINDOW_CLOCK_WALL,
 };
 #[cfg(test)]

@@ -110,19 +110,20 @@ fn measures_a_round_from_the_loaders_json_and_the_servers_samples() {
         let loader = spec.loader(&key(None), 0, &started.url);
         let m = lab.measure(&server, &loader).await.unwrap();
         assert_eq!(*seen.lock().unwrap(), [(false, 900), (true, 1000)]);
-        assert_eq!(m.warmup_s, load.warmup.seconds);
+        assert_eq!(m.load.warmup.seconds, load.warmup.seconds);
         // The scripted samples' instants do not bracket the real report's
         // window (taken earlier): no CPU figure rather than a wrong one.
         // `measurement_brackets_cpu_and_memory_by_the_loaders_window` pins
         // the arithmetic.
-        assert_eq!(m.server_cpu_us, None);
-        let why = m.server_cpu_unknown.clone().unwrap();
+        assert_eq!(m.lab.server.cpu_time_us, None);
+        let why = m.lab.server.cpu_unknown.clone().unwrap();
         assert!(why.contains("no CPU sample"), "{why}");
         let round = m.clone().into_round(0).unwrap();
         assert_eq!(round.server.cpu_us_per_request, None);
         assert_eq!(round.server.cpu_unknown.as_deref(), Some(why.as_str()));
-        assert_eq!(m.oom_kills, 0);
-        assert_eq!(m.restarts, 0);
+        // The fake engine reads no cgroup counter and reports no kill: unknown.
+        assert_eq!(m.lab.server.oom_kills, None);
+        assert_eq!(m.lab.server.restarts, 0);
         let round = m.into_round(0).unwrap();
         assert_eq!(round.responses.status_2xx, load.responses.status_2xx);
         assert_eq!(round.connections, load.connections);
@@ -293,9 +294,9 @@ fn measurement_brackets_cpu_and_memory_by_the_loaders_window() {
     };
     let spec = spec(&profile());
     let l = spec.loader(&key(None), 0, "http://10.0.0.2:8080");
-    let m = measurement(&load, &series, None, &l, false);
+    let m = lab_figures(&load, &series, None, &l, false).server;
     // 0.5 CPU × 2 s, interpolated at exactly 1.000 and 3.000 s.
-    assert_eq!(m.server_cpu_us, Some(1_000_000));
+    assert_eq!(m.cpu_time_us, Some(1_000_000));
     assert_eq!(m.memory_before_bytes, Some(10 << 20));
     assert_eq!(m.memory_samples_bytes, vec![20 << 20, 30 << 20, 20 << 20]);
     // The warm-up's 40 MiB is not the window's peak.
@@ -303,15 +304,15 @@ fn measurement_brackets_cpu_and_memory_by_the_loaders_window() {
     assert_eq!(m.memory_peak_source, PEAK_FROM_SAMPLES);
     // With the high-water mark reset at the window's start, it decides
     // (never below a sample).
-    let m = measurement(&load, &series, Some(35 << 20), &l, false);
+    let m = lab_figures(&load, &series, Some(35 << 20), &l, false).server;
     assert_eq!(m.memory_window_peak_bytes, Some(35 << 20));
     assert_eq!(m.memory_peak_source, PEAK_FROM_MARK);
     // Two loaders whose windows (1.6 s each, mean 1.6 s) were 0.4 s apart
     // make a 2 s union: the server's CPU over the union is scaled to the
     // mean window, the one the 2xx are counted over.
     load.measured_s = 1.6;
-    let m = measurement(&load, &series, None, &l, true);
-    assert_eq!(m.server_cpu_us, Some(800_000));
+    let m = lab_figures(&load, &series, None, &l, true).server;
+    assert_eq!(m.cpu_time_us, Some(800_000));
 }
 
 #[test]
@@ -373,8 +374,8 @@ fn loaders_on_other_daemons_split_the_round_share_one_start_and_merge_exactly() 
         flag(&cmds[1], "--start-at-unix-ns"),
         "one start barrier"
     );
-    assert_eq!(m.loaders.len(), 2);
-    assert_eq!(m.loaders[0].endpoint, "l1");
+    assert_eq!(m.lab.loaders.len(), 2);
+    assert_eq!(m.lab.loaders[0].endpoint, "l1");
     let round = m.into_round(0).unwrap();
     assert_eq!(round.responses.status_2xx, 2 * load.responses.status_2xx);
     assert_eq!(round.latency.count, 2 * load.latency.count);
