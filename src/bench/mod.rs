@@ -38,17 +38,12 @@ pub fn new_results(
     environment: Environment,
     thresholds: Thresholds,
 ) -> Results {
-    let mut profile_json = serde_json::to_value(profile).unwrap_or(serde_json::Value::Null);
-    if let Some(map) = profile_json.as_object_mut() {
-        // The name is the file stem and not part of the file format.
-        map.insert("name".into(), profile.name.clone().into());
-    }
     Results {
         schema_version: SCHEMA_VERSION,
         fairground_version: env!("CARGO_PKG_VERSION").to_string(),
         run_id: run_id.to_string(),
         profile_name: profile.name.clone(),
-        profile: profile_json,
+        profile: profile.clone(),
         started_at,
         finished_at: None,
         interrupted: false,

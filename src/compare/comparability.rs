@@ -83,24 +83,20 @@ mod tests {
     #[test]
     fn names_every_differing_field_and_lists_unrecorded_ones() {
         let mut new = sample_results();
-        new.profile = serde_json::json!({
-            "concurrency": [100, 10000],
-            "duration": "30s",
-            "load": {"pipeline": 16}
-        });
+        new.profile.concurrency = vec![100, 10_000];
+        new.profile.duration = std::time::Duration::from_secs(30);
+        new.profile.load.pipeline = 16;
         let mut base2 = sample_results();
-        base2.profile = serde_json::json!({
-            "concurrency": [100, 10000],
-            "duration": "15s",
-            "load": {"pipeline": 1},
-            "network": "bridge"
-        });
+        base2.profile.concurrency = vec![100, 10_000];
+        base2.profile.duration = std::time::Duration::from_secs(15);
+        base2.profile.load.pipeline = 1;
         new.environment.report = serde_json::json!({"host": {"kernel": "6.1"}});
-        base2.environment.report = serde_json::json!({"host": {"kernel": "6.18"}});
+        base2.environment.report =
+            serde_json::json!({"host": {"kernel": "6.18", "cpu_model": "EPYC"}});
         let c = check(&base2, &new);
         let fields: Vec<&str> = c.differences.iter().map(|d| d.field.as_str()).collect();
         assert_eq!(fields, ["load.pipeline", "window.duration", "host.kernel"]);
-        assert_eq!(c.unchecked, ["network"]);
+        assert_eq!(c.unchecked, ["host.cpu_model"]);
         let text = Refused(c.differences).to_string();
         assert!(text.contains("load.pipeline: BASE 1 vs NEW 16"), "{text}");
         assert!(text.contains("--force"), "{text}");

@@ -169,26 +169,52 @@ pub struct Fact {
 /// container limits, the loader (fairground) version, and the machine
 /// (CPU model, cores, virtualization, kernel, network mode).
 pub fn comparability_facts(r: &Results) -> Vec<Fact> {
+    use crate::profile::units::Human;
+    use crate::profile::LoadMode;
     let p = &r.profile;
     let host = &r.environment.report["host"];
     let fact = |field: &'static str, v: &serde_json::Value| Fact {
         field,
         value: words(v),
     };
+    let said = |field: &'static str, v: String| Fact {
+        field,
+        value: Some(v),
+    };
+    // Settings with several fields (warm-up, limits) in the profile file's
+    // own notation, compact.
+    let typed = |field: &'static str, v: &dyn erased::Json| Fact {
+        field,
+        value: words(&v.json()),
+    };
+    let (mode, rate) = match p.load.mode {
+        LoadMode::Closed => ("closed", None),
+        LoadMode::FixedRate { rate } => ("fixed-rate", Some(rate.to_string())),
+    };
+    let concurrency: Vec<String> = p.concurrency.iter().map(u32::to_string).collect();
     vec![
-        fact("connections (concurrency)", &p["concurrency"]),
-        fact("load.mode", &p["load"]["mode"]),
-        fact("load.rate", &p["load"]["rate"]),
-        fact("load.pipeline", &p["load"]["pipeline"]),
-        fact("load.threads", &p["load"]["threads"]),
-        fact("load.timeout", &p["load"]["timeout"]),
-        fact("window.duration", &p["duration"]),
-        fact("window.warmup", &p["warmup"]),
-        fact("restart_between_rounds", &p["restart_between_rounds"]),
-        fact("limits.server", &p["server"]),
-        fact("limits.loader", &p["loader"]),
-        fact("limits.allow_shared_cores", &p["allow_shared_cores"]),
-        fact("network", &p["network"]),
+        said("connections (concurrency)", concurrency.join(", ")),
+        said("load.mode", mode.to_string()),
+        Fact {
+            field: "load.rate",
+            value: rate,
+        },
+        said("load.pipeline", p.load.pipeline.to_string()),
+        said("load.threads", p.load.threads.to_string()),
+        said("load.timeout", Human(p.load.timeout).to_string()),
+        said("window.duration", Human(p.duration).to_string()),
+        typed("window.warmup", &p.warmup),
+        said(
+            "restart_between_rounds",
+            p.restart_between_rounds.to_string(),
+        ),
+        typed("limits.server", &p.server),
+        typed("limits.loader", &p.loader),
+        said(
+            "limits.allow_shared_cores",
+            p.allow_shared_cores.to_string(),
+        ),
+        typed("network", &p.network),
         Fact {
             field: "loader version (fairground)",
             value: Some(r.fairground_version.clone()),
@@ -208,6 +234,19 @@ pub fn comparability_facts(r: &Results) -> Vec<Fact> {
         ),
         fact("host.kernel", &host["kernel"]),
     ]
+}
+
+/// A profile setting as the JSON it serializes to (the profile file's
+/// notation), without naming its type.
+mod erased {
+    pub trait Json {
+        fn json(&self) -> serde_json::Value;
+    }
+    impl<T: serde::Serialize> Json for T {
+        fn json(&self) -> serde_json::Value {
+            serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
+        }
+    }
 }
 
 /// A JSON value in words: strings bare, everything else as compact JSON;
@@ -242,12 +281,25 @@ mod tests {
     #[test]
     fn facts_name_the_profile_fields_and_mark_what_is_not_recorded() {
         let mut r = sample_results();
-        r.profile =
-            serde_json::json!({"load": {"mode": "closed", "pipeline": 16}, "duration": "15s"});
+        r.profile.load.pipeline = 16;
+        r.profile.duration = std::time::Duration::from_secs(15);
+        r.profile.concurrency = vec![100, 10_000];
         let facts = comparability_facts(&r);
         let get = |f: &str| facts.iter().find(|x| x.field == f).unwrap().value.clone();
         assert_eq!(get("load.pipeline").as_deref(), Some("16"));
         assert_eq!(get("window.duration").as_deref(), Some("15s"));
+        assert_eq!(
+            get("connections (concurrency)").as_deref(),
+            Some("100, 10000")
+        );
+        assert_eq!(get("network").as_deref(), Some("bridge"));
+        assert!(get("limits.server").unwrap().contains("\"nofile\""));
+        // A closed loop has no rate: nothing to compare.
         assert_eq!(get("load.rate"), None);
+        r.profile.load.mode = crate::profile::LoadMode::FixedRate { rate: 5000 };
+        let facts = comparability_facts(&r);
+        let get = |f: &str| facts.iter().find(|x| x.field == f).unwrap().value.clone();
+        assert_eq!(get("load.rate").as_deref(), Some("5000"));
+        assert_eq!(get("load.mode").as_deref(), Some("fixed-rate"));
     }
 }

@@ -201,9 +201,9 @@ fn a_constant_figure_that_changes_is_an_exact_change() {
 fn differing_runs_are_refused_naming_the_fields_unless_forced() {
     let base = sample_results();
     let mut new = sample_results();
-    new.profile["load"] = serde_json::json!({"mode": "closed", "pipeline": 16});
+    new.profile.load.pipeline = 16;
     let mut base2 = base.clone();
-    base2.profile["load"] = serde_json::json!({"mode": "closed", "pipeline": 1});
+    base2.profile.load.pipeline = 1;
     let err = compare(&side(base2.clone(), None), &side(new.clone(), None), false).unwrap_err();
     assert_eq!(crate::exit::classify(&err), ExitCode::BadInput);
     let text = format!("{err:#}");

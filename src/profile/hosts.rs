@@ -109,7 +109,7 @@ impl JsonSchema for RawEndpoint {
 }
 
 /// Where a run's containers go, validated.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Hosts {
     /// The daemon that runs the server.
     pub server: Endpoint,
@@ -121,7 +121,7 @@ pub struct Hosts {
 }
 
 /// One Docker daemon to talk to.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Endpoint {
     /// `unix:///path`, `tcp://host:port`, or `local`.
     pub url: String,
@@ -130,7 +130,7 @@ pub struct Endpoint {
 }
 
 /// Client certificate files of a TLS endpoint.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TlsFiles {
     /// CA that signed the daemon's certificate.
     pub ca: PathBuf,

@@ -357,3 +357,30 @@ fn a_fixed_rate_too_low_for_every_connection_to_be_served_is_refused() {
     );
     assert!(e.contains("raise the rate to at least 20 req/s"), "{e}");
 }
+
+#[test]
+fn every_shipped_profile_reads_back_from_the_json_a_run_records() {
+    // results.json keeps the resolved profile as JSON and `compare` reads
+    // it back through `Profile`: nothing may change on the way.
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/profiles");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().and_then(|e| e.to_str()) != Some("yaml") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let host = HostFacts {
+            frameworks: None,
+            ..HostFacts::with_cores(8)
+        };
+        let p = load_str(&text, &path, &host).unwrap_or_else(|e| panic!("{e}"));
+        let json = serde_json::to_string(&p).unwrap();
+        let mut back: Profile = serde_json::from_str(&json)
+            .unwrap_or_else(|e| panic!("{}: {e}\n{json}", path.display()));
+        back.name.clone_from(&p.name);
+        assert_eq!(back, p, "{}: {json}", path.display());
+        seen += 1;
+    }
+    assert!(seen >= 4, "only {seen} profiles under {dir}");
+}

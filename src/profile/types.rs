@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::units::{Bytes, Human};
 use crate::contract::Scenario;
@@ -53,7 +53,14 @@ pub const MAX_CONCURRENCY: u32 = 1_000_000;
 pub const KERNEL_PORT_RANGE: (u16, u16) = (32768, 60999);
 
 /// A benchmark profile, validated, with every default filled in.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+///
+/// It deserializes from what it serializes to (the resolved profile a run
+/// records in results.json, read back by `compare` and `history`); a field
+/// an older run did not record reads as its default. Profile *files* go
+/// through [`super::raw`] and validation instead, which is where their
+/// messages with file:line:col come from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Profile {
     /// The profile's name: the file stem (`standard` for profiles/standard.yaml).
     #[serde(skip)]
@@ -69,7 +76,7 @@ pub struct Profile {
     /// Warm-up before each measured window.
     pub warmup: Warmup,
     /// Length of each measured window (≥ 1 s).
-    #[serde(serialize_with = "ser_duration")]
+    #[serde(serialize_with = "ser_duration", deserialize_with = "de_duration")]
     pub duration: Duration,
     /// Measured rounds per cell (≥ 1).
     pub rounds: u32,
@@ -88,10 +95,10 @@ pub struct Profile {
     /// Network between loader and server.
     pub network: Network,
     /// Wait after readiness before idle memory is sampled.
-    #[serde(serialize_with = "ser_duration")]
+    #[serde(serialize_with = "ser_duration", deserialize_with = "de_duration")]
     pub idle_settle: Duration,
     /// Longest wait for the server's readiness path to answer.
-    #[serde(serialize_with = "ser_duration")]
+    #[serde(serialize_with = "ser_duration", deserialize_with = "de_duration")]
     pub readiness_timeout: Duration,
     /// When a measured cell counts.
     pub thresholds: Thresholds,
@@ -174,24 +181,24 @@ impl Serialize for Frameworks {
 }
 
 /// Warm-up before each measured window.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "mode", rename_all = "kebab-case")]
 pub enum Warmup {
     /// Load for a fixed time (zero: no warm-up).
     Fixed {
         /// How long.
-        #[serde(serialize_with = "ser_duration")]
+        #[serde(serialize_with = "ser_duration", deserialize_with = "de_duration")]
         duration: Duration,
     },
     /// Load until throughput is stable, or `max_duration` passes.
     UntilStable {
         /// Length of each throughput window.
-        #[serde(serialize_with = "ser_duration")]
+        #[serde(serialize_with = "ser_duration", deserialize_with = "de_duration")]
         window: Duration,
         /// Largest CV of the last [`STABLE_WINDOWS`] windows that counts as stable.
         max_cv: f64,
         /// Give up (and mark the cell) after this long.
-        #[serde(serialize_with = "ser_duration")]
+        #[serde(serialize_with = "ser_duration", deserialize_with = "de_duration")]
         max_duration: Duration,
     },
 }
@@ -215,7 +222,8 @@ impl Warmup {
 }
 
 /// How load is generated.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Load {
     /// Closed loop or fixed rate.
     #[serde(flatten)]
@@ -225,7 +233,7 @@ pub struct Load {
     /// Requests in flight per connection (≥ 1).
     pub pipeline: u32,
     /// Per-request timeout.
-    #[serde(serialize_with = "ser_duration")]
+    #[serde(serialize_with = "ser_duration", deserialize_with = "de_duration")]
     pub timeout: Duration,
 }
 
@@ -241,7 +249,7 @@ impl Default for Load {
 }
 
 /// Load-generation mode.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "mode", rename_all = "kebab-case")]
 pub enum LoadMode {
     /// Each connection sends its next request when the answer arrives.
@@ -274,7 +282,7 @@ impl Serialize for Cpuset {
 }
 
 /// Limits of one container.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Limits {
     /// CPU time in cores (Docker `--cpus`): `1` is one core's worth, `0.5`
     /// half of one; at least [`MIN_CPUS`] and at most the host's online
@@ -283,7 +291,7 @@ pub struct Limits {
     /// Cores the container is pinned to.
     pub cpuset: Cpuset,
     /// Memory limit in bytes (≥ [`MIN_MEMORY`]).
-    #[serde(serialize_with = "ser_bytes")]
+    #[serde(serialize_with = "ser_bytes", deserialize_with = "de_bytes")]
     pub memory: u64,
     /// Whether swap beyond `memory` is allowed.
     pub swap: bool,
@@ -455,6 +463,49 @@ fn ser_duration<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
 
 fn ser_bytes<S: Serializer>(b: &u64, s: S) -> Result<S::Ok, S::Error> {
     s.collect_str(&Bytes(*b))
+}
+
+fn de_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    Human::deserialize(d).map(|h| h.0)
+}
+
+fn de_bytes<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    Bytes::deserialize(d).map(|b| b.0)
+}
+
+/// `all`, a list of names, or `{exclude: [names]}`: what
+/// [`Frameworks`] serializes to.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum FrameworksRepr {
+    Word(String),
+    Only(Vec<String>),
+    Exclude { exclude: Vec<String> },
+}
+
+impl<'de> Deserialize<'de> for Frameworks {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        match FrameworksRepr::deserialize(d)? {
+            FrameworksRepr::Word(w) if w == "all" => Ok(Frameworks::All),
+            FrameworksRepr::Word(w) => Err(serde::de::Error::custom(format!(
+                "frameworks: `{w}` is neither `all`, a list, nor {{exclude: [...]}}"
+            ))),
+            FrameworksRepr::Only(names) => Ok(Frameworks::Only(names)),
+            FrameworksRepr::Exclude { exclude } => Ok(Frameworks::Exclude(exclude)),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Cpuset {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        if text == "auto" {
+            return Ok(Cpuset::Auto);
+        }
+        text.parse::<CoreList>()
+            .map(Cpuset::Cores)
+            .map_err(serde::de::Error::custom)
+    }
 }
 
 #[cfg(test)]

@@ -39,11 +39,13 @@ pub use verdict::{Exclusion, GatesOff, Preflight, Reason, Status, Thresholds, Ve
 
 /// Version of the results.json layout. Bump on any change a reader of an
 /// older file would misread; readers refuse versions they do not know.
-pub const SCHEMA_VERSION: u32 = 3;
+pub const SCHEMA_VERSION: u32 = 4;
 /// The oldest layout this version still reads. Version 2 lacks what 3
 /// added (requests in flight at the end and unsent, percentiles above the
-/// timeout, unknown CPU as `null`); its fields read with their defaults, so
-/// `compare` can set a run of either version against the other.
+/// timeout, unknown CPU as `null`), and 3 what 4 added (the profile read
+/// back as a typed profile, unknown OOM counts as `null`); their fields
+/// read with their defaults, so `compare` can set a run of any of them
+/// against another.
 pub const OLDEST_READABLE_SCHEMA: u32 = 2;
 
 /// File name of the results inside a run directory.
@@ -61,8 +63,12 @@ pub struct Results {
     pub run_id: String,
     /// Name of the profile that was run.
     pub profile_name: String,
-    /// The profile as resolved (defaults filled in), exactly as it was run.
-    pub profile: serde_json::Value,
+    /// The profile as resolved (defaults filled in), exactly as it was run:
+    /// the profile file format (docs/profile.schema.json), read back through
+    /// the same type the run used, so `compare` and `history` check the
+    /// fields by name and type. Its name is `profile_name`.
+    #[schemars(with = "serde_json::Map<String, serde_json::Value>")]
+    pub profile: crate::profile::Profile,
     /// When the run started (UTC).
     #[schemars(with = "String")]
     pub started_at: DateTime<Utc>,
@@ -218,6 +224,17 @@ pub enum ReadError {
         /// What was wrong with it.
         why: String,
     },
+    /// The profile the run recorded is not one this version's profile type
+    /// can hold.
+    #[error("{path}: the profile this run recorded (schema_version {found}) cannot be read as a profile of this fairground ({source}); compare it with the fairground version that wrote it")]
+    Profile {
+        /// The file.
+        path: String,
+        /// The version found.
+        found: u64,
+        /// What was wrong with it.
+        source: serde_json::Error,
+    },
     /// The file was written with a layout this version does not know.
     #[error("{path}: schema_version {found} is not supported (this fairground reads {OLDEST_READABLE_SCHEMA} to {SCHEMA_VERSION}); use the fairground version that wrote it")]
     Version {
@@ -245,10 +262,21 @@ pub fn from_json(text: &str, path: &str) -> Result<Results, ReadError> {
             found,
         });
     }
+    // The profile on its own first: a run whose profile this version's
+    // type cannot hold gets a message saying so, not a parse error.
+    if let Some(p) = raw.get("profile") {
+        crate::profile::Profile::deserialize(p).map_err(|source| ReadError::Profile {
+            path: path.to_string(),
+            found,
+            source,
+        })?;
+    }
     let mut results: Results = serde_json::from_value(raw).map_err(|source| ReadError::Parse {
         path: path.to_string(),
         source,
     })?;
+    // The name is the file's stem, not a field of the profile format.
+    results.profile.name.clone_from(&results.profile_name);
     if found < 3 {
         // Schema 2 histograms hold µs; this version's hold ns.
         let us = |h: &mut String| -> Result<(), ReadError> {
@@ -307,6 +335,41 @@ mod tests {
     }
 
     #[test]
+    fn a_profile_this_version_cannot_hold_is_named_as_the_reason() {
+        let r = testdata::sample_results();
+        let mut v = serde_json::to_value(&r).unwrap();
+        v["profile"]["load"]["mode"] = "burst".into();
+        let err = from_json(&v.to_string(), "old/results.json").unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains("old/results.json: the profile this run recorded")
+                && text.contains("burst"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn the_profile_reads_back_as_the_profile_the_run_used() {
+        let mut r = testdata::sample_results();
+        r.profile.load.mode = crate::profile::LoadMode::FixedRate { rate: 5000 };
+        r.profile.load.timeout = std::time::Duration::from_millis(1500);
+        r.profile.server.cpuset = crate::profile::Cpuset::Cores("1".parse().unwrap());
+        r.profile.frameworks = crate::profile::Frameworks::Exclude(vec!["flask".into()]);
+        r.profile.thresholds.off.max_error_rate = true;
+        let text = serde_json::to_string(&r).unwrap();
+        let back = from_json(&text, "x").unwrap();
+        assert_eq!(back.profile, r.profile);
+        // A field an older run did not record reads as its default.
+        let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        v["profile"].as_object_mut().unwrap().remove("idle_settle");
+        let back = from_json(&v.to_string(), "x").unwrap();
+        assert_eq!(
+            back.profile.idle_settle,
+            crate::profile::Profile::default().idle_settle
+        );
+    }
+
+    #[test]
     fn reads_a_version_2_run_so_compare_can_set_it_against_a_new_one() {
         // The fixture as the previous layout wrote it (schema_version 2).
         let path = concat!(
@@ -326,6 +389,20 @@ mod tests {
         let p50 = round.latency.p50_us.unwrap() as f64;
         let from_h = h.value_at_quantile(0.5) as f64 / 1e3;
         assert!((from_h / p50 - 1.0).abs() < 0.002, "{from_h} vs {p50}");
+    }
+
+    #[test]
+    fn reads_a_version_3_run_with_its_profile_typed() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/results/results-v3.json"
+        );
+        let text = std::fs::read_to_string(path).unwrap();
+        let r = from_json(&text, path).unwrap();
+        assert_eq!(r.schema_version, 3);
+        assert_eq!(r.profile.name, r.profile_name);
+        assert_eq!(r.profile.concurrency, [100, 10_000]);
+        assert_eq!(r.cells[0].rounds[0].server.oom_kills, Some(0));
     }
 
     #[test]

@@ -250,14 +250,13 @@ pub(crate) fn sample_results() -> Results {
         fairground_version: "0.1.0".into(),
         run_id: "20261129T230000Z-sample".into(),
         profile_name: "sample".into(),
-        profile: serde_json::json!({
-            "name": "sample",
-            "scenarios": ["plaintext", "json", "param"],
-            "concurrency": [100, 10000],
-            "rounds": 3,
-            "duration_s": 15,
-            "warmup_s": 5
-        }),
+        profile: crate::profile::Profile {
+            name: "sample".into(),
+            description: "the sample run of the report tests".into(),
+            scenarios: vec![Scenario::Plaintext, Scenario::Json, Scenario::Param],
+            concurrency: vec![100, 10_000],
+            ..crate::profile::Profile::default()
+        },
         started_at: Utc.with_ymd_and_hms(2026, 11, 29, 23, 0, 0).unwrap(),
         finished_at: Some(Utc.with_ymd_and_hms(2026, 11, 29, 23, 42, 0).unwrap()),
         interrupted: false,

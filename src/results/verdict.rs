@@ -70,6 +70,7 @@ pub const DEFAULT_LITTLES_LAW_TOLERANCE: f64 = 0.10;
 /// `thresholds:` section sets them (docs/profiles.md) and as results.json
 /// records them, so a verdict can be re-checked by hand.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(default)]
 pub struct Thresholds {
     /// Largest accepted error rate (errors / attempts, a fraction).
     pub max_error_rate: f64,
