@@ -114,7 +114,7 @@ fn record_frameworks(
             // run one `/app`); interpreters and JVMs have none.
             f.binary_size_bytes = img.app_binary_bytes;
             f.image_id = Some(img.id.clone());
-            f.image_size_bytes = Some(img.size_bytes);
+            f.image_size_bytes = img.size_bytes;
             if let Some(text) = &img.versions {
                 f.versions = text
                     .lines()

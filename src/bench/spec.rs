@@ -151,7 +151,7 @@ pub(crate) mod tests {
             name: name.into(),
             tag: format!("fake/{name}:000000000000"),
             id: format!("sha256:fake-{name}"),
-            size_bytes: 1 << 20,
+            size_bytes: Some(1 << 20),
             inputs_hash: "0".repeat(64),
             reused: false,
             versions: None,

@@ -199,7 +199,7 @@ pub async fn ensure(docker: &Docker, name: &str, opts: &ImageOptions) -> anyhow:
         hash,
         tag,
     } = plan(name, opts)?;
-    let finish = |id: String, size: u64, reused: bool| ImageInfo {
+    let finish = |id: String, size: Option<u64>, reused: bool| ImageInfo {
         kind: ImageKind::Base,
         name: name.to_string(),
         tag: tag.clone(),

@@ -214,7 +214,8 @@ async fn build(b: &BuildArgs) -> anyhow::Result<ExitCode> {
             i.kind.as_str(),
             i.name,
             i.tag,
-            crate::units::bytes(i.size_bytes as f64),
+            i.size_bytes
+                .map_or_else(|| "size unknown".into(), |b| crate::units::bytes(b as f64)),
             if i.reused { "reused" } else { "built" }
         );
         for line in i.versions.as_deref().unwrap_or("").lines() {

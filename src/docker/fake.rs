@@ -112,7 +112,7 @@ impl FakeEngine {
             name: name.into(),
             tag: format!("fake/{name}:000000000000"),
             id: format!("sha256:fake-{name}"),
-            size_bytes: 1 << 20,
+            size_bytes: Some(1 << 20),
             inputs_hash: "0".repeat(64),
             reused: false,
             versions: Some(format!("{name} 0.0.0\n")),

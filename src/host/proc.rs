@@ -65,14 +65,18 @@ pub struct Shares {
 /// Parse the aggregate `cpu ` line of a /proc/stat text.
 pub fn parse_stat(text: &str) -> Option<CpuTimes> {
     let line = text.lines().find(|l| l.starts_with("cpu "))?;
+    // A field that is not a number makes the line unreadable (no host
+    // figure), never a 0 that would read as an idle host.
     let f: Vec<u64> = line
         .split_whitespace()
         .skip(1)
-        .map(|x| x.parse().unwrap_or(0))
-        .collect();
+        .map(|x| x.parse().ok())
+        .collect::<Option<_>>()?;
     if f.len() < 4 {
         return None;
     }
+    // Columns an older kernel does not have (iowait before 2.5.41, steal
+    // before 2.6.11, ...) are time it does not count: zero.
     let at = |i: usize| f.get(i).copied().unwrap_or(0);
     Some(CpuTimes {
         busy: at(0) + at(1) + at(2) + at(5) + at(6),
@@ -213,6 +217,11 @@ mod tests {
         assert!((s.busy - 0.40).abs() < 1e-9);
         assert_eq!(b.shares_since(&b), None);
         assert_eq!(parse_stat("intr 1 2\n"), None);
+        assert_eq!(
+            parse_stat("cpu  100 x 100 700\n"),
+            None,
+            "a garbled field is not 0"
+        );
     }
 
     #[test]

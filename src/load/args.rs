@@ -102,7 +102,9 @@ impl LoadArgs {
     /// container. The only place loader flags are spelled outside the clap
     /// definition above.
     pub fn to_args(&self) -> Vec<String> {
-        let dur = |d: Duration| format!("{}ms", d.as_millis());
+        // Exact to the nanosecond: the loader gets the very Duration the
+        // profile resolved to, not one rounded to a unit.
+        let dur = |d: Duration| humantime::format_duration(d).to_string();
         let mut a: Vec<String> = vec!["--url".into(), self.url.clone()];
         if let Some(s) = self.scenario {
             a.extend(["--scenario".into(), s.to_string()]);
@@ -250,7 +252,8 @@ mod tests {
         a.warmup = Duration::from_secs(1);
         a.rate = Some(20_000.0);
         a.pipeline = 4;
-        a.timeout = Duration::from_secs(7);
+        a.timeout = Duration::from_micros(7_000_250);
+        a.connect_timeout = Duration::from_nanos(1_500_000_001);
         a.requests = Some(10);
         a.warmup_until_stable = Some(Duration::from_millis(500));
         a.stable_cv = Some(0.05);

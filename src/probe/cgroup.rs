@@ -101,9 +101,9 @@ pub struct CgroupReading {
     /// CPU time used by every task of the cgroup, microseconds.
     pub cpu_usec: u64,
     /// Time the cgroup was throttled by its CPU quota, microseconds.
-    pub throttled_usec: u64,
+    pub throttled_usec: Option<u64>,
     /// Number of periods in which it was throttled.
-    pub nr_throttled: u64,
+    pub nr_throttled: Option<u64>,
     /// OOM kills inside the cgroup (v2 `memory.events`, v1
     /// `memory.oom_control`); `None` where the kernel does not count them.
     pub oom_kills: Option<u64>,
@@ -267,8 +267,8 @@ impl CgroupPaths {
                     path: self.cpu.join("cpu.stat"),
                     key: "usage_usec",
                 })?,
-            throttled_usec: cpu.get("throttled_usec").copied().unwrap_or(0),
-            nr_throttled: cpu.get("nr_throttled").copied().unwrap_or(0),
+            throttled_usec: cpu.get("throttled_usec").copied(),
+            nr_throttled: cpu.get("nr_throttled").copied(),
             oom_kills: events.and_then(|e| e.get("oom_kill").copied()),
         })
     }
@@ -289,8 +289,8 @@ impl CgroupPaths {
             file_bytes: stat_of("total_cache", "cache"),
             cpu_usec: usage_ns / 1_000,
             // v1 reports throttled time in nanoseconds.
-            throttled_usec: cpu_stat.get("throttled_time").copied().unwrap_or(0) / 1_000,
-            nr_throttled: cpu_stat.get("nr_throttled").copied().unwrap_or(0),
+            throttled_usec: cpu_stat.get("throttled_time").map(|ns| ns / 1_000),
+            nr_throttled: cpu_stat.get("nr_throttled").copied(),
             oom_kills: oom.and_then(|o| o.get("oom_kill").copied()),
         })
     }
@@ -400,8 +400,8 @@ mod tests {
         assert_eq!(r.anon_bytes, Some(41_943_040));
         assert_eq!(r.file_bytes, Some(8_388_608));
         assert_eq!(r.cpu_usec, 1_234_567);
-        assert_eq!(r.throttled_usec, 2_500);
-        assert_eq!(r.nr_throttled, 3);
+        assert_eq!(r.throttled_usec, Some(2_500));
+        assert_eq!(r.nr_throttled, Some(3));
         assert_eq!(r.oom_kills, Some(1));
     }
 
@@ -419,8 +419,8 @@ mod tests {
         assert_eq!(r.anon_bytes, Some(20_971_520));
         assert_eq!(r.file_bytes, Some(4_194_304));
         assert_eq!(r.cpu_usec, 987_654);
-        assert_eq!(r.throttled_usec, 7_000);
-        assert_eq!(r.nr_throttled, 2);
+        assert_eq!(r.throttled_usec, Some(7_000));
+        assert_eq!(r.nr_throttled, Some(2));
         assert_eq!(r.oom_kills, Some(0));
     }
 

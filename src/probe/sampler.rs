@@ -26,7 +26,7 @@ pub struct Sample {
     /// Cumulative CPU time of the container, microseconds.
     pub cpu_usec: u64,
     /// Cumulative time throttled by the CPU quota, microseconds.
-    pub throttled_usec: u64,
+    pub throttled_usec: Option<u64>,
     /// The cgroup's high-water mark of its memory charge since the
     /// container started (page cache included), when the kernel keeps one.
     pub mem_peak_bytes: Option<u64>,
@@ -275,7 +275,7 @@ mod tests {
             t_mono_ns,
             mem_bytes: t_mono_ns,
             cpu_usec,
-            throttled_usec: 0,
+            throttled_usec: None,
             mem_peak_bytes: None,
         };
         let series = Series {

@@ -49,8 +49,8 @@ pub async fn read(docker: &Docker, container: &str) -> anyhow::Result<CgroupRead
             .total_usage
             .context("the stats API gave no cpu_stats.cpu_usage.total_usage: the container's CPU time is unknown")?
             / 1_000,
-        throttled_usec: throttling.throttled_time.unwrap_or(0) / 1_000,
-        nr_throttled: throttling.throttled_periods.unwrap_or(0),
+        throttled_usec: throttling.throttled_time.map(|ns| ns / 1_000),
+        nr_throttled: throttling.throttled_periods,
         oom_kills: None,
     })
 }

@@ -373,6 +373,11 @@ pub struct CellSummary {
     pub loader_cpu_fraction_max: f64,
 }
 
+/// The least of `f` over `rounds`, which must not be empty.
+fn least(rounds: &[Round], f: impl Fn(&Round) -> u64) -> u64 {
+    rounds.iter().map(f).min().expect("at least one round")
+}
+
 impl CellSummary {
     /// Summarise `rounds`; `None` when there are none.
     pub fn of(rounds: &[Round]) -> Result<Option<CellSummary>, histogram::HistogramError> {
@@ -435,16 +440,9 @@ impl CellSummary {
             } else {
                 failed as f64 / attempts as f64
             },
-            connections_established_min: rounds
-                .iter()
-                .map(|r| r.connections.established)
-                .min()
-                .unwrap_or(0),
-            connections_serving_min: rounds
-                .iter()
-                .map(|r| r.connections.serving)
-                .min()
-                .unwrap_or(0),
+            // `rounds` is not empty (checked above): every minimum exists.
+            connections_established_min: least(rounds, |r| r.connections.established),
+            connections_serving_min: least(rounds, |r| r.connections.serving),
             wire_bytes_per_response: stats::median(&wire),
             loader_cpu_fraction_max: rounds
                 .iter()

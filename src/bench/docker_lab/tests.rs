@@ -266,7 +266,7 @@ fn sample(t: u64, cpu_ms: u64, mib: u64) -> crate::probe::Sample {
         t_mono_ns: t * 1_000_000,
         mem_bytes: mib << 20,
         cpu_usec: cpu_ms * 1000,
-        throttled_usec: 0,
+        throttled_usec: None,
         mem_peak_bytes: None,
     }
 }

@@ -135,8 +135,8 @@ pub struct ImageInfo {
     pub tag: String,
     /// Image id (`sha256:…`).
     pub id: String,
-    /// Size as the daemon reports it, bytes.
-    pub size_bytes: u64,
+    /// Size as the daemon reports it, bytes; `None` when it did not.
+    pub size_bytes: Option<u64>,
     /// Hash of every input (first 12 hex digits are the tag).
     pub inputs_hash: String,
     /// Whether an existing image was reused instead of built.
@@ -159,12 +159,16 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
-/// Inspect `tag`: `Some((id, size))` when present.
-pub async fn existing(docker: &Docker, tag: &str) -> Result<Option<(String, u64)>, DockerError> {
+/// Inspect `tag`: `Some((id, size))` when present; the size is `None`
+/// when the daemon did not say it.
+pub async fn existing(
+    docker: &Docker,
+    tag: &str,
+) -> Result<Option<(String, Option<u64>)>, DockerError> {
     match docker.inspect_image(tag).await {
         Ok(img) => Ok(Some((
             img.id.unwrap_or_default(),
-            img.size.unwrap_or(0).max(0) as u64,
+            img.size.and_then(|s| u64::try_from(s).ok()),
         ))),
         Err(e) if is_not_found(&e) => Ok(None),
         Err(source) => Err(DockerError::Api {
