@@ -36,7 +36,7 @@ fn missing_base_is_bootstrapped_with_mmdebstrap_and_runs_its_packages() {
             .await
             .unwrap_or_else(|err| panic!("{err:#}"));
         eprintln!(
-            "base bootstrap took {:.0} s, {} bytes",
+            "base bootstrap took {:.0} s, {:?} bytes",
             t0.elapsed().as_secs_f64(),
             info.size_bytes
         );
