@@ -99,6 +99,38 @@ pub struct Profile {
     /// daemon, the loader on the run's private network.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hosts: Option<super::hosts::Hosts>,
+    /// Service-level objectives, in the order written (scenarios sorted by
+    /// name, `all` first); empty when the profile has none.
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        serialize_with = "ser_objectives"
+    )]
+    pub objectives: Vec<Objective>,
+}
+
+/// Objectives back in the file format: scenario → list, the mapping form
+/// where an objective names frameworks.
+fn ser_objectives<S: Serializer>(objectives: &[Objective], s: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    let mut by: Vec<(String, Vec<serde_json::Value>)> = Vec::new();
+    for o in objectives {
+        let k = o
+            .scenario
+            .map_or_else(|| "all".to_string(), |sc| sc.to_string());
+        let v = match &o.frameworks {
+            None => serde_json::Value::String(o.text.clone()),
+            Some(f) => serde_json::json!({"objective": o.text, "frameworks": f}),
+        };
+        match by.iter_mut().find(|(key, _)| *key == k) {
+            Some((_, list)) => list.push(v),
+            None => by.push((k, vec![v])),
+        }
+    }
+    let mut m = s.serialize_map(Some(by.len()))?;
+    for (k, v) in &by {
+        m.serialize_entry(k, v)?;
+    }
+    m.end()
 }
 
 impl Default for Profile {
@@ -123,6 +155,7 @@ impl Default for Profile {
             readiness_timeout: Duration::from_secs(60),
             thresholds: Thresholds::default(),
             hosts: None,
+            objectives: Vec::new(),
         }
     }
 }
@@ -368,7 +401,7 @@ pub enum Network {
     Host,
 }
 
-pub use crate::results::{GatesOff, Preflight, Thresholds};
+pub use crate::results::{GatesOff, Objective, ObjectiveMetric, Op, Preflight, Thresholds};
 
 /// Cores assigned to each container.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -8,7 +8,10 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use super::fmt::{cell as esc, micros, percent, thousands};
-use super::view::{latency_figure, noted, rejection_labels, rounds_from_median, Column, RunView};
+use super::view::{
+    latency_figure, noted, objective_rows, objectives_tally, rejection_labels, rounds_from_median,
+    Column, RunView, OBJECTIVES_METHOD, OBJECTIVE_HEAD,
+};
 use super::{Exporter, Rendered};
 use crate::contract::Scenario;
 use crate::results::{Cell, CellKey, CheckStatus, Results, Status};
@@ -91,6 +94,7 @@ impl Exporter for ResultsMarkdown {
         hosts(&mut s, r);
         method(&mut s, r);
         summary(&mut s, &page);
+        objectives(&mut s, r);
         for scenario in r.scenarios() {
             scenario_table(&mut s, &page, scenario);
         }
@@ -101,6 +105,44 @@ impl Exporter for ResultsMarkdown {
             bytes: s.into_bytes(),
         }])
     }
+}
+
+/// The objectives table: one row per objective and cell.
+fn objectives(s: &mut String, r: &Results) {
+    if r.objectives.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "## Objectives: {}\n\n{}\n",
+        objectives_tally(r),
+        OBJECTIVES_METHOD
+    );
+    let _ = writeln!(
+        s,
+        "| {} |\n|---|---|---|---|---|---|",
+        OBJECTIVE_HEAD.join(" | ")
+    );
+    for row in objective_rows(r) {
+        let bold = |t: &str| {
+            if row.status == crate::results::ObjectiveStatus::Met {
+                t.to_string()
+            } else {
+                format!("**{t}**")
+            }
+        };
+        let _ = writeln!(
+            s,
+            "| `{}` | {} | {} | {} | {} | {} |",
+            esc(row.objective),
+            esc(row.framework),
+            esc(&row.column),
+            bold(&row.verdict),
+            esc(&row.interval),
+            esc(row.why)
+        );
+    }
+    s.push('\n');
 }
 
 fn header(s: &mut String, r: &Results) {

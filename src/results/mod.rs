@@ -14,6 +14,7 @@ mod cell;
 mod environment;
 mod framework;
 pub mod histogram;
+pub mod objectives;
 mod timing;
 mod topology;
 pub mod verdict;
@@ -31,6 +32,9 @@ pub use cell::{
 pub use environment::{CheckStatus, EnvCheck, Environment};
 pub use framework::{FrameworkFacts, VerifyOutcome};
 pub use histogram::Latency;
+pub use objectives::{
+    Objective, ObjectiveInterval, ObjectiveMetric, ObjectiveOutcome, ObjectiveStatus, Op,
+};
 pub use timing::{PhaseTimes, RunTiming};
 pub use topology::{CarriedImage, DaemonClock, HostCheck, HostPreflight, Topology};
 pub use verdict::{Exclusion, GatesOff, Preflight, Reason, Status, Thresholds, Verdict};
@@ -109,6 +113,11 @@ pub struct Results {
     /// Docker hosts (`hosts:`); absent for a one-daemon run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub topology: Option<Topology>,
+    /// The profile's objectives judged on every planned cell they apply to,
+    /// in plan order (written when the run finishes; empty when the profile
+    /// has none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub objectives: Vec<ObjectiveOutcome>,
 }
 
 /// The environment when a run was resumed.
