@@ -264,6 +264,10 @@ async fn open_store(args: &RunArgs, setup: &mut Setup) -> anyhow::Result<(Store,
         profile.thresholds,
     );
     results.timing.preflight_s = preflight_s;
+    // Which code was measured: the repository the run is started in.
+    results.git = std::env::current_dir()
+        .ok()
+        .and_then(|d| crate::host::git::read(&d));
     let store = Store::create(&args.output.join(&dir_name), results)?;
     report::link_latest(&args.output, &dir_name)?;
     Ok((store, rep))

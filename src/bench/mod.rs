@@ -66,5 +66,6 @@ pub fn new_results(
         timing: RunTiming::default(),
         topology: None,
         objectives: Vec::new(),
+        git: None,
     }
 }

@@ -152,6 +152,22 @@ fn header(s: &mut String, r: &Results) {
         "- Run `{}`, fairground {}",
         r.run_id, r.fairground_version
     );
+    if let Some(g) = &r.git {
+        let _ = writeln!(
+            s,
+            "- Code: commit `{}`{}{}",
+            g.short(),
+            g.branch
+                .as_ref()
+                .map(|b| format!(" on branch `{b}`"))
+                .unwrap_or_default(),
+            if g.dirty {
+                " (the work tree had uncommitted changes)"
+            } else {
+                ""
+            }
+        );
+    }
     let started = r.started_at.format("%Y-%m-%d %H:%M:%S UTC");
     match r.finished_at {
         Some(end) => {

@@ -13,6 +13,7 @@
 mod cell;
 mod environment;
 mod framework;
+mod git;
 pub mod histogram;
 pub mod objectives;
 mod timing;
@@ -31,6 +32,7 @@ pub use cell::{
 };
 pub use environment::{CheckStatus, EnvCheck, Environment};
 pub use framework::{FrameworkFacts, VerifyOutcome};
+pub use git::GitInfo;
 pub use histogram::Latency;
 pub use objectives::{
     Objective, ObjectiveInterval, ObjectiveMetric, ObjectiveOutcome, ObjectiveStatus, Op,
@@ -118,6 +120,10 @@ pub struct Results {
     /// has none).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub objectives: Vec<ObjectiveOutcome>,
+    /// The git commit, dirty flag and branch of the directory the run was
+    /// started in; absent outside a git repository.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git: Option<GitInfo>,
 }
 
 /// The environment when a run was resumed.

@@ -327,6 +327,12 @@ pub(crate) fn sample_results() -> Results {
         loader_images: vec!["fairground/fairground:5dd704e0670d".into()],
         topology: None,
         objectives: Vec::new(),
+        git: Some(super::GitInfo {
+            commit: "5dd704e0670d2b7c1a9f3e8d4c6b5a2f1e0d9c8b".into(),
+            dirty: false,
+            branch: Some("main".into()),
+            commit_time: Some("2026-11-29T22:41:07+00:00".into()),
+        }),
         timing: {
             let mut all = PhaseTimes::default();
             for rounds in [18.0, 18.0, 6.0] {
