@@ -89,7 +89,7 @@ pub fn change_points(x: &[f64]) -> Vec<Found> {
 
 fn bisect(x: &[f64], offset: usize, out: &mut Vec<Found>) {
     let Some((t, q)) = best(x) else { return };
-    if !(q > 0.0) {
+    if q.is_nan() || q <= 0.0 {
         return;
     }
     let mut rng = StdRng::seed_from_u64(SEED ^ (offset as u64) ^ ((x.len() as u64) << 32));

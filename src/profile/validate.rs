@@ -869,7 +869,7 @@ fn objective_frameworks(
             return Err(loc.value_hint(
                 &f_at,
                 format!("`{n}` is not a framework this profile runs; an objective can only name frameworks it measures"),
-                suggest(n, candidates.into_iter()),
+                suggest(n, candidates),
             ));
         }
     }
