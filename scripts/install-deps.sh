@@ -27,3 +27,9 @@ python3 -c 'import prometheus_client' 2>/dev/null || {
   echo "installing python package: prometheus_client" >&2
   python3 -m pip install -q prometheus_client
 }
+# junitparser (PyPI): a real JUnit reader checks results.junit.xml in
+# tests/ci_outputs.rs.
+python3 -c 'import junitparser' 2>/dev/null || {
+  echo "installing python package: junitparser" >&2
+  python3 -m pip install -q junitparser
+}

@@ -47,6 +47,10 @@ pub enum Command {
     /// and a noise-aware verdict per cell and metric (exit 6 with
     /// --fail-on-regression when something regressed).
     Compare(crate::compare::CompareArgs),
+    /// Many runs over time or commits: trend per cell and figure with each
+    /// run's interval, change points (E-divisive means) confirmed by
+    /// compare; writes history.html and history.json.
+    History(crate::history::HistoryArgs),
 }
 
 /// Run the parsed command line; the returned code is the process exit status.
@@ -67,5 +71,6 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Report(args) => crate::report::run(&args).map(|()| ExitCode::Ok),
         Command::Run(args) => crate::bench::command::run(&args),
         Command::Compare(args) => crate::compare::run(&args),
+        Command::History(args) => crate::history::run(&args),
     }
 }

@@ -26,6 +26,12 @@ pub enum ExitCode {
     /// `compare --fail-on-regression`: a cell regressed beyond its noise
     /// band (or NEW rejects a cell BASE measured).
     Regressed = 6,
+    /// `run`: the run finished and wrote every output, and at least one of
+    /// the profile's objectives was missed (the interval of its figure lies
+    /// wholly on the wrong side of the bound, or the cell was rejected).
+    /// 99, as k6 exits when a threshold is crossed, so CI scripts written
+    /// for k6 read it the same way.
+    ObjectiveMissed = 99,
     /// Interrupted by SIGINT/SIGTERM; what was measured was kept.
     Interrupted = 130,
 }

@@ -11,6 +11,7 @@ pub mod contract;
 pub mod docker;
 pub mod exit;
 pub mod framework;
+pub mod history;
 pub mod host;
 pub mod load;
 pub mod preflight;

@@ -1,7 +1,8 @@
 //! The formats a CI reads are valid by their own tools' standards:
 //! results.prom parses with prometheus_client's OpenMetrics parser (the
-//! reference Python client), results.junit.xml with an XML parser, both
-//! written by `fairground report` from a real results.json.
+//! reference Python client), results.junit.xml with junitparser (PyPI, the
+//! JUnit reader CI plug-ins build on), both written by `fairground report`
+//! from a real results.json.
 
 use std::process::Command;
 
@@ -75,7 +76,7 @@ print(len(families), sum(len(f.samples) for f in families))
 }
 
 #[test]
-fn results_junit_xml_is_well_formed_with_one_case_per_cell() {
+fn results_junit_xml_reads_back_with_a_junit_parser_one_case_per_cell_and_objective() {
     let dir = rendered();
     let xml = dir.path().join("run/results.junit.xml");
     let results: serde_json::Value = serde_json::from_str(
@@ -84,25 +85,48 @@ fn results_junit_xml_is_well_formed_with_one_case_per_cell() {
     .unwrap();
     let cells = results["cells"].as_array().unwrap().len();
     let skipped = results["skipped"].as_array().unwrap().len();
+    let objectives = results["objectives"].as_array().unwrap();
+    let count = |status: &str| objectives.iter().filter(|o| o["status"] == status).count();
+    // junitparser (PyPI), a JUnit reader CI plug-ins are built on: every
+    // case with its result kind, and the suites' own counts.
     let out = python(
         r#"
-import sys, xml.etree.ElementTree as ET
-root = ET.parse(sys.argv[1]).getroot()
-assert root.tag == "testsuites", root.tag
-cases = root.findall("./testsuite/testcase")
-failures = sum(1 for c in cases if c.find("failure") is not None)
-assert int(root.get("failures")) == failures
-print(len(cases), failures)
+import sys
+from junitparser import JUnitXml, Failure, Skipped
+xml = JUnitXml.fromfile(sys.argv[1])
+cases = fail = skip = 0
+obj = {"failure": 0, "skipped": 0, "passed": 0}
+for suite in xml:
+    n = sum(1 for _ in suite)
+    assert suite.tests == n, (suite.name, suite.tests, n)
+    for case in suite:
+        cases += 1
+        kinds = [type(r) for r in case.result]
+        fail += Failure in kinds
+        skip += Skipped in kinds
+        if suite.name == "objectives":
+            key = "failure" if Failure in kinds else "skipped" if Skipped in kinds else "passed"
+            obj[key] += 1
+            assert case.system_out, case.name
+print(cases, fail, skip, obj["failure"], obj["skipped"], obj["passed"])
 "#,
         &xml,
     );
-    let counts: Vec<usize> = out.split_whitespace().map(|x| x.parse().unwrap()).collect();
-    assert_eq!(counts[0], cells + skipped, "{out}");
+    let n: Vec<usize> = out.split_whitespace().map(|x| x.parse().unwrap()).collect();
     let rejected = results["cells"]
         .as_array()
         .unwrap()
         .iter()
         .filter(|c| c["verdict"]["status"] == "rejected")
         .count();
-    assert_eq!(counts[1], rejected, "{out}");
+    assert!(!objectives.is_empty(), "the sample run has objectives");
+    assert_eq!(n[0], cells + skipped + objectives.len(), "{out}");
+    assert_eq!(n[1], rejected + count("missed"), "{out}");
+    assert_eq!(n[2], skipped + count("undecided"), "{out}");
+    assert_eq!(
+        (n[3], n[4], n[5]),
+        (count("missed"), count("undecided"), count("met")),
+        "{out}"
+    );
+    assert!(count("met") > 0 && count("missed") > 0 && count("undecided") > 0);
 }

@@ -264,6 +264,10 @@ async fn open_store(args: &RunArgs, setup: &mut Setup) -> anyhow::Result<(Store,
         profile.thresholds,
     );
     results.timing.preflight_s = preflight_s;
+    // Which code was measured: the repository the run is started in.
+    results.git = std::env::current_dir()
+        .ok()
+        .and_then(|d| crate::host::git::read(&d));
     let store = Store::create(&args.output.join(&dir_name), results)?;
     report::link_latest(&args.output, &dir_name)?;
     Ok((store, rep))
@@ -452,6 +456,7 @@ fn finish(
     store: &mut Store,
     outcome: anyhow::Result<RunOutcome>,
     env_report: &EnvReport,
+    objectives: &[crate::results::Objective],
 ) -> anyhow::Result<ExitCode> {
     let interrupted = matches!(outcome, Ok(RunOutcome::Interrupted));
     store.update(|r| {
@@ -466,6 +471,9 @@ fn finish(
             Some(resumed) => environment::add_after_run(&mut resumed.environment, &after),
             None => environment::add_after_run(&mut r.environment, &after),
         }
+        // Judged on what the run holds now, so a resumed run is judged on
+        // all of its cells; written before any report reads it.
+        r.objectives = super::objectives::judge(r, objectives);
     })?;
     let files = report::write_run(store.dir(), store.results())?;
     let r = store.results();
@@ -479,6 +487,7 @@ fn finish(
         count(Status::Rejected),
         store.dir().join("results.md").display()
     );
+    let missed = objectives_line(&r.objectives);
     match outcome {
         Err(e) => Err(e),
         Ok(RunOutcome::Interrupted) => {
@@ -491,7 +500,11 @@ fn finish(
         Ok(RunOutcome::Finished) => {
             let missing = r.remaining();
             if missing.is_empty() {
-                return Ok(ExitCode::Ok);
+                return Ok(if missed {
+                    ExitCode::ObjectiveMissed
+                } else {
+                    ExitCode::Ok
+                });
             }
             let names: std::collections::BTreeSet<&str> =
                 missing.iter().map(|k| k.framework.as_str()).collect();
@@ -507,6 +520,25 @@ fn finish(
             Ok(ExitCode::Failure)
         }
     }
+}
+
+/// Print the objectives' tally (and each one missed); whether any was.
+fn objectives_line(outcomes: &[crate::results::ObjectiveOutcome]) -> bool {
+    use crate::results::ObjectiveStatus as S;
+    if outcomes.is_empty() {
+        return false;
+    }
+    let n = |s: S| outcomes.iter().filter(|o| o.status == s).count();
+    eprintln!(
+        "objectives: {} met, {} missed, {} undecided (results.md, \"Objectives\")",
+        n(S::Met),
+        n(S::Missed),
+        n(S::Undecided)
+    );
+    for o in outcomes.iter().filter(|o| o.status == S::Missed) {
+        eprintln!("  missed: {} on {}: {}", o.objective.text, o.cell, o.why);
+    }
+    super::objectives::any_missed(outcomes)
 }
 
 /// `fairground run`, step by step.
@@ -535,5 +567,5 @@ async fn run_async(args: &RunArgs) -> anyhow::Result<ExitCode> {
         run.as_str()
     );
     let outcome = measure(&mut store, &setup, &run, &cancel, started).await;
-    finish(&mut store, outcome, &env_report)
+    finish(&mut store, outcome, &env_report, &setup.profile.objectives)
 }

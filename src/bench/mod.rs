@@ -13,6 +13,7 @@ pub mod gates;
 pub mod host;
 pub mod hosts;
 pub mod lab;
+pub mod objectives;
 pub mod plan;
 pub mod progress;
 pub mod spec;
@@ -59,5 +60,7 @@ pub fn new_results(
         loader_images: Vec::new(),
         timing: RunTiming::default(),
         topology: None,
+        objectives: Vec::new(),
+        git: None,
     }
 }

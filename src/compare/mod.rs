@@ -33,7 +33,7 @@ pub use self::html::to_html;
 pub use self::json::to_json;
 pub use self::markdown::to_markdown;
 pub use self::model::{
-    schema, CellRef, Comparison, Figures, Interval, NotCompared, Row, Side, Summary,
+    schema, CellRef, Comparison, Difference, Figures, Interval, NotCompared, Row, Side, Summary,
     COMPARE_SCHEMA_VERSION,
 };
 pub use self::stats::{CONFIDENCE, MIN_ROUNDS};
@@ -43,7 +43,7 @@ pub use self::verdict::Call;
 use self::load::{LoadedSide, SideSpec};
 use crate::exit::{coded, ExitCode};
 use crate::report::write_atomic;
-use crate::results::{Cell, Status};
+use crate::results::{Cell, Results, Status};
 
 /// Options of `fairground compare`.
 #[derive(Debug, Clone, clap::Args)]
@@ -108,6 +108,35 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::Ok
     })
+}
+
+/// The settings that make `base` and `new` incomparable (empty when they
+/// can be compared): what `compare` refuses on, for `history` to split its
+/// series at.
+pub(crate) fn differences(base: &Results, new: &Results) -> Vec<model::Difference> {
+    comparability::check(base, new).differences
+}
+
+/// Compare two runs already read, by the command's own rules (refused
+/// when they are incomparable): how `history` confirms a change point.
+pub(crate) fn compare_runs(
+    base: (&std::path::Path, &Results),
+    new: (&std::path::Path, &Results),
+) -> anyhow::Result<Comparison> {
+    let side = |(file, results): (&std::path::Path, &Results)| LoadedSide {
+        spec: SideSpec {
+            file: file.to_path_buf(),
+            framework: None,
+        },
+        results: results.clone(),
+    };
+    compare(&side(base), &side(new), false)
+}
+
+/// Rounds of a cell measured on a busy host, which `compare` leaves out
+/// (and so does `history`).
+pub(crate) fn busy_rounds(cell: &Cell) -> Vec<u32> {
+    figures::busy_rounds(cell)
 }
 
 /// Compare two loaded sides. Refuses (exit 2) when the runs differ in what

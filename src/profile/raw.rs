@@ -103,6 +103,71 @@ pub struct RawProfile {
     /// Default: everything on the local daemon.
     #[serde(default)]
     pub hosts: Option<super::hosts::RawHosts>,
+    /// Service-level objectives per scenario (`all` for every scenario):
+    /// a list of `METRIC OP BOUND` such as `p99 < 5ms`, `p999 < 20ms`,
+    /// `rps >= 50000`, `error_rate < 0.1%`, `cpu_us_per_request <= 30`,
+    /// `memory_window_peak <= 256MiB`, or `{objective: ..., frameworks:
+    /// [names]}` for some frameworks only. Each is judged on every cell it
+    /// applies to, with an interval over the cell's rounds; `fairground
+    /// run` exits 99 when one is missed. Default: none.
+    #[serde(default)]
+    pub objectives: Option<BTreeMap<String, Vec<RawObjective>>>,
+}
+
+/// One objective as written: `p99 < 5ms`, or the mapping form for some
+/// frameworks only.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RawObjective {
+    /// `p99 < 5ms`: for every framework.
+    Short(String),
+    /// `{objective: "p99 < 5ms", frameworks: [axum]}`.
+    Spec(ObjectiveSpec),
+}
+
+/// The mapping form of an objective.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ObjectiveSpec {
+    /// `METRIC OP BOUND`, e.g. `rps >= 80000`.
+    pub objective: String,
+    /// The frameworks it applies to (names under frameworks/).
+    pub frameworks: Vec<String>,
+}
+
+impl<'de> Deserialize<'de> for RawObjective {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> de::Visitor<'de> for V {
+            type Value = RawObjective;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an objective like `p99 < 5ms`, or `{objective: \"p99 < 5ms\", frameworks: [names]}`")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(RawObjective::Short(v.to_string()))
+            }
+            fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                ObjectiveSpec::deserialize(MapAccessDeserializer::new(map)).map(RawObjective::Spec)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl JsonSchema for RawObjective {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Objective".into()
+    }
+
+    fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let spec = g.subschema_for::<ObjectiveSpec>();
+        schemars::json_schema!({
+            "description": "`METRIC OP BOUND` (metrics: p50, p90, p99, p999, rps, error_rate, cpu_us_per_request, memory_window_peak; OP: <, <=, >, >=), or the mapping form for some frameworks only.",
+            "anyOf": [
+                {"type": "string", "pattern": "^\\s*(p50|p90|p99|p999|rps|error_rate|cpu_us_per_request|memory_window_peak)\\s*(<|<=|>|>=)\\s*\\S"},
+                spec
+            ]
+        })
+    }
 }
 
 /// Which frameworks a profile runs, as written.

@@ -106,6 +106,76 @@ pub struct Profile {
     /// daemon, the loader on the run's private network.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hosts: Option<super::hosts::Hosts>,
+    /// Service-level objectives, in the order written (scenarios sorted by
+    /// name, `all` first); empty when the profile has none.
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        serialize_with = "ser_objectives",
+        deserialize_with = "de_objectives"
+    )]
+    pub objectives: Vec<Objective>,
+}
+
+/// Objectives from the file format [`ser_objectives`] writes, in its
+/// order (a run's recorded profile, read back).
+fn de_objectives<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Objective>, D::Error> {
+    use super::raw::RawObjective;
+    struct V;
+    impl<'de> serde::de::Visitor<'de> for V {
+        type Value = Vec<Objective>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a mapping of scenario (or `all`) to objectives")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(
+            self,
+            mut m: A,
+        ) -> Result<Self::Value, A::Error> {
+            let mut out = Vec::new();
+            while let Some((k, list)) = m.next_entry::<String, Vec<RawObjective>>()? {
+                let scenario = match k.as_str() {
+                    "all" => None,
+                    s => Some(s.parse::<Scenario>().map_err(serde::de::Error::custom)?),
+                };
+                for item in list {
+                    let (text, frameworks) = match item {
+                        RawObjective::Short(t) => (t, None),
+                        RawObjective::Spec(spec) => (spec.objective, Some(spec.frameworks)),
+                    };
+                    out.push(
+                        Objective::parse(&text, scenario, frameworks)
+                            .map_err(|e| serde::de::Error::custom(format!("`{text}`: {e}")))?,
+                    );
+                }
+            }
+            Ok(out)
+        }
+    }
+    d.deserialize_map(V)
+}
+
+/// Objectives back in the file format: scenario → list, the mapping form
+/// where an objective names frameworks.
+fn ser_objectives<S: Serializer>(objectives: &[Objective], s: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    let mut by: Vec<(String, Vec<serde_json::Value>)> = Vec::new();
+    for o in objectives {
+        let k = o
+            .scenario
+            .map_or_else(|| "all".to_string(), |sc| sc.to_string());
+        let v = match &o.frameworks {
+            None => serde_json::Value::String(o.text.clone()),
+            Some(f) => serde_json::json!({"objective": o.text, "frameworks": f}),
+        };
+        match by.iter_mut().find(|(key, _)| *key == k) {
+            Some((_, list)) => list.push(v),
+            None => by.push((k, vec![v])),
+        }
+    }
+    let mut m = s.serialize_map(Some(by.len()))?;
+    for (k, v) in &by {
+        m.serialize_entry(k, v)?;
+    }
+    m.end()
 }
 
 impl Default for Profile {
@@ -130,6 +200,7 @@ impl Default for Profile {
             readiness_timeout: Duration::from_secs(60),
             thresholds: Thresholds::default(),
             hosts: None,
+            objectives: Vec::new(),
         }
     }
 }
@@ -376,7 +447,7 @@ pub enum Network {
     Host,
 }
 
-pub use crate::results::{GatesOff, Preflight, Thresholds};
+pub use crate::results::{GatesOff, Objective, ObjectiveMetric, Op, Preflight, Thresholds};
 
 /// Cores assigned to each container.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use super::error::{Locator, ProfileError};
 use super::raw::{
-    RawCpuset, RawFrameworks, RawLimits, RawLoad, RawLoadMode, RawProfile, RawThresholds,
-    RawWarmup, WarmupMode, WarmupSpec,
+    RawCpuset, RawFrameworks, RawLimits, RawLoad, RawLoadMode, RawObjective, RawProfile,
+    RawThresholds, RawWarmup, WarmupMode, WarmupSpec,
 };
 use super::span::{index, key};
 use super::types::*;
@@ -134,6 +134,7 @@ pub(crate) fn validate(
     network_rules(network, &server, &loader, max_conc, loc, host)?;
 
     let thresholds = thresholds(raw.thresholds, loc)?;
+    let objectives = objectives(raw.objectives, &scenarios, &frameworks, loc, host)?;
     let idle_settle = positive(
         raw.idle_settle.map(|h| h.0),
         "idle_settle",
@@ -170,6 +171,7 @@ pub(crate) fn validate(
             .hosts
             .map(|h| super::hosts::validate(h, loc))
             .transpose()?,
+        objectives,
     };
     placement(&profile, loc, host)?;
     Ok(profile)
@@ -729,4 +731,147 @@ fn placement(p: &Profile, loc: &Locator<'_>, host: &HostFacts) -> Result<()> {
         };
         loc.value(field, m)
     })
+}
+
+/// `objectives:`: scenario (or `all`) → objectives. Each key must be a
+/// scenario the profile measures, each framework one it runs, each text
+/// `METRIC OP BOUND` with a bound in the metric's unit.
+fn objectives(
+    raw: Option<std::collections::BTreeMap<String, Vec<RawObjective>>>,
+    scenarios: &[Scenario],
+    frameworks: &Frameworks,
+    loc: &Locator<'_>,
+    host: &HostFacts,
+) -> Result<Vec<Objective>> {
+    let Some(raw) = raw else {
+        return Ok(Vec::new());
+    };
+    let mut out = Vec::new();
+    // `all` first, then the scenarios in the order the profile lists them.
+    let mut keys: Vec<&String> = raw.keys().collect();
+    let rank = |k: &str| {
+        if k == "all" {
+            return Some(0);
+        }
+        let s: Scenario = k.parse().ok()?;
+        scenarios.iter().position(|x| *x == s).map(|i| i + 1)
+    };
+    keys.sort_by_key(|k| rank(k).unwrap_or(usize::MAX));
+    for k in keys {
+        let path = key("objectives", k);
+        let scenario = if k == "all" {
+            None
+        } else {
+            match k.parse::<Scenario>() {
+                Ok(s) if scenarios.contains(&s) => Some(s),
+                Ok(_) => {
+                    return Err(loc.key_hint(
+                        &path,
+                        format!(
+                            "`{k}` is not one of this profile's scenarios ({}); objectives apply to measured cells only",
+                            scenarios.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", ")
+                        ),
+                        None,
+                    ))
+                }
+                Err(_) => {
+                    let names: Vec<String> = std::iter::once("all".to_string())
+                        .chain(scenarios.iter().map(|s| s.to_string()))
+                        .collect();
+                    return Err(loc.key_hint(
+                        &path,
+                        format!(
+                            "`{k}` is not a scenario; objectives are listed under a scenario of the profile or `all`: {}",
+                            names.join(", ")
+                        ),
+                        suggest(k, names.iter().map(String::as_str)),
+                    ));
+                }
+            }
+        };
+        let list = &raw[k];
+        if list.is_empty() {
+            return Err(loc.value(
+                &path,
+                "the list is empty; write an objective like `p99 < 5ms`, or remove the key",
+            ));
+        }
+        for (i, item) in list.iter().enumerate() {
+            let at = index(&path, i);
+            let (text, names, text_at) = match item {
+                RawObjective::Short(t) => (t, None, at.clone()),
+                RawObjective::Spec(spec) => {
+                    objective_frameworks(&spec.frameworks, &at, frameworks, loc, host)?;
+                    (
+                        &spec.objective,
+                        Some(spec.frameworks.clone()),
+                        format!("{at}.objective"),
+                    )
+                }
+            };
+            let o = Objective::parse(text, scenario, names).map_err(|e| {
+                let hint = e
+                    .unknown_metric()
+                    .and_then(|m| suggest(m, ObjectiveMetric::ALL.iter().map(|x| x.name())));
+                loc.value_hint(&text_at, e.to_string(), hint)
+            })?;
+            if let Some(same) = out.iter().find(|x: &&Objective| {
+                x.scenario == o.scenario
+                    && x.frameworks == o.frameworks
+                    && x.metric == o.metric
+                    && x.op == o.op
+            }) {
+                return Err(loc.value(
+                    &text_at,
+                    format!(
+                        "`{}` repeats `{}` for the same cells; keep one",
+                        o.text, same.text
+                    ),
+                ));
+            }
+            out.push(o);
+        }
+    }
+    Ok(out)
+}
+
+/// The `frameworks` of an objective's mapping form: not empty, and each a
+/// framework the profile runs.
+fn objective_frameworks(
+    names: &[String],
+    at: &str,
+    selected: &Frameworks,
+    loc: &Locator<'_>,
+    host: &HostFacts,
+) -> Result<()> {
+    let field = format!("{at}.frameworks");
+    if names.is_empty() {
+        return Err(loc.value(
+            &field,
+            "the list is empty; name a framework, or write the objective as a plain string for every framework",
+        ));
+    }
+    for (j, n) in names.iter().enumerate() {
+        let f_at = index(&field, j);
+        let known = host.frameworks.as_ref().map(|r| &r.names);
+        let runs = match selected {
+            Frameworks::All => known.is_none_or(|k| k.contains(n)),
+            Frameworks::Only(only) => only.contains(n),
+            Frameworks::Exclude(ex) => !ex.contains(n) && known.is_none_or(|k| k.contains(n)),
+        };
+        if !runs {
+            let candidates: Vec<&str> = match selected {
+                Frameworks::Only(only) => only.iter().map(String::as_str).collect(),
+                _ => known
+                    .map(|k| k.iter().map(String::as_str).collect())
+                    .unwrap_or_default(),
+            };
+            return Err(loc.value_hint(
+                &f_at,
+                format!("`{n}` is not a framework this profile runs; an objective can only name frameworks it measures"),
+                suggest(n, candidates),
+            ));
+        }
+    }
+    Ok(())
 }

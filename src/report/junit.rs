@@ -2,7 +2,11 @@
 //! (GitLab, GitHub, Jenkins) shows each cell: one test suite per scenario,
 //! one test case per cell. A rejected cell is a failure with its reasons;
 //! a flagged one passes with each flag as a property (and in its
-//! system-out); a combination that was not run is skipped with why.
+//! system-out); a combination that was not run is skipped with why. The
+//! profile's objectives get a suite of their own, `objectives`: one test
+//! case per objective and cell, a failure when missed, **skipped** (with
+//! the interval that straddles the bound as its message) when undecided, a
+//! pass when met, each with its sentence in system-out.
 //!
 //! Renders only what results.json holds; measures and judges nothing.
 
@@ -13,7 +17,7 @@ use quick_xml::events::{BytesDecl, BytesEnd, BytesStart, BytesText, Event};
 use quick_xml::Writer;
 
 use super::{Exporter, Rendered};
-use crate::results::{Cell, Results, Status};
+use crate::results::{Cell, ObjectiveStatus, Results, Status};
 
 /// File name inside the run directory.
 pub const JUNIT_FILE: &str = "results.junit.xml";
@@ -93,12 +97,18 @@ fn write(w: &mut W, results: &Results) -> std::io::Result<()> {
             scenarios.push(name);
         }
     }
+    let missed = results
+        .objectives
+        .iter()
+        .filter(|o| o.status == ObjectiveStatus::Missed)
+        .count();
     let failures = results
         .cells
         .iter()
         .filter(|c| c.verdict.status == Status::Rejected)
-        .count();
-    let tests = results.cells.len() + results.skipped.len();
+        .count()
+        + missed;
+    let tests = results.cells.len() + results.skipped.len() + results.objectives.len();
     let suites_name = format!("fairground {} ({})", results.profile_name, results.run_id);
     let (tests_s, failures_s) = (tests.to_string(), failures.to_string());
     start(
@@ -192,7 +202,73 @@ fn write(w: &mut W, results: &Results) -> std::io::Result<()> {
         }
         end(w, "testsuite")?;
     }
+    if !results.objectives.is_empty() {
+        objectives(w, results, missed)?;
+    }
     end(w, "testsuites")
+}
+
+/// The `objectives` suite: one case per objective × cell.
+fn objectives(w: &mut W, results: &Results, missed: usize) -> std::io::Result<()> {
+    let undecided = results
+        .objectives
+        .iter()
+        .filter(|o| o.status == ObjectiveStatus::Undecided)
+        .count();
+    let (n, f, k) = (
+        results.objectives.len().to_string(),
+        missed.to_string(),
+        undecided.to_string(),
+    );
+    start(
+        w,
+        "testsuite",
+        &[
+            ("name", "objectives"),
+            ("tests", &n),
+            ("failures", &f),
+            ("errors", "0"),
+            ("skipped", &k),
+            ("time", "0"),
+        ],
+    )?;
+    for o in &results.objectives {
+        let class = format!("fairground.objectives.{}", o.cell.scenario);
+        let mut name = format!(
+            "{}: {} c={}",
+            o.objective.text, o.cell.framework, o.cell.concurrency
+        );
+        if let Some(r) = o.cell.rate {
+            name.push_str(&format!(" rate={r}/s"));
+        }
+        start(
+            w,
+            "testcase",
+            &[("classname", &class), ("name", &name), ("time", "0")],
+        )?;
+        match o.status {
+            ObjectiveStatus::Missed => text_element(
+                w,
+                "failure",
+                &[("message", "objective missed"), ("type", "objective")],
+                &o.why,
+            )?,
+            ObjectiveStatus::Undecided => empty(
+                w,
+                "skipped",
+                &[("message", &format!("undecided: {}", o.why))],
+            )?,
+            ObjectiveStatus::Met => {}
+        }
+        text_element(
+            w,
+            "system-out",
+            &[],
+            &format!("{}: {}", o.status.word(), o.why),
+        )?;
+        end(w, "testcase")?;
+    }
+    end(w, "testsuite")
 }
 
 impl Exporter for JunitExporter {
@@ -212,6 +288,8 @@ mod tests {
     #[test]
     fn a_rejected_cell_fails_with_its_reason_and_a_flagged_one_carries_its_flags() {
         let mut r = crate::results::testdata::sample_results();
+        // Cells only: the objectives suite has its own test.
+        r.objectives.clear();
         r.cells[0].verdict = Verdict::from_reasons(vec![Reason::OomKilled { kills: 1 }]);
         r.cells[1].verdict = Verdict::from_reasons(vec![Reason::EnvironmentNotAccepted]);
         let xml = String::from_utf8(junit_xml(&r).unwrap()).unwrap();
@@ -235,5 +313,35 @@ mod tests {
             xml.matches("<testcase ").count(),
             r.cells.len() + r.skipped.len()
         );
+    }
+
+    #[test]
+    fn each_objective_and_cell_is_a_case_missed_fails_and_undecided_is_skipped() {
+        let mut r = crate::results::testdata::sample_results();
+        let objectives = [
+            crate::results::Objective::parse("rps >= 1", None, None).unwrap(),
+            crate::results::Objective::parse("rps >= 1000000000", None, None).unwrap(),
+        ];
+        r.objectives = crate::bench::objectives::judge(&r, &objectives);
+        let missed = r
+            .objectives
+            .iter()
+            .filter(|o| o.status == ObjectiveStatus::Missed)
+            .count();
+        assert!(missed > 0);
+        let xml = String::from_utf8(junit_xml(&r).unwrap()).unwrap();
+        assert!(xml.contains("<testsuite name=\"objectives\""), "{xml}");
+        assert_eq!(
+            xml.matches("<failure message=\"objective missed\"").count(),
+            missed
+        );
+        assert_eq!(
+            xml.matches("<testcase ").count(),
+            r.cells.len() + r.skipped.len() + r.objectives.len()
+        );
+        let mut undecided = r.clone();
+        undecided.objectives[0].status = ObjectiveStatus::Undecided;
+        let xml = String::from_utf8(junit_xml(&undecided).unwrap()).unwrap();
+        assert!(xml.contains("<skipped message=\"undecided: "), "{xml}");
     }
 }

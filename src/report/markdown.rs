@@ -8,7 +8,10 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use super::fmt::{cell as esc, micros, percent, thousands};
-use super::view::{latency_figure, noted, rejection_labels, rounds_from_median, Column, RunView};
+use super::view::{
+    latency_figure, noted, objective_rows, objectives_tally, rejection_labels, rounds_from_median,
+    Column, RunView, OBJECTIVES_METHOD, OBJECTIVE_HEAD,
+};
 use super::{Exporter, Rendered};
 use crate::contract::Scenario;
 use crate::results::{Cell, CellKey, CheckStatus, Results, Status};
@@ -91,6 +94,7 @@ impl Exporter for ResultsMarkdown {
         hosts(&mut s, r);
         method(&mut s, r);
         summary(&mut s, &page);
+        objectives(&mut s, r);
         for scenario in r.scenarios() {
             scenario_table(&mut s, &page, scenario);
         }
@@ -103,6 +107,44 @@ impl Exporter for ResultsMarkdown {
     }
 }
 
+/// The objectives table: one row per objective and cell.
+fn objectives(s: &mut String, r: &Results) {
+    if r.objectives.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "## Objectives: {}\n\n{}\n",
+        objectives_tally(r),
+        OBJECTIVES_METHOD
+    );
+    let _ = writeln!(
+        s,
+        "| {} |\n|---|---|---|---|---|---|",
+        OBJECTIVE_HEAD.join(" | ")
+    );
+    for row in objective_rows(r) {
+        let bold = |t: &str| {
+            if row.status == crate::results::ObjectiveStatus::Met {
+                t.to_string()
+            } else {
+                format!("**{t}**")
+            }
+        };
+        let _ = writeln!(
+            s,
+            "| `{}` | {} | {} | {} | {} | {} |",
+            esc(row.objective),
+            esc(row.framework),
+            esc(&row.column),
+            bold(&row.verdict),
+            esc(&row.interval),
+            esc(row.why)
+        );
+    }
+    s.push('\n');
+}
+
 fn header(s: &mut String, r: &Results) {
     let _ = writeln!(s, "# fairground results: profile `{}`\n", r.profile_name);
     let _ = writeln!(
@@ -110,6 +152,22 @@ fn header(s: &mut String, r: &Results) {
         "- Run `{}`, fairground {}",
         r.run_id, r.fairground_version
     );
+    if let Some(g) = &r.git {
+        let _ = writeln!(
+            s,
+            "- Code: commit `{}`{}{}",
+            g.short(),
+            g.branch
+                .as_ref()
+                .map(|b| format!(" on branch `{b}`"))
+                .unwrap_or_default(),
+            if g.dirty {
+                " (the work tree had uncommitted changes)"
+            } else {
+                ""
+            }
+        );
+    }
     let started = r.started_at.format("%Y-%m-%d %H:%M:%S UTC");
     match r.finished_at {
         Some(end) => {

@@ -9,7 +9,9 @@ use std::collections::BTreeMap;
 
 use super::fmt::thousands;
 use crate::contract::Scenario;
-use crate::results::{Cell, CellKey, Exclusion, FrameworkFacts, Reason, Results, Status};
+use crate::results::{
+    Cell, CellKey, Exclusion, FrameworkFacts, ObjectiveStatus, Reason, Results, Status,
+};
 use crate::stats;
 
 /// One load column of the tables and charts: scenario, connections and the
@@ -278,6 +280,77 @@ impl<'a> RunView<'a> {
             .count()
     }
 }
+
+/// The objectives table's columns, the same in results.md and report.html.
+pub(crate) const OBJECTIVE_HEAD: [&str; 6] = [
+    "objective",
+    "framework",
+    "scenario, load",
+    "verdict",
+    "interval of the median over rounds",
+    "why",
+];
+
+/// One row of the objectives table: one objective judged on one cell.
+pub(crate) struct ObjectiveRow<'a> {
+    /// The objective as written (`p99 < 5ms`).
+    pub objective: &'a str,
+    /// Framework of the cell.
+    pub framework: &'a str,
+    /// `plaintext c=100`.
+    pub column: String,
+    /// Met, missed, undecided.
+    pub status: ObjectiveStatus,
+    /// `✓ met`, `✗ missed`, `? undecided`.
+    pub verdict: String,
+    /// The interval judged, with its unit.
+    pub interval: String,
+    /// Why: the relation of the interval to the bound, or why there is
+    /// no interval.
+    pub why: &'a str,
+}
+
+/// The rows of the objectives table, in plan order.
+pub(crate) fn objective_rows(r: &Results) -> Vec<ObjectiveRow<'_>> {
+    r.objectives
+        .iter()
+        .map(|o| ObjectiveRow {
+            objective: &o.objective.text,
+            framework: &o.cell.framework,
+            column: Column::of(&o.cell).label(),
+            status: o.status,
+            verdict: format!(
+                "{} {}",
+                match o.status {
+                    ObjectiveStatus::Met => "✓",
+                    ObjectiveStatus::Missed => "✗",
+                    ObjectiveStatus::Undecided => "?",
+                },
+                o.status.word()
+            ),
+            interval: o.interval_text(),
+            // The interval has its own column; what is left is the call.
+            why: match &o.interval {
+                Some(_) => o.why.rsplit_once(": ").map_or(o.why.as_str(), |(_, r)| r),
+                None => &o.why,
+            },
+        })
+        .collect()
+}
+
+/// `3 met, 1 missed, 2 undecided`.
+pub(crate) fn objectives_tally(r: &Results) -> String {
+    let n = |s: ObjectiveStatus| r.objectives.iter().filter(|o| o.status == s).count();
+    format!(
+        "{} met, {} missed, {} undecided",
+        n(ObjectiveStatus::Met),
+        n(ObjectiveStatus::Missed),
+        n(ObjectiveStatus::Undecided)
+    )
+}
+
+/// What the objectives table means, in one paragraph for both pages.
+pub(crate) const OBJECTIVES_METHOD: &str = "Each objective of the profile is judged on every cell it applies to, on an interval of the cell's figure over its rounds, not on the median alone: **met** when the whole interval satisfies it, **missed** when none of it does (or the cell was rejected, or has no result), **undecided** when the interval straddles the bound. The interval is the order-statistic interval of the median: 95% from 6 rounds up, the min–max of fewer rounds (which covers the median with 1 − 2^(1−n): 75% for 3 rounds), one round's own value for one. `fairground run` exits 99 when any objective is missed.";
 
 /// The sentence that says where a multi-host run ran, for results.md and
 /// report.html alike: `code` wraps an endpoint or address as code, `plain`

@@ -13,7 +13,9 @@
 mod cell;
 mod environment;
 mod framework;
+mod git;
 pub mod histogram;
+pub mod objectives;
 mod round;
 mod timing;
 mod topology;
@@ -31,7 +33,11 @@ pub use cell::{
 };
 pub use environment::{CheckStatus, EnvCheck, Environment};
 pub use framework::{FrameworkFacts, VerifyOutcome};
+pub use git::GitInfo;
 pub use histogram::Latency;
+pub use objectives::{
+    Objective, ObjectiveInterval, ObjectiveMetric, ObjectiveOutcome, ObjectiveStatus, Op,
+};
 pub use round::{LabFigures, ServerSamples};
 pub use timing::{PhaseTimes, RunTiming};
 pub use topology::{CarriedImage, DaemonClock, HostCheck, HostPreflight, Topology};
@@ -117,6 +123,15 @@ pub struct Results {
     /// Docker hosts (`hosts:`); absent for a one-daemon run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub topology: Option<Topology>,
+    /// The profile's objectives judged on every planned cell they apply to,
+    /// in plan order (written when the run finishes; empty when the profile
+    /// has none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub objectives: Vec<ObjectiveOutcome>,
+    /// The git commit, dirty flag and branch of the directory the run was
+    /// started in; absent outside a git repository.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git: Option<GitInfo>,
 }
 
 /// The environment when a run was resumed.
@@ -356,6 +371,15 @@ mod tests {
         r.profile.server.cpuset = crate::profile::Cpuset::Cores("1".parse().unwrap());
         r.profile.frameworks = crate::profile::Frameworks::Exclude(vec!["flask".into()]);
         r.profile.thresholds.off.max_error_rate = true;
+        r.profile.objectives = vec![
+            Objective::parse("p99 < 5ms", None, None).unwrap(),
+            Objective::parse(
+                "rps >= 50000",
+                Some(Scenario::Json),
+                Some(vec!["axum".into()]),
+            )
+            .unwrap(),
+        ];
         let text = serde_json::to_string(&r).unwrap();
         let back = from_json(&text, "x").unwrap();
         assert_eq!(back.profile, r.profile);

@@ -245,7 +245,7 @@ pub(crate) fn sample_results() -> Results {
         passed,
         excluded: vec![],
     };
-    Results {
+    let mut results = Results {
         schema_version: SCHEMA_VERSION,
         fairground_version: "0.1.0".into(),
         run_id: "20261129T230000Z-sample".into(),
@@ -325,6 +325,13 @@ pub(crate) fn sample_results() -> Results {
         docker_runs: vec!["fg-20261129-230000-beef".into()],
         loader_images: vec!["fairground/fairground:5dd704e0670d".into()],
         topology: None,
+        objectives: Vec::new(),
+        git: Some(super::GitInfo {
+            commit: "5dd704e0670d2b7c1a9f3e8d4c6b5a2f1e0d9c8b".into(),
+            dirty: false,
+            branch: Some("main".into()),
+            commit_time: Some("2026-11-29T22:41:07+00:00".into()),
+        }),
         timing: {
             let mut all = PhaseTimes::default();
             for rounds in [18.0, 18.0, 6.0] {
@@ -338,7 +345,22 @@ pub(crate) fn sample_results() -> Results {
                 phases: all,
             }
         },
-    }
+    };
+    results.objectives = crate::bench::objectives::judge(&results, &sample_objectives());
+    results
+}
+
+/// The sample profile's objectives: a mix that the sample's figures meet,
+/// miss and straddle (axum's plaintext rounds span 120,000–121,200 req/s).
+pub fn sample_objectives() -> Vec<super::Objective> {
+    let o = |t: &str, s: Option<Scenario>, f: Option<&[&str]>| {
+        super::Objective::parse(t, s, f.map(|f| f.iter().map(|x| x.to_string()).collect())).unwrap()
+    };
+    vec![
+        o("error_rate < 0.1%", None, None),
+        o("rps >= 120500", Some(Scenario::Plaintext), Some(&["axum"])),
+        o("rps >= 15000", Some(Scenario::Json), None),
+    ]
 }
 
 #[test]

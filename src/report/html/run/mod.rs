@@ -172,6 +172,9 @@ fn agg_median(a: Option<&Aggregate>) -> Option<f64> {
 pub fn page(r: &Results) -> anyhow::Result<String> {
     let ctx = Ctx::new(r);
     let mut sections = vec![summary(&ctx)];
+    if !r.objectives.is_empty() {
+        sections.push(objectives(r));
+    }
     for scenario in r.scenarios() {
         sections.push(scenario_section(&ctx, scenario)?);
     }
@@ -293,6 +296,66 @@ fn col_title(col: Column) -> String {
 }
 
 // ------------------------------------------------------------- summary ----
+
+/// The objectives table, the same rows as results.md's.
+fn objectives(r: &Results) -> Section {
+    use crate::report::view::{
+        objective_rows, objectives_tally, OBJECTIVES_METHOD, OBJECTIVE_HEAD,
+    };
+    use crate::results::ObjectiveStatus;
+    let mut t = Table::new(&OBJECTIVE_HEAD);
+    for row in objective_rows(r) {
+        let class = match row.status {
+            ObjectiveStatus::Met => "",
+            ObjectiveStatus::Missed => "rejected",
+            ObjectiveStatus::Undecided => "flagged",
+        };
+        t.row_with_class(
+            class,
+            vec![
+                Td::html(format!("<code>{}</code>", esc(row.objective))),
+                Td::text(row.framework),
+                Td::text(&row.column),
+                Td::html(format!("<strong>{}</strong>", esc(&row.verdict))),
+                Td::text(&row.interval),
+                Td::text(row.why),
+            ],
+        );
+    }
+    // The method paragraph is Markdown-flavoured: only its ** and ` marks.
+    let method = esc(OBJECTIVES_METHOD);
+    let method = bold_and_code(&method);
+    Section {
+        id: "objectives".into(),
+        heading: format!("Objectives: {}", objectives_tally(r)),
+        body: format!("<p>{method}</p>\n{}", t.render()),
+    }
+}
+
+/// `**x**` → `<strong>x</strong>` and `` `x` `` → `<code>x</code>` in
+/// already-escaped text.
+fn bold_and_code(s: &str) -> String {
+    let mut out = String::new();
+    for (i, part) in s.split("**").enumerate() {
+        let part: String = part
+            .split('`')
+            .enumerate()
+            .map(|(j, p)| {
+                if j % 2 == 1 {
+                    format!("<code>{p}</code>")
+                } else {
+                    p.to_string()
+                }
+            })
+            .collect();
+        if i % 2 == 1 {
+            let _ = write!(out, "<strong>{part}</strong>");
+        } else {
+            out.push_str(&part);
+        }
+    }
+    out
+}
 
 fn summary(ctx: &Ctx<'_>) -> Section {
     let (fixed, closed): (Vec<Column>, Vec<Column>) = ctx
