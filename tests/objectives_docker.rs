@@ -62,7 +62,10 @@ fn objectives_on_a_known_latency_are_met_missed_or_undecided_and_a_miss_exits_99
     .output()
     .unwrap();
     let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
-    assert!(stderr.contains("fairground.run="), "the run started: {stderr}");
+    assert!(
+        stderr.contains("fairground.run="),
+        "the run started: {stderr}"
+    );
     assert_eq!(run_leftovers(&stderr), "", "containers and network removed");
     assert_eq!(
         o.status.code(),

@@ -39,13 +39,16 @@ pub struct Found {
     pub p_value: f64,
 }
 
-/// Q̂(τ) for every split τ of `x` with at least [`MIN_SEGMENT`] values on
-/// each side: (m·k/(m+k)) · (2/(m·k) Σ|Lᵢ−Rⱼ| − Σ_{i<l}|Lᵢ−Lₗ|/C(m,2) −
-/// Σ_{j<l}|Rⱼ−Rₗ|/C(k,2)), the distance between the two sides' samples
-/// beyond the spread within each. O(n²).
-fn statistic(x: &[f64]) -> Vec<(usize, f64)> {
+/// Q̂(τ) for every split τ of `x` at a group boundary (`ends[g]` is where
+/// group g ends in `x`) with at least [`MIN_SEGMENT`] groups on each side:
+/// (m·k/(m+k)) · (2/(m·k) Σ|Lᵢ−Rⱼ| − Σ_{i<l}|Lᵢ−Lₗ|/C(m,2) −
+/// Σ_{j<l}|Rⱼ−Rₗ|/C(k,2)) over the values, the distance between the two
+/// sides' samples beyond the spread within each. Returns (groups before
+/// the split, Q̂). O(n²) in values.
+fn statistic(x: &[f64], ends: &[usize]) -> Vec<(usize, f64)> {
     let n = x.len();
-    if n < 2 * MIN_SEGMENT {
+    let groups = ends.len();
+    if groups < 2 * MIN_SEGMENT {
         return Vec::new();
     }
     // within_left[t]: Σ_{i<l<t} |x_i − x_l|; within_right[t]: Σ_{t≤j<l} …
@@ -60,44 +63,76 @@ fn statistic(x: &[f64]) -> Vec<(usize, f64)> {
         within_right[t] = within_right[t + 1] + add;
     }
     let total = within_left[n];
-    (MIN_SEGMENT..=n - MIN_SEGMENT)
-        .map(|t| {
+    (MIN_SEGMENT..=groups - MIN_SEGMENT)
+        .filter_map(|g| {
+            let t = ends[g - 1];
             let (m, k) = (t as f64, (n - t) as f64);
+            if m < 2.0 || k < 2.0 {
+                return None;
+            }
             let cross = total - within_left[t] - within_right[t];
             let e = 2.0 * cross / (m * k)
                 - within_left[t] / (m * (m - 1.0) / 2.0)
                 - within_right[t] / (k * (k - 1.0) / 2.0);
-            (t, m * k / (m + k) * e)
+            Some((g, m * k / (m + k) * e))
         })
         .collect()
 }
 
-/// The best split of `x` and its Q̂.
-fn best(x: &[f64]) -> Option<(usize, f64)> {
-    statistic(x).into_iter().max_by(|a, b| a.1.total_cmp(&b.1))
+/// The best split of `x` (grouped by `ends`) and its Q̂.
+fn best(x: &[f64], ends: &[usize]) -> Option<(usize, f64)> {
+    statistic(x, ends)
+        .into_iter()
+        .max_by(|a, b| a.1.total_cmp(&b.1))
 }
 
-/// Every significant change point of `x`, in index order: the best split,
-/// kept when its permutation p-value is at most [`ALPHA`], then each side
-/// searched again.
+/// Every significant change point of `x`, one value per run, in index
+/// order: the best split, kept when its permutation p-value is at most
+/// [`ALPHA`], then each side searched again. (`history` gives the detector
+/// every round; the tests show what one value per run can and cannot find.)
+#[cfg(test)]
 pub fn change_points(x: &[f64]) -> Vec<Found> {
+    let groups: Vec<Vec<f64>> = x.iter().map(|&v| vec![v]).collect();
+    change_points_of_runs(&groups)
+}
+
+/// Every significant change point between runs, each run given by all its
+/// rounds' values: a split falls between two runs, and the permutation
+/// test shuffles rounds across the runs (every round of a steady series is
+/// as likely in one run as in another). With three rounds a run, three
+/// runs on each side give 18 values, C(18, 9) = 48,620 ways to deal them,
+/// so a step of three runs after three can reach p = 0.005; with one value
+/// per run the same six runs have 20 ways, and p can never go below 0.1.
+/// `Found::index` is the first run after the change.
+pub fn change_points_of_runs(runs: &[Vec<f64>]) -> Vec<Found> {
+    let runs: Vec<&Vec<f64>> = runs.iter().collect();
     let mut out = Vec::new();
-    bisect(x, 0, &mut out);
+    bisect(&runs, 0, &mut out);
     out.sort_by_key(|f| f.index);
     out
 }
 
-fn bisect(x: &[f64], offset: usize, out: &mut Vec<Found>) {
-    let Some((t, q)) = best(x) else { return };
+fn bisect(runs: &[&Vec<f64>], offset: usize, out: &mut Vec<Found>) {
+    let x: Vec<f64> = runs.iter().flat_map(|r| r.iter().copied()).collect();
+    let ends: Vec<usize> = runs
+        .iter()
+        .scan(0, |at, r| {
+            *at += r.len();
+            Some(*at)
+        })
+        .collect();
+    let Some((g, q)) = best(&x, &ends) else {
+        return;
+    };
     if q.is_nan() || q <= 0.0 {
         return;
     }
     let mut rng = StdRng::seed_from_u64(SEED ^ (offset as u64) ^ ((x.len() as u64) << 32));
-    let mut shuffled = x.to_vec();
+    let mut shuffled = x.clone();
     let mut as_large = 0usize;
     for _ in 0..PERMUTATIONS {
         shuffled.shuffle(&mut rng);
-        if best(&shuffled).is_some_and(|(_, qp)| qp >= q) {
+        if best(&shuffled, &ends).is_some_and(|(_, qp)| qp >= q) {
             as_large += 1;
         }
     }
@@ -106,12 +141,12 @@ fn bisect(x: &[f64], offset: usize, out: &mut Vec<Found>) {
         return;
     }
     out.push(Found {
-        index: offset + t,
+        index: offset + g,
         q,
         p_value,
     });
-    bisect(&x[..t], offset, out);
-    bisect(&x[t..], offset + t, out);
+    bisect(&runs[..g], offset, out);
+    bisect(&runs[g..], offset + g, out);
 }
 
 #[cfg(test)]
@@ -151,6 +186,32 @@ mod tests {
         let e = noise(11, 20, 0.02);
         let x: Vec<f64> = e.iter().map(|v| 1.0 + v).collect();
         assert!(change_points(&x).is_empty(), "{:?}", change_points(&x));
+    }
+
+    #[test]
+    fn three_runs_of_three_rounds_then_three_more_show_a_step_one_value_each_cannot() {
+        // Rounds with 2% noise; a 20% step after the third run.
+        let e = noise(5, 18, 0.02);
+        let runs: Vec<Vec<f64>> = (0..6)
+            .map(|r| {
+                let level: f64 = if r < 3 { 1.0 } else { 1.2 };
+                (0..3).map(|i| level.ln() + e[r * 3 + i]).collect()
+            })
+            .collect();
+        let found = change_points_of_runs(&runs);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].index, 3);
+        assert!(found[0].p_value <= ALPHA, "{found:?}");
+        // The runs' medians alone: six values cannot reach α.
+        let medians: Vec<f64> = runs
+            .iter()
+            .map(|r| crate::stats::median(r).unwrap())
+            .collect();
+        assert!(change_points(&medians).is_empty());
+        // And six steady runs of three rounds show nothing.
+        let e = noise(9, 18, 0.02);
+        let steady: Vec<Vec<f64>> = (0..6).map(|r| e[r * 3..r * 3 + 3].to_vec()).collect();
+        assert!(change_points_of_runs(&steady).is_empty());
     }
 
     #[test]

@@ -386,13 +386,23 @@ pub(crate) fn build(mut runs: Vec<Run>) -> anyhow::Result<(History, Vec<Run>)> {
                         p.median.is_some() && (seg.first_run..=seg.last_run).contains(&p.run)
                     })
                     .collect();
-                let medians: Vec<f64> = inside.iter().map(|p| p.median.unwrap_or(0.0)).collect();
-                let values: Vec<f64> = if medians.iter().all(|v| *v > 0.0) {
-                    medians.iter().map(|v| v.ln()).collect()
+                let medians: Vec<f64> = inside.iter().filter_map(|p| p.median).collect();
+                // Every run's rounds, on a log scale where the figure is
+                // positive: a step is a ratio, whatever the level.
+                let rounds: Vec<Vec<f64>> = inside
+                    .iter()
+                    .map(|p| round_values(&runs[p.run], key, metric))
+                    .collect();
+                let positive = rounds.iter().flatten().all(|v| *v > 0.0);
+                let values: Vec<Vec<f64>> = if positive {
+                    rounds
+                        .iter()
+                        .map(|r| r.iter().map(|v| v.ln()).collect())
+                        .collect()
                 } else {
-                    medians.clone()
+                    rounds
                 };
-                let found = detect::change_points(&values);
+                let found = detect::change_points_of_runs(&values);
                 let bounds: Vec<usize> = std::iter::once(0)
                     .chain(found.iter().map(|f| f.index))
                     .chain(std::iter::once(inside.len()))
@@ -461,7 +471,7 @@ pub(crate) fn build(mut runs: Vec<Run>) -> anyhow::Result<(History, Vec<Run>)> {
         fairground_version: env!("CARGO_PKG_VERSION").to_string(),
         method: Method {
             order: if by_commit { "commit time (git), then start time" } else { "start time" }.into(),
-            detector: "E-divisive means (Matteson & James 2014) on the log of each run's median, bisecting, each split kept when a permutation test gives p <= alpha".into(),
+            detector: "E-divisive means (Matteson & James 2014) on the log of every round's figure, splits between runs only, bisecting, each split kept when a permutation test (rounds shuffled across the runs) gives p <= alpha".into(),
             alpha: ALPHA,
             permutations: PERMUTATIONS,
             min_segment: MIN_SEGMENT,
@@ -497,13 +507,7 @@ fn point(i: usize, run: &Run, key: &CellKey, metric: Metric) -> Option<Point> {
             coverage: 0.0,
         });
     }
-    let busy = crate::compare::busy_rounds(cell);
-    let values: Vec<f64> = cell
-        .rounds
-        .iter()
-        .filter(|r| !busy.contains(&r.index))
-        .filter_map(|r| metric.of(r))
-        .collect();
+    let values = round_values(run, key, metric);
     let iv = stats::median_interval(&values, MEDIAN_INTERVAL_CONFIDENCE);
     Some(Point {
         run: i,
@@ -514,6 +518,23 @@ fn point(i: usize, run: &Run, key: &CellKey, metric: Metric) -> Option<Point> {
         rounds: values.len(),
         coverage: iv.map_or(0.0, |v| v.coverage),
     })
+}
+
+/// The figure of every round of run `run`'s cell `key` that compare would
+/// judge (busy-host rounds left out); empty for a rejected or absent cell.
+fn round_values(run: &Run, key: &CellKey, metric: Metric) -> Vec<f64> {
+    let Some(cell) = run.results.cell(key) else {
+        return Vec::new();
+    };
+    if cell.verdict.status == Status::Rejected {
+        return Vec::new();
+    }
+    let busy = crate::compare::busy_rounds(cell);
+    cell.rounds
+        .iter()
+        .filter(|r| !busy.contains(&r.index))
+        .filter_map(|r| metric.of(r))
+        .collect()
 }
 
 /// The terminal summary: runs, splits, change points.
