@@ -24,22 +24,8 @@ fn burn_run(dir: &Path, out: &Path, burn_us: u32) {
          server: {cpus: 1, memory: 256MiB, nofile: 16384}\n\
          loader: {cpus: 1, memory: 256MiB, nofile: 16384}\n\
          idle_settle: 1s\nreadiness_timeout: 30s\nthresholds: {preflight: warn}\n";
-    let path = dir.join("profile.yaml");
-    std::fs::write(&path, profile).unwrap();
-    let o = fairground(&[
-        "run",
-        "--profile",
-        path.to_str().unwrap(),
-        "--frameworks",
-        dir.join("frameworks").to_str().unwrap(),
-        "--output",
-        out.to_str().unwrap(),
-    ])
-    .output()
-    .unwrap();
-    let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
-    assert!(o.status.success(), "{stderr}");
-    assert_eq!(run_leftovers(&stderr), "", "containers and network removed");
+    let (code, stderr) = run_profile_to(dir, profile, out);
+    assert_eq!(code, Some(0), "{stderr}");
     // Run directories are named by their start second: the next run must
     // not share it.
     std::thread::sleep(std::time::Duration::from_millis(1100));

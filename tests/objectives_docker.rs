@@ -47,31 +47,9 @@ fn objectives_on_a_known_latency_are_met_missed_or_undecided_and_a_miss_exits_99
          loader: {cpus: 1, memory: 256MiB, nofile: 16384}\n\
          idle_settle: 1s\nreadiness_timeout: 30s\nthresholds: {preflight: warn}\n\
          objectives:\n  plaintext: [\"p99 < 5ms\", \"p999 < 60ms\", \"p50 < 20ms\"]\n";
-    let path = dir.join("profile.yaml");
-    std::fs::write(&path, profile).unwrap();
     let out = dir.join("output");
-    let o = fairground(&[
-        "run",
-        "--profile",
-        path.to_str().unwrap(),
-        "--frameworks",
-        dir.join("frameworks").to_str().unwrap(),
-        "--output",
-        out.to_str().unwrap(),
-    ])
-    .output()
-    .unwrap();
-    let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
-    assert!(
-        stderr.contains("fairground.run="),
-        "the run started: {stderr}"
-    );
-    assert_eq!(run_leftovers(&stderr), "", "containers and network removed");
-    assert_eq!(
-        o.status.code(),
-        Some(99),
-        "a missed objective exits 99: {stderr}"
-    );
+    let (code, stderr) = run_profile_to(dir, profile, &out);
+    assert_eq!(code, Some(99), "a missed objective exits 99: {stderr}");
     let run = run_dir(&out);
     let r = results_of(&run);
     let cell = &r.cells[0];

@@ -253,12 +253,13 @@ pub fn run_leftovers(stderr: &str) -> String {
     )
 }
 
-/// Run `profile` (YAML text) against the frameworks under `dir/frameworks`;
-/// the finished run's results and fairground's stderr.
-pub fn run_profile_in(dir: &Path, profile: &str) -> (Results, String) {
+/// `fairground run` of `profile` (YAML text, written to
+/// `dir/profile.yaml`) against the frameworks under `dir/frameworks`, into
+/// `out`: its exit code and stderr, once every container and network of
+/// the run is checked gone.
+pub fn run_profile_to(dir: &Path, profile: &str, out: &Path) -> (Option<i32>, String) {
     let path = dir.join("profile.yaml");
     std::fs::write(&path, profile).unwrap();
-    let out = dir.join("output");
     let o = fairground(&[
         "run",
         "--profile",
@@ -272,9 +273,22 @@ pub fn run_profile_in(dir: &Path, profile: &str) -> (Results, String) {
     .unwrap();
     let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
     assert!(
-        o.status.success(),
-        "a run whose cells are rejected still completes: {stderr}"
+        stderr.contains("fairground.run="),
+        "the run started: {stderr}"
     );
     assert_eq!(run_leftovers(&stderr), "", "containers and network removed");
+    (o.status.code(), stderr)
+}
+
+/// Run `profile` (YAML text) against the frameworks under `dir/frameworks`;
+/// the finished run's results and fairground's stderr.
+pub fn run_profile_in(dir: &Path, profile: &str) -> (Results, String) {
+    let out = dir.join("output");
+    let (code, stderr) = run_profile_to(dir, profile, &out);
+    assert_eq!(
+        code,
+        Some(0),
+        "a run whose cells are rejected still completes: {stderr}"
+    );
     (results_of(&run_dir(&out)), stderr)
 }
