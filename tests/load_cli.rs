@@ -3,6 +3,8 @@
 
 mod load_support;
 
+use load_support::load_with;
+
 use std::process::Command;
 use std::time::Duration;
 
@@ -134,4 +136,69 @@ fn runs_in_process_through_the_library_api() {
             .len(),
         500
     );
+}
+
+/// An until-stable warm-up ends (stable, or at its longest) and the window
+/// it opens is measured, in closed loop and at a fixed rate. (A window
+/// decided again on every pass of the main loop moved ahead forever: no
+/// window, and at a fixed rate no request after the warm-up's longest.)
+#[test]
+fn an_until_stable_warm_up_opens_its_window_in_closed_loop_and_at_a_fixed_rate() {
+    let server = fairground::serve::start("127.0.0.1".parse().unwrap(), 0, 1).unwrap();
+    let url = format!("http://{}", server.addr);
+    for rate in [None, Some("500")] {
+        let mut args = vec![
+            "--url",
+            url.as_str(),
+            "--scenario",
+            "plaintext",
+            "-c",
+            "4",
+            "-t",
+            "1",
+            "--warmup",
+            "3s",
+            "--warmup-until-stable",
+            "500ms",
+            "--stable-cv",
+            "0.5",
+            "-d",
+            "1s",
+        ];
+        if let Some(r) = rate {
+            args.extend(["--rate", r]);
+        }
+        let started = std::time::Instant::now();
+        // Bounded: the bug this pins made the loader run forever.
+        let mut cmd = Command::new("timeout");
+        cmd.args(["30", env!("CARGO_BIN_EXE_fairground")]);
+        let r = load_with(cmd, &args);
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{rate:?}: took {:?}",
+            started.elapsed()
+        );
+        assert!(r.warmup.stable.is_some(), "{rate:?}: {:?}", r.warmup);
+        assert!(
+            r.warmup.seconds <= 3.1,
+            "{rate:?}: warm-up {} s",
+            r.warmup.seconds
+        );
+        assert!(
+            (r.measured_s - 1.0).abs() < 0.05,
+            "{rate:?}: {}",
+            r.measured_s
+        );
+        assert!(r.responses.status_2xx > 0, "{rate:?}: {:?}", r.responses);
+        if rate.is_some() {
+            // 500 req/s over the 1 s window: every due request sent.
+            assert_eq!(r.requests.unsent, 0, "{:?}", r.requests);
+            assert!(
+                (r.requests.sent as f64 - 500.0).abs() <= 5.0,
+                "{:?}",
+                r.requests
+            );
+        }
+    }
+    server.stop();
 }

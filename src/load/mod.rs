@@ -250,8 +250,13 @@ pub fn run(cfg: &LoadConfig) -> anyhow::Result<LoadReport> {
                 // Fixed warm-up: the gate set the window already. Until
                 // stable: open it just ahead of now, so every thread knows
                 // it before it begins.
+                let opened = shared.window().0;
                 let start = match stability.as_mut() {
-                    None => shared.window().0,
+                    // Fixed: the gate set it. Until stable and decided
+                    // already: keep it (deciding again would move the
+                    // window ahead on every pass and it would never open).
+                    None => opened,
+                    Some(_) if opened != u64::MAX => opened,
                     Some(st) => {
                         let open = if st.stable(now, live_now()) {
                             stable = Some(true);
