@@ -11,6 +11,10 @@ use std::process::Command;
 
 use serde_json::Value;
 
+#[path = "support/one_cell.rs"]
+mod one_cell;
+use one_cell::one_cell_run;
+
 /// The `run: |` script of the step named `name` in docs/ci.md.
 fn step_script(name: &str) -> String {
     let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/ci.md")).unwrap();
@@ -33,32 +37,7 @@ fn step_script(name: &str) -> String {
 
 /// The sample run reduced to axum plaintext c=100 at `level` req/s.
 fn run_at(level: f64, id: &str, hour: u32) -> Value {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/results/results.json"
-    );
-    let mut r: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let keep = |k: &Value| {
-        k["framework"] == "axum" && k["scenario"] == "plaintext" && k["concurrency"] == 100
-    };
-    let cells: Vec<Value> = r["cells"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|c| keep(&c["key"]))
-        .cloned()
-        .collect();
-    r["cells"] = Value::Array(cells);
-    let plan: Vec<Value> = r["plan"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|k| keep(k))
-        .cloned()
-        .collect();
-    r["plan"] = Value::Array(plan);
-    r["skipped"] = Value::Array(vec![]);
-    r.as_object_mut().unwrap().remove("objectives");
+    let mut r = one_cell_run();
     r["run_id"] = id.into();
     r["started_at"] = format!("2027-01-01T{hour:02}:00:00Z").into();
     for (i, round) in r["cells"][0]["rounds"]

@@ -11,6 +11,10 @@ use std::process::Command;
 
 use serde_json::Value;
 
+#[path = "support/one_cell.rs"]
+mod one_cell;
+use one_cell::one_cell_run;
+
 fn fairground(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_fairground"))
         .args(args)
@@ -34,38 +38,6 @@ impl Noise {
         let (a, b) = (self.uniform(), self.uniform());
         (-2.0 * a.ln()).sqrt() * (2.0 * std::f64::consts::PI * b).cos()
     }
-}
-
-/// The sample run with only axum plaintext c=100 left.
-fn one_cell_run() -> Value {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/results/results.json"
-    );
-    let mut r: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let keep = |k: &Value| {
-        k["framework"] == "axum" && k["scenario"] == "plaintext" && k["concurrency"] == 100
-    };
-    let cells: Vec<Value> = r["cells"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|c| keep(&c["key"]))
-        .cloned()
-        .collect();
-    assert_eq!(cells.len(), 1);
-    r["cells"] = Value::Array(cells);
-    let plan: Vec<Value> = r["plan"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|k| keep(k))
-        .cloned()
-        .collect();
-    r["plan"] = Value::Array(plan);
-    r["skipped"] = Value::Array(vec![]);
-    r.as_object_mut().unwrap().remove("objectives");
-    r
 }
 
 /// Write run `i` at `level` req/s (each round within 0.5% of it) into

@@ -181,12 +181,6 @@ pub fn comparability_facts(r: &Results) -> Vec<Fact> {
         field,
         value: Some(v),
     };
-    // Settings with several fields (warm-up, limits) in the profile file's
-    // own notation, compact.
-    let typed = |field: &'static str, v: &dyn erased::Json| Fact {
-        field,
-        value: words(&v.json()),
-    };
     let (mode, rate) = match p.load.mode {
         LoadMode::Closed => ("closed", None),
         LoadMode::FixedRate { rate } => ("fixed-rate", Some(rate.to_string())),
@@ -203,18 +197,18 @@ pub fn comparability_facts(r: &Results) -> Vec<Fact> {
         said("load.threads", p.load.threads.to_string()),
         said("load.timeout", Human(p.load.timeout).to_string()),
         said("window.duration", Human(p.duration).to_string()),
-        typed("window.warmup", &p.warmup),
+        setting("window.warmup", &p.warmup),
         said(
             "restart_between_rounds",
             p.restart_between_rounds.to_string(),
         ),
-        typed("limits.server", &p.server),
-        typed("limits.loader", &p.loader),
+        setting("limits.server", &p.server),
+        setting("limits.loader", &p.loader),
         said(
             "limits.allow_shared_cores",
             p.allow_shared_cores.to_string(),
         ),
-        typed("network", &p.network),
+        setting("network", &p.network),
         Fact {
             field: "loader version (fairground)",
             value: Some(r.fairground_version.clone()),
@@ -236,16 +230,12 @@ pub fn comparability_facts(r: &Results) -> Vec<Fact> {
     ]
 }
 
-/// A profile setting as the JSON it serializes to (the profile file's
-/// notation), without naming its type.
-mod erased {
-    pub trait Json {
-        fn json(&self) -> serde_json::Value;
-    }
-    impl<T: serde::Serialize> Json for T {
-        fn json(&self) -> serde_json::Value {
-            serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
-        }
+/// A profile setting with several fields (warm-up, limits) in the profile
+/// file's own notation, compact.
+fn setting(field: &'static str, v: &impl serde::Serialize) -> Fact {
+    Fact {
+        field,
+        value: serde_json::to_value(v).ok().as_ref().and_then(words),
     }
 }
 
