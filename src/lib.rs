@@ -13,7 +13,9 @@ pub mod exit;
 pub mod framework;
 pub mod history;
 pub mod host;
+pub mod judge;
 pub mod load;
+pub mod markup;
 pub mod preflight;
 pub mod probe;
 pub mod profile;
@@ -21,5 +23,7 @@ pub mod report;
 pub mod results;
 pub mod serve;
 pub mod stats;
+#[cfg(test)]
+pub(crate) mod testdata;
 pub mod units;
 pub mod verify;

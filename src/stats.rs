@@ -3,10 +3,14 @@
 //!
 //! This module owns the arithmetic and the named thresholds with their
 //! sources. It knows nothing about cells, frameworks or verdicts (that is
-//! `bench::gates`), and it never panics on empty or non-finite input: an empty
+//! `judge::gates`), and it never panics on empty or non-finite input: an empty
 //! sample yields `None`.
 
 use serde::{Deserialize, Serialize};
+
+/// Windows an until-stable warm-up compares (the Go lab setup: CV of the last
+/// 3 windows).
+pub const STABLE_WINDOWS: u32 = 3;
 
 /// Tukey's inner fence: a value more than this many interquartile ranges
 /// outside the quartiles is a mild outlier. Source: J. W. Tukey, *Exploratory

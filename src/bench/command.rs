@@ -473,7 +473,7 @@ fn finish(
         }
         // Judged on what the run holds now, so a resumed run is judged on
         // all of its cells; written before any report reads it.
-        r.objectives = super::objectives::judge(r, objectives);
+        r.objectives = crate::judge::objectives::judge(r, objectives);
     })?;
     let files = report::write_run(store.dir(), store.results())?;
     let r = store.results();
@@ -538,7 +538,7 @@ fn objectives_line(outcomes: &[crate::results::ObjectiveOutcome]) -> bool {
     for o in outcomes.iter().filter(|o| o.status == S::Missed) {
         eprintln!("  missed: {} on {}: {}", o.objective.text, o.cell, o.why);
     }
-    super::objectives::any_missed(outcomes)
+    crate::judge::objectives::any_missed(outcomes)
 }
 
 /// `fairground run`, step by step.

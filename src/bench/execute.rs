@@ -16,11 +16,11 @@ use anyhow::Context;
 use chrono::Utc;
 use tokio::sync::Notify;
 
-use super::gates::{finish_cell, GateContext};
 use super::lab::{Lab, Measured};
 use super::plan::{FrameworkPlan, Plan, Step};
 use super::spec::RunSpec;
 use super::store::Store;
+use crate::judge::gates::{finish_cell, GateContext};
 use crate::results::{
     Cell, CellKey, Incident, PhaseTimes, Round, Skipped, Thresholds, VerifyOutcome,
 };

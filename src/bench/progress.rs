@@ -205,7 +205,7 @@ pub fn for_stderr(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::testdata::sample_results;
+    use crate::testdata::sample_results;
 
     #[test]
     fn live_text_says_which_phase_and_how_fast() {

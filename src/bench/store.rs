@@ -104,7 +104,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::testdata::sample_results;
+    use crate::testdata::sample_results;
 
     #[test]
     fn every_appended_cell_is_on_disk_at_once() {

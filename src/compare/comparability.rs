@@ -72,7 +72,7 @@ impl std::error::Error for Refused {}
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::testdata::sample_results;
+    use crate::testdata::sample_results;
 
     #[test]
     fn the_same_run_is_comparable_with_itself() {

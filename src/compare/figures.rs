@@ -252,7 +252,7 @@ fn words(v: &serde_json::Value) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::testdata::sample_results;
+    use crate::testdata::sample_results;
 
     #[test]
     fn reads_every_metric_of_a_round() {

@@ -167,7 +167,7 @@ pub fn pair<'a>(base: &'a LoadedSide, new: &'a LoadedSide) -> anyhow::Result<Pai
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::testdata::sample_results;
+    use crate::testdata::sample_results;
 
     fn side(framework: Option<&str>) -> LoadedSide {
         LoadedSide {

@@ -7,8 +7,8 @@ use std::path::PathBuf;
 
 use super::load::{LoadedSide, SideSpec};
 use super::*;
-use crate::results::testdata::{round, sample_results};
 use crate::results::{CellKey, Results};
+use crate::testdata::{round, sample_results};
 
 fn side(results: Results, framework: Option<&str>) -> LoadedSide {
     LoadedSide {

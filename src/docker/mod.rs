@@ -12,7 +12,6 @@
 
 pub mod bases;
 pub mod cleanup;
-pub mod commands;
 pub mod container;
 pub mod daemon;
 pub mod engine;
@@ -99,13 +98,7 @@ impl fmt::Display for RunId {
     }
 }
 
-/// The daemon address in effect: `DOCKER_HOST`, or the default unix socket.
-pub fn docker_host() -> String {
-    std::env::var("DOCKER_HOST")
-        .ok()
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "unix:///var/run/docker.sock".to_string())
-}
+pub use crate::host::docker::docker_host;
 
 /// Connect to the daemon named by `DOCKER_HOST` (unix:// or tcp://; default
 /// the local socket) and negotiate the API version down to what it speaks
@@ -139,11 +132,7 @@ pub async fn connect_or_exit_code() -> anyhow::Result<Docker> {
         .map_err(|e| crate::exit::coded(crate::exit::ExitCode::DockerUnavailable, e))
 }
 
-/// Whether the daemon is on this host, so cgroup files can be read directly
-/// instead of through the stats API.
-pub fn daemon_is_local() -> bool {
-    docker_host().starts_with("unix://")
-}
+pub use crate::host::docker::daemon_is_local;
 
 /// A small current-thread-free runtime for the synchronous CLI entry points.
 pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {

@@ -49,12 +49,12 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use super::histogram::new_histogram;
-use super::limits::now_ns;
 use super::open::{due_in, intended_ns, Pacer};
 use super::parse::{Parsed, ResponseParser};
 use super::report::{AnswerChecks, ErrorCounts, ErrorKind, RequestAccounting, StatusCounts};
 use super::request::{RequestGen, RequestSet};
 use crate::contract::{self, Scenario};
+use crate::host::clock::now_ns;
 
 /// Initial read buffer per connection; grows (rarely) for larger heads.
 pub const READ_BUF: usize = 8 * 1024;

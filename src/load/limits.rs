@@ -147,18 +147,6 @@ pub fn parse_cpu_stat(text: &str) -> Option<Throttling> {
     })
 }
 
-/// Monotonic clock in nanoseconds (CLOCK_MONOTONIC, the clock timerfds use).
-#[inline]
-pub fn now_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes into the timespec we own; vDSO, no syscall.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -197,13 +185,13 @@ mod tests {
 
     #[test]
     fn usage_and_clock_move_forward() {
-        let a = now_ns();
+        let a = crate::host::clock::now_ns();
         let mut x = 0u64;
         for i in 0..1_000_000u64 {
             x = x.wrapping_add(i * i);
         }
         std::hint::black_box(x);
-        assert!(now_ns() > a);
+        assert!(crate::host::clock::now_ns() > a);
         assert!(usage().max_rss_kib > 0);
     }
 }

@@ -43,8 +43,8 @@ pub use histogram::decode as decode_histogram;
 pub use report::{ErrorCounts, LoadReport, Mode, SCHEMA_VERSION};
 pub use request::{CustomRequest, RequestSpec, Target};
 
+use crate::host::clock::now_ns;
 use conn::{LiveCounters, LoadPlan, Shared, ThreadStats, Worker};
-use limits::now_ns;
 use report::{WarmupReport, WindowTimes};
 
 /// Print these before the run (limits that will cap it) on stderr.
@@ -95,7 +95,7 @@ struct Stability {
 impl Stability {
     /// Close every warm-up window that ended by `now` from the live
     /// counters `(ok, latency_us, answers)`; whether the last
-    /// [`crate::profile::STABLE_WINDOWS`] agree.
+    /// [`crate::stats::STABLE_WINDOWS`] agree.
     fn stable(&mut self, now: u64, live: (u64, u64, u64)) -> bool {
         let mut stable = false;
         while now >= self.next_ns {
@@ -118,7 +118,7 @@ impl Stability {
             self.values.push(v);
             stable = crate::stats::stable(
                 &self.values,
-                crate::profile::STABLE_WINDOWS as usize,
+                crate::stats::STABLE_WINDOWS as usize,
                 self.max_cv,
             );
         }

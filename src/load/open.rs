@@ -29,7 +29,7 @@ use std::task::{Context, Poll, Waker};
 
 use tokio::io::unix::AsyncFd;
 
-use super::limits::now_ns;
+use crate::host::clock::now_ns;
 
 /// Shortest gap between two pacer wake-ups of one thread. Each wake-up
 /// costs a context switch and two syscalls; at high rates, waking for every

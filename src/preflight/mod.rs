@@ -41,7 +41,56 @@ pub use limits::{NamespaceSysctls, SysctlNamespace};
 pub use measure::MeasuredFacts;
 pub use report::{EnvReport, HostSummary, TABLE_MEASURED_WIDTH};
 
-pub use crate::results::CheckStatus;
+/// Outcome of one check, of the environment (preflight) or of a
+/// framework against the contract (verify); ordered from good to bad so the
+/// worst of several is their max.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum CheckStatus {
+    /// Within the threshold: nothing here can distort results.
+    #[default]
+    Pass,
+    /// Worth knowing: results may be distorted; they are kept but marked.
+    Warn,
+    /// Results from here are not to be accepted (unless forced).
+    Fail,
+}
+
+impl CheckStatus {
+    /// `Pass` when `ok`, else `otherwise`.
+    pub fn pass_or(ok: bool, otherwise: CheckStatus) -> CheckStatus {
+        if ok {
+            CheckStatus::Pass
+        } else {
+            otherwise
+        }
+    }
+}
+
+impl fmt::Display for CheckStatus {
+    /// `pass`, `warn`, or `FAIL` (shouted, so a failure stands out in
+    /// tables and terminal lines).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            CheckStatus::Pass => "pass",
+            CheckStatus::Warn => "warn",
+            CheckStatus::Fail => "FAIL",
+        })
+    }
+}
 
 /// The family a check belongs to (one source file each).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -106,12 +106,12 @@ impl EnvReport {
                 "| `{}` | {} | {} | {} | {} |\n",
                 c.id,
                 c.verdict,
-                crate::report::fmt::cell(&c.measured),
-                crate::report::fmt::cell(&c.threshold),
+                crate::markup::md_cell(&c.measured),
+                crate::markup::md_cell(&c.threshold),
                 if c.verdict == CheckStatus::Pass {
                     "".to_string()
                 } else {
-                    crate::report::fmt::cell(&c.remedy)
+                    crate::markup::md_cell(&c.remedy)
                 }
             ));
         }

@@ -155,7 +155,7 @@ impl Sampler {
                 match source.read(step).await {
                     Ok(Some(r)) => series.samples.push(Sample {
                         t_ms: started.elapsed().as_millis() as u64,
-                        t_mono_ns: crate::load::limits::now_ns(),
+                        t_mono_ns: crate::host::clock::now_ns(),
                         mem_bytes: r.mem_bytes,
                         cpu_usec: r.cpu_usec,
                         throttled_usec: r.throttled_usec,
@@ -245,7 +245,7 @@ mod tests {
         // A period far longer than the test: only the first sample is due.
         let s = Sampler::start(src, Duration::from_secs(60));
         tokio::time::sleep(Duration::from_millis(20)).await;
-        let before_stop = crate::load::limits::now_ns();
+        let before_stop = crate::host::clock::now_ns();
         let series = s.stop().await;
         assert_eq!(series.samples.len(), 2, "{:?}", series.samples);
         assert!(series.samples[1].t_mono_ns >= before_stop);

@@ -165,7 +165,8 @@ impl Endpoint {
     /// Whether this endpoint is reached through a socket on this machine
     /// (so the daemon's cgroup files are readable here).
     pub fn is_local_socket(&self) -> bool {
-        self.url == LOCAL && crate::docker::daemon_is_local() || self.url.starts_with("unix://")
+        self.url == LOCAL && crate::host::docker::daemon_is_local()
+            || self.url.starts_with("unix://")
     }
 }
 

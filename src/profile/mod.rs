@@ -16,8 +16,10 @@
 
 mod error;
 pub mod hosts;
+pub mod objectives;
 mod raw;
 mod span;
+pub mod thresholds;
 mod types;
 pub mod units;
 mod validate;

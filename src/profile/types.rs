@@ -42,9 +42,7 @@ pub const MIN_MEMORY: u64 = 32 << 20;
 /// Shortest measured window: the resource probe samples every second, so a
 /// shorter window would have no memory or CPU sample.
 pub const MIN_DURATION: Duration = Duration::from_secs(1);
-/// Windows an until-stable warm-up compares (the Go lab setup: CV of the last
-/// 3 windows).
-pub const STABLE_WINDOWS: u32 = 3;
+pub use crate::stats::STABLE_WINDOWS;
 /// Highest concurrency accepted: the kernel's default `fs.nr_open` (1 Mi
 /// descriptors) caps one process's connections anyway.
 pub const MAX_CONCURRENCY: u32 = 1_000_000;
@@ -447,7 +445,8 @@ pub enum Network {
     Host,
 }
 
-pub use crate::results::{GatesOff, Objective, ObjectiveMetric, Op, Preflight, Thresholds};
+pub use super::objectives::{Objective, ObjectiveMetric, Op};
+pub use super::thresholds::{GatesOff, Preflight, Thresholds};
 
 /// Cores assigned to each container.
 #[derive(Debug, Clone, PartialEq, Eq)]

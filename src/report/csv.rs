@@ -171,7 +171,7 @@ impl Exporter for CsvExporter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::testdata::sample_results;
+    use crate::testdata::sample_results;
 
     #[test]
     fn one_row_per_round_and_one_per_cell_without_rounds() {

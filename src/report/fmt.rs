@@ -3,7 +3,4 @@
 
 pub use crate::units::{bytes, micros, percent, sig3, thousands};
 
-/// Escape a value for a Markdown table cell.
-pub fn cell(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ")
-}
+pub use crate::markup::md_cell as cell;

@@ -287,7 +287,7 @@ mod tests {
 
     #[test]
     fn a_rejected_cell_fails_with_its_reason_and_a_flagged_one_carries_its_flags() {
-        let mut r = crate::results::testdata::sample_results();
+        let mut r = crate::testdata::sample_results();
         // Cells only: the objectives suite has its own test.
         r.objectives.clear();
         r.cells[0].verdict = Verdict::from_reasons(vec![Reason::OomKilled { kills: 1 }]);
@@ -317,12 +317,12 @@ mod tests {
 
     #[test]
     fn each_objective_and_cell_is_a_case_missed_fails_and_undecided_is_skipped() {
-        let mut r = crate::results::testdata::sample_results();
+        let mut r = crate::testdata::sample_results();
         let objectives = [
             crate::results::Objective::parse("rps >= 1", None, None).unwrap(),
             crate::results::Objective::parse("rps >= 1000000000", None, None).unwrap(),
         ];
-        r.objectives = crate::bench::objectives::judge(&r, &objectives);
+        r.objectives = crate::judge::objectives::judge(&r, &objectives);
         let missed = r
             .objectives
             .iter()

@@ -596,7 +596,7 @@ mod tests {
 
     #[test]
     fn a_multi_host_run_shows_its_hosts_and_each_loaders_part() {
-        let mut r = crate::results::testdata::sample_results();
+        let mut r = crate::testdata::sample_results();
         r.topology = Some(Topology {
             server: "tcp://10.0.0.1:2376 (TLS)".into(),
             loaders: vec!["tcp://10.0.0.2:2376 (TLS)".into()],

@@ -211,7 +211,7 @@ mod tests {
 
     #[test]
     fn every_family_is_typed_before_its_samples_and_the_text_ends_with_eof() {
-        let r = crate::results::testdata::sample_results();
+        let r = crate::testdata::sample_results();
         let text = openmetrics_text(&r);
         assert!(text.ends_with("# EOF\n"));
         let mut typed = std::collections::HashSet::new();

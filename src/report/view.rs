@@ -380,7 +380,7 @@ pub fn hosts_sentence(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::testdata::sample_results;
+    use crate::testdata::sample_results;
 
     #[test]
     fn notes_follow_the_plan_and_columns_keep_plan_order() {

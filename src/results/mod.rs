@@ -4,7 +4,7 @@
 //!
 //! This module owns the data types and the derived summaries (aggregates over
 //! rounds, merged histograms). It does no I/O (that is `bench::store` and
-//! `report`) and passes no judgement (that is `bench::gates`).
+//! `report`) and passes no judgement (that is `judge::gates`).
 //!
 //! Units are in the field names: `_us` microseconds, `_ms` milliseconds,
 //! `_bytes` bytes, `_rps` responses per second, `_s` seconds; fractions are
@@ -13,7 +13,6 @@
 mod cell;
 mod environment;
 mod framework;
-mod git;
 pub mod histogram;
 pub mod objectives;
 mod round;
@@ -26,6 +25,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::contract::Scenario;
 pub use crate::docker::container::AppliedLimits;
+pub use crate::host::git::GitInfo;
 pub use crate::load::ErrorCounts;
 pub use cell::{
     AnswerChecks, Cell, CellKey, CellSummary, Connections, HostUse, LoaderShare, LoaderUse,
@@ -33,7 +33,6 @@ pub use cell::{
 };
 pub use environment::{CheckStatus, EnvCheck, Environment};
 pub use framework::{FrameworkFacts, VerifyOutcome};
-pub use git::GitInfo;
 pub use histogram::Latency;
 pub use objectives::{
     Objective, ObjectiveInterval, ObjectiveMetric, ObjectiveOutcome, ObjectiveStatus, Op,
@@ -316,15 +315,12 @@ pub fn from_json(text: &str, path: &str) -> Result<Results, ReadError> {
 }
 
 #[cfg(test)]
-pub(crate) mod testdata;
-
-#[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn summary_merges_rounds_and_counts_only_2xx_as_success() {
-        let r = testdata::sample_results();
+        let r = crate::testdata::sample_results();
         let cell = &r.cells[0];
         let s = cell.summary.as_ref().unwrap();
         assert_eq!(s.throughput_rps.n, cell.rounds.len());
@@ -335,7 +331,7 @@ mod tests {
 
     #[test]
     fn reads_back_what_it_writes_and_refuses_other_versions() {
-        let r = testdata::sample_results();
+        let r = crate::testdata::sample_results();
         let text = serde_json::to_string(&r).unwrap();
         assert!(
             from_json(&text, "x").unwrap() == r,
@@ -351,7 +347,7 @@ mod tests {
 
     #[test]
     fn a_profile_this_version_cannot_hold_is_named_as_the_reason() {
-        let r = testdata::sample_results();
+        let r = crate::testdata::sample_results();
         let mut v = serde_json::to_value(&r).unwrap();
         v["profile"]["load"]["mode"] = "burst".into();
         let err = from_json(&v.to_string(), "old/results.json").unwrap_err();
@@ -365,7 +361,7 @@ mod tests {
 
     #[test]
     fn the_profile_reads_back_as_the_profile_the_run_used() {
-        let mut r = testdata::sample_results();
+        let mut r = crate::testdata::sample_results();
         r.profile.load.mode = crate::profile::LoadMode::FixedRate { rate: 5000 };
         r.profile.load.timeout = std::time::Duration::from_millis(1500);
         r.profile.server.cpuset = crate::profile::Cpuset::Cores("1".parse().unwrap());
@@ -431,7 +427,7 @@ mod tests {
 
     #[test]
     fn remaining_lists_planned_cells_not_measured() {
-        let mut r = testdata::sample_results();
+        let mut r = crate::testdata::sample_results();
         assert!(r.remaining().is_empty());
         let gone = r.cells.remove(3).key;
         assert_eq!(r.remaining(), vec![gone]);

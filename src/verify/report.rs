@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::contract::Scenario;
 
-pub use crate::results::CheckStatus;
+pub use crate::preflight::CheckStatus;
 
 /// Names of every check, in table order. Scenario checks first.
 pub mod names {

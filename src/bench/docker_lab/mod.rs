@@ -22,7 +22,7 @@ use crate::docker::container::{ContainerSpec, LoaderSpec, ServerSpec, HOST_NETWO
 use crate::docker::engine::{Engine, Handle, ReadyCheck};
 use crate::docker::images::FAIRGROUND_IN_IMAGE;
 use crate::docker::RunId;
-use crate::load::limits::now_ns;
+use crate::host::clock::now_ns;
 use crate::load::report::{Phase, Progress};
 use crate::load::LoadReport;
 use crate::profile::Network;

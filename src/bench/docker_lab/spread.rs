@@ -18,7 +18,7 @@ use super::{describe, parse_report, DockerServer, Spread, BARRIER_LEAD};
 use crate::docker::container::{ContainerSpec, LoaderSpec, HOST_NETWORK};
 use crate::docker::engine::{Engine, LineSink};
 use crate::docker::RunId;
-use crate::load::limits::now_ns;
+use crate::host::clock::now_ns;
 use crate::load::LoadReport;
 use crate::results::LoaderShare;
 

@@ -545,7 +545,7 @@ mod tests {
 
     #[test]
     fn a_multi_host_run_has_a_hosts_section_and_a_one_daemon_run_none() {
-        let mut r = crate::results::testdata::sample_results();
+        let mut r = crate::testdata::sample_results();
         let one = super::page(&r).unwrap();
         assert!(!one.contains("<section id=\"hosts\">"));
         r.topology = Some(Topology {

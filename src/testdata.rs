@@ -1,12 +1,13 @@
 //! Deterministic results for tests: rounds built from a few numbers, and the
 //! sample run behind tests/fixtures/results/results.json (regenerate that file
-//! with `FAIRGROUND_BLESS=1 cargo test --lib results::testdata`).
+//! with `FAIRGROUND_BLESS=1 cargo test --lib testdata`).
 
 use chrono::{TimeZone, Utc};
 use hdrhistogram::Histogram;
 
-use super::*;
-use crate::bench::gates::{finish_cell, GateContext};
+use crate::contract::Scenario;
+use crate::judge::gates::{finish_cell, GateContext};
+use crate::results::*;
 
 /// Length of every sample round's window, seconds.
 const WINDOW_S: f64 = 15.0;
@@ -326,7 +327,7 @@ pub(crate) fn sample_results() -> Results {
         loader_images: vec!["fairground/fairground:5dd704e0670d".into()],
         topology: None,
         objectives: Vec::new(),
-        git: Some(super::GitInfo {
+        git: Some(GitInfo {
             commit: "5dd704e0670d2b7c1a9f3e8d4c6b5a2f1e0d9c8b".into(),
             dirty: false,
             branch: Some("main".into()),
@@ -346,15 +347,15 @@ pub(crate) fn sample_results() -> Results {
             }
         },
     };
-    results.objectives = crate::bench::objectives::judge(&results, &sample_objectives());
+    results.objectives = crate::judge::objectives::judge(&results, &sample_objectives());
     results
 }
 
 /// The sample profile's objectives: a mix that the sample's figures meet,
 /// miss and straddle (axum's plaintext rounds span 120,000–121,200 req/s).
-pub fn sample_objectives() -> Vec<super::Objective> {
+pub fn sample_objectives() -> Vec<Objective> {
     let o = |t: &str, s: Option<Scenario>, f: Option<&[&str]>| {
-        super::Objective::parse(t, s, f.map(|f| f.iter().map(|x| x.to_string()).collect())).unwrap()
+        Objective::parse(t, s, f.map(|f| f.iter().map(|x| x.to_string()).collect())).unwrap()
     };
     vec![
         o("error_rate < 0.1%", None, None),

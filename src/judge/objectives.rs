@@ -23,7 +23,10 @@ use crate::stats::{self, MEDIAN_INTERVAL_CONFIDENCE};
 pub fn judge(results: &Results, objectives: &[Objective]) -> Vec<ObjectiveOutcome> {
     let mut out = Vec::new();
     for key in &results.plan {
-        for o in objectives.iter().filter(|o| o.applies_to(key)) {
+        for o in objectives
+            .iter()
+            .filter(|o| o.applies_to(&key.framework, key.scenario))
+        {
             out.push(judge_cell(key, results.cell(key), o));
         }
     }
@@ -174,7 +177,7 @@ fn judge_cell(key: &CellKey, cell: Option<&Cell>, o: &Objective) -> ObjectiveOut
 mod tests {
     use super::*;
     use crate::contract::Scenario;
-    use crate::results::testdata;
+    use crate::testdata;
 
     fn objective(text: &str) -> Objective {
         Objective::parse(text, None, None).unwrap()

@@ -281,8 +281,8 @@ pub fn judge(rounds: &[Round], summary: Option<&CellSummary>, ctx: &GateContext<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::testdata::round;
     use crate::results::{RateFigures, Status};
+    use crate::testdata::round;
 
     fn key() -> CellKey {
         CellKey {

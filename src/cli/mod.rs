@@ -3,6 +3,8 @@
 //! Each subcommand's options live in the module that implements it; this file
 //! only names the subcommands and hands each one to its module's `run`.
 
+mod images;
+
 use clap::{Parser, Subcommand};
 
 use crate::exit::ExitCode;
@@ -20,9 +22,9 @@ pub enum Command {
     /// Serve the whole endpoint contract (the reference server).
     Serve(crate::serve::ServeArgs),
     /// Build or list fairground's images (own image, bases, frameworks).
-    Images(crate::docker::commands::ImagesArgs),
+    Images(images::ImagesArgs),
     /// Remove containers and networks left by earlier runs (by label).
-    Clean(crate::docker::commands::CleanArgs),
+    Clean(images::CleanArgs),
     /// Wait until a URL answers 200 and print when (used inside the run network).
     Ready(crate::docker::ready::ReadyArgs),
     /// Sleep until killed: the main process of a run's long-lived loader
@@ -57,8 +59,8 @@ pub enum Command {
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Serve(args) => crate::serve::run(&args).map(|()| ExitCode::Ok),
-        Command::Images(args) => crate::docker::commands::run_images(&args),
-        Command::Clean(args) => crate::docker::commands::run_clean(&args),
+        Command::Images(args) => images::run_images(&args),
+        Command::Clean(args) => images::run_clean(&args),
         Command::Ready(args) => crate::docker::ready::run(&args).map(|()| ExitCode::Ok),
         Command::Preflight(args) => crate::preflight::run_cli(&args),
         Command::Load(args) => crate::load::args::run(&args),

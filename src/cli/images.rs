@@ -1,6 +1,5 @@
 //! `fairground images build|list` and `fairground clean`: the command-line
-//! faces of the image builder and of cleanup. Options live here; `cli.rs`
-//! only dispatches.
+//! faces of the image builder and of cleanup.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -8,9 +7,9 @@ use std::sync::Arc;
 
 use anyhow::Context;
 
-use super::engine::{DockerEngine, Engine};
-use super::images::{ImageOptions, ProgressFn};
-use super::RunId;
+use crate::docker::engine::{DockerEngine, Engine};
+use crate::docker::images::{ImageOptions, ProgressFn};
+use crate::docker::RunId;
 use crate::exit::{coded, ExitCode};
 
 /// `fairground images …`
@@ -62,7 +61,7 @@ pub struct BuildArgs {
 /// image and host.
 async fn carry(
     engine: &DockerEngine,
-    built: &super::engine::BuiltImages,
+    built: &crate::docker::engine::BuiltImages,
     name: &str,
 ) -> anyhow::Result<()> {
     let (profile, path) = crate::profile::resolve(name)?;
@@ -133,12 +132,12 @@ fn progress() -> (ProgressFn, Option<indicatif::ProgressBar>) {
 
 /// Run `fairground images …`.
 pub fn run_images(args: &ImagesArgs) -> anyhow::Result<ExitCode> {
-    let rt = super::runtime()?;
+    let rt = crate::docker::runtime()?;
     rt.block_on(async {
         match &args.action {
             ImagesAction::List => {
-                let docker = super::connect_or_exit_code().await?;
-                let rows = super::images::list(&docker).await?;
+                let docker = crate::docker::connect_or_exit_code().await?;
+                let rows = crate::docker::images::list(&docker).await?;
                 if rows.is_empty() {
                     println!("no fairground images yet; run `fairground images build`");
                 }
@@ -153,7 +152,7 @@ pub fn run_images(args: &ImagesArgs) -> anyhow::Result<ExitCode> {
                         r.name,
                         r.tag,
                         crate::units::bytes(r.size_bytes as f64),
-                        super::images::short(&r.inputs_hash)
+                        crate::docker::images::short(&r.inputs_hash)
                     );
                 }
                 Ok(ExitCode::Ok)
@@ -227,16 +226,19 @@ async fn build(b: &BuildArgs) -> anyhow::Result<ExitCode> {
 
 /// Run `fairground clean`.
 pub fn run_clean(args: &CleanArgs) -> anyhow::Result<ExitCode> {
-    let rt = super::runtime()?;
+    let rt = crate::docker::runtime()?;
     rt.block_on(async {
-        let mut daemons = vec![("local".to_string(), super::connect_or_exit_code().await?)];
+        let mut daemons = vec![(
+            "local".to_string(),
+            crate::docker::connect_or_exit_code().await?,
+        )];
         if let Some(name) = &args.profile {
             let (profile, _) = crate::profile::resolve(name)?;
             for e in profile.hosts.iter().flat_map(|h| h.all()) {
                 if e.url == crate::profile::hosts::LOCAL {
                     continue;
                 }
-                let docker = super::remote::connect(e)
+                let docker = crate::docker::remote::connect(e)
                     .await
                     .map_err(|err| crate::exit::coded(ExitCode::DockerUnavailable, err))?;
                 daemons.push((e.to_string(), docker));
@@ -245,7 +247,7 @@ pub fn run_clean(args: &CleanArgs) -> anyhow::Result<ExitCode> {
         let run = args.run.clone().map(RunId);
         let mut failed = false;
         for (endpoint, docker) in &daemons {
-            let report = super::cleanup::clean(docker, run.as_ref(), args.images)
+            let report = crate::docker::cleanup::clean(docker, run.as_ref(), args.images)
                 .await
                 .with_context(|| format!("cleaning up on {endpoint}"))?;
             if daemons.len() > 1 {
