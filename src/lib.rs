@@ -14,14 +14,13 @@ pub mod framework;
 pub mod history;
 pub mod host;
 pub mod judge;
-pub mod load;
 pub mod markup;
 pub mod preflight;
 pub mod probe;
 pub mod profile;
 pub mod report;
 pub mod results;
-pub mod serve;
+pub mod roles;
 pub mod stats;
 #[cfg(test)]
 pub(crate) mod testdata;

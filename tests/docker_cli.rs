@@ -164,7 +164,7 @@ fn images_build_builds_the_fixture_framework_and_list_shows_it() {
 
 #[test]
 fn ready_command_prints_first_200_as_json_and_fails_on_timeout() {
-    let server = fairground::serve::start("127.0.0.1".parse().unwrap(), 0, 1).unwrap();
+    let server = fairground::roles::serve::start("127.0.0.1".parse().unwrap(), 0, 1).unwrap();
     let out = fairground()
         .args([
             "ready",

@@ -24,8 +24,7 @@ const LAYERS: &[&str] = &[
     // What the machine is.
     "host",
     // What runs inside containers: the loader, the reference server, the prober.
-    "serve",
-    "load",
+    "roles",
     // What is asked for.
     "framework",
     "profile",

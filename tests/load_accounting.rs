@@ -296,7 +296,7 @@ fn connections_beyond_the_servers_backlog_are_reported_as_not_established() {
 #[test]
 fn connections_beyond_the_nofile_limit_are_announced_and_not_attempted() {
     use std::os::unix::process::CommandExt;
-    let server = fairground::serve::start("127.0.0.1".parse().unwrap(), 0, 1).unwrap();
+    let server = fairground::roles::serve::start("127.0.0.1".parse().unwrap(), 0, 1).unwrap();
     let url = format!("http://{}", server.addr);
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_fairground"));
     // SAFETY: setrlimit is async-signal-safe; nothing else runs in pre_exec.
@@ -335,7 +335,7 @@ fn connections_beyond_the_nofile_limit_are_announced_and_not_attempted() {
 
 #[test]
 fn pipelining_depth_8_answers_as_many_requests_as_depth_1() {
-    let server = fairground::serve::start("127.0.0.1".parse().unwrap(), 0, 1).unwrap();
+    let server = fairground::roles::serve::start("127.0.0.1".parse().unwrap(), 0, 1).unwrap();
     let url = format!("http://{}", server.addr);
     let mut totals = Vec::new();
     for depth in ["1", "8"] {
@@ -365,7 +365,7 @@ fn pipelining_depth_8_answers_as_many_requests_as_depth_1() {
 
 #[test]
 fn every_scenario_gets_only_2xx_from_the_reference_server() {
-    let server = fairground::serve::start("127.0.0.1".parse().unwrap(), 0, 1).unwrap();
+    let server = fairground::roles::serve::start("127.0.0.1".parse().unwrap(), 0, 1).unwrap();
     let url = format!("http://{}", server.addr);
     for scenario in [
         "plaintext",

@@ -9,11 +9,11 @@ use std::process::Command;
 use std::time::Duration;
 
 use fairground::contract::Scenario;
-use fairground::load::{self, LoadConfig};
+use fairground::roles::load::{self, LoadConfig};
 
 #[test]
 fn progress_prints_one_json_line_per_second_on_stderr() {
-    let server = fairground::serve::start("127.0.0.1".parse().unwrap(), 0, 1).unwrap();
+    let server = fairground::roles::serve::start("127.0.0.1".parse().unwrap(), 0, 1).unwrap();
     let url = format!("http://{}", server.addr);
     let out = Command::new(env!("CARGO_BIN_EXE_fairground"))
         .args([
@@ -32,7 +32,7 @@ fn progress_prints_one_json_line_per_second_on_stderr() {
         .unwrap();
     server.stop();
     assert!(out.status.success());
-    use fairground::load::report::{Phase, Progress};
+    use fairground::roles::load::report::{Phase, Progress};
     let lines: Vec<Progress> = String::from_utf8_lossy(&out.stderr)
         .lines()
         .map(|l| Progress::parse(l).unwrap_or_else(|| panic!("`{l}` is not a progress line")))
@@ -99,7 +99,7 @@ fn host_names_and_bad_flags_are_bad_input() {
 
 #[test]
 fn runs_in_process_through_the_library_api() {
-    let server = fairground::serve::start("127.0.0.1".parse().unwrap(), 0, 1).unwrap();
+    let server = fairground::roles::serve::start("127.0.0.1".parse().unwrap(), 0, 1).unwrap();
     let cfg = LoadConfig::new(&format!("http://{}", server.addr))
         .unwrap()
         .scenario(Scenario::Validate)
@@ -144,7 +144,7 @@ fn runs_in_process_through_the_library_api() {
 /// window, and at a fixed rate no request after the warm-up's longest.)
 #[test]
 fn an_until_stable_warm_up_opens_its_window_in_closed_loop_and_at_a_fixed_rate() {
-    let server = fairground::serve::start("127.0.0.1".parse().unwrap(), 0, 1).unwrap();
+    let server = fairground::roles::serve::start("127.0.0.1".parse().unwrap(), 0, 1).unwrap();
     let url = format!("http://{}", server.addr);
     for rate in [None, Some("500")] {
         let mut args = vec![

@@ -22,7 +22,7 @@ fn ten_thousand_connections_are_all_established() {
     // and the run ends after 20,000 answers (two per connection): on a quiet
     // machine that is about a second; the 10 s duration and 5 s connect
     // timeout are only upper bounds for a debug build on a busy machine.
-    let server = fairground::serve::start("127.0.0.1".parse().unwrap(), 0, 2).unwrap();
+    let server = fairground::roles::serve::start("127.0.0.1".parse().unwrap(), 0, 2).unwrap();
     let url = format!("http://{}", server.addr);
     let r = load(&[
         "--url",

@@ -7,8 +7,9 @@ const SCHEMA_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/load-report
 
 #[test]
 fn committed_schema_matches_the_report_types() {
-    let generated =
-        serde_json::to_string_pretty(&fairground::load::report::json_schema()).unwrap() + "\n";
+    let generated = serde_json::to_string_pretty(&fairground::roles::load::report::json_schema())
+        .unwrap()
+        + "\n";
     if std::env::var_os("FAIRGROUND_BLESS").is_some() {
         std::fs::write(SCHEMA_PATH, &generated).unwrap();
     }
@@ -25,7 +26,7 @@ fn closed_and_fixed_rate_reports_validate_against_the_schema() {
     let schema: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(SCHEMA_PATH).unwrap()).unwrap();
     let validator = jsonschema::validator_for(&schema).expect("schema compiles");
-    let server = fairground::serve::start("127.0.0.1".parse().unwrap(), 0, 1).unwrap();
+    let server = fairground::roles::serve::start("127.0.0.1".parse().unwrap(), 0, 1).unwrap();
     let url = format!("http://{}", server.addr);
     for extra in [&["-n", "300"][..], &["-R", "500"][..]] {
         let mut args = vec![
@@ -49,7 +50,7 @@ fn closed_and_fixed_rate_reports_validate_against_the_schema() {
             .collect();
         assert!(errors.is_empty(), "{extra:?}: {errors:?}");
         // The histogram round-trips to the same count.
-        let h = fairground::load::decode_histogram(&report.latency.histogram).unwrap();
+        let h = fairground::roles::load::decode_histogram(&report.latency.histogram).unwrap();
         assert_eq!(h.len(), report.latency.count);
     }
     server.stop();

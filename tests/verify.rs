@@ -55,7 +55,7 @@ fn conn_check(r: &VerifyReport, name: &str) -> (CheckStatus, String) {
 
 #[test]
 fn reference_server_passes_every_scenario_through_the_binary() {
-    let server = fairground::serve::start("127.0.0.1".parse().unwrap(), 0, 1).unwrap();
+    let server = fairground::roles::serve::start("127.0.0.1".parse().unwrap(), 0, 1).unwrap();
     let mut scenarios: Vec<String> = all_scenarios().iter().map(|s| s.to_string()).collect();
     scenarios.push("middleware-0".into());
     scenarios.push("middleware-64".into());

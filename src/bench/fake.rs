@@ -12,14 +12,14 @@ use super::execute::Cancel;
 use super::lab::{Lab, Measured, Started};
 use crate::contract::Scenario;
 use crate::docker::container::{LoaderSpec, ServerSpec};
-use crate::load::report::{
-    LatencySummary, LoaderUsage, Mode, RunSettings, WarmupReport, Window, WireBytes,
-};
-use crate::load::LoadReport;
 use crate::results::{
     AnswerChecks, AppliedLimits, Connections, ErrorCounts, Exclusion, HostUse, LabFigures,
     PhaseTimes, RequestAccounting, ServerSamples, StatusCounts, VerifyOutcome, WindowTimes,
 };
+use crate::roles::load::report::{
+    LatencySummary, LoaderUsage, Mode, RunSettings, WarmupReport, Window, WireBytes,
+};
+use crate::roles::load::LoadReport;
 
 /// Clean figures for one 10 s round at `concurrency` doing `rps` req/s:
 /// every request sent in the window answered, latency whose mean obeys
@@ -44,7 +44,7 @@ pub(crate) fn measurement(concurrency: u32, rps: f64) -> Measured {
         end_unix_ns: 1_796_000_010_000_000_000,
     };
     let load = LoadReport {
-        schema_version: crate::load::SCHEMA_VERSION,
+        schema_version: crate::roles::load::SCHEMA_VERSION,
         settings: RunSettings {
             url: "http://10.0.0.1:8080".into(),
             scenario: Some("plaintext".into()),

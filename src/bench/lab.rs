@@ -12,9 +12,9 @@ use std::time::Duration;
 
 use crate::contract::Scenario;
 use crate::docker::container::{LoaderSpec, ServerSpec};
-use crate::load::LoadReport;
 use crate::results::histogram::HistogramError;
 use crate::results::{AppliedLimits, LabFigures, PhaseTimes, Round, VerifyOutcome};
+use crate::roles::load::LoadReport;
 
 /// What starting a framework's server yielded.
 #[derive(Debug, Clone, PartialEq, Default)]

@@ -12,9 +12,9 @@ use std::time::Duration;
 use crate::docker::container::{LoaderSpec, Resources, ServerSpec};
 use crate::docker::engine::BuiltImages;
 use crate::framework::Framework;
-use crate::load::args::LoadArgs;
 use crate::profile::{Limits, LoadMode, Placement, Profile, Warmup};
 use crate::results::CellKey;
+use crate::roles::load::args::LoadArgs;
 
 /// Time a loader container may take on top of its warm-up, window, drain
 /// and connect timeout: container start and writing the report.

@@ -3,7 +3,11 @@
 //! Each subcommand's options live in the module that implements it; this file
 //! only names the subcommands and hands each one to its module's `run`.
 
+mod compare;
 mod images;
+mod preflight;
+mod profile;
+mod report;
 
 use clap::{Parser, Subcommand};
 
@@ -20,35 +24,35 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Serve the whole endpoint contract (the reference server).
-    Serve(crate::serve::ServeArgs),
+    Serve(crate::roles::serve::ServeArgs),
     /// Build or list fairground's images (own image, bases, frameworks).
     Images(images::ImagesArgs),
     /// Remove containers and networks left by earlier runs (by label).
     Clean(images::CleanArgs),
     /// Wait until a URL answers 200 and print when (used inside the run network).
-    Ready(crate::docker::ready::ReadyArgs),
+    Ready(crate::roles::ready::ReadyArgs),
     /// Sleep until killed: the main process of a run's long-lived loader
     /// container, in which every round's `load` is started (docker exec).
     Hold,
     /// Measure and judge the environment; exit 3 when results from it would be refused.
-    Preflight(crate::preflight::PreflightArgs),
+    Preflight(preflight::PreflightArgs),
     /// Generate HTTP load against one server and report what it saw.
-    Load(crate::load::args::LoadArgs),
+    Load(crate::roles::load::args::LoadArgs),
     /// Check, show and describe benchmark profiles (profiles/*.yaml).
-    Profile(crate::profile::ProfileArgs),
+    Profile(profile::ProfileArgs),
     /// Check a running server against the endpoint contract with random
     /// inputs (exit 5 when a required check fails).
     Verify(crate::verify::VerifyArgs),
     /// Rewrite a run directory's reports (results.md, stats.md, csv, hgrm,
     /// SHA256SUMS) from its results.json.
-    Report(crate::report::ReportArgs),
+    Report(report::ReportArgs),
     /// Run a benchmark profile: preflight, images, every cell through the
     /// gates, and the report in output/<UTC time>-<profile>/.
     Run(crate::bench::command::RunArgs),
     /// Compare two runs (or two frameworks of one run): ratio, 95% interval
     /// and a noise-aware verdict per cell and metric (exit 6 with
     /// --fail-on-regression when something regressed).
-    Compare(crate::compare::CompareArgs),
+    Compare(compare::CompareArgs),
     /// Many runs over time or commits: trend per cell and figure with each
     /// run's interval, change points (E-divisive means) confirmed by
     /// compare; writes history.html and history.json.
@@ -58,21 +62,21 @@ pub enum Command {
 /// Run the parsed command line; the returned code is the process exit status.
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
-        Command::Serve(args) => crate::serve::run(&args).map(|()| ExitCode::Ok),
+        Command::Serve(args) => crate::roles::serve::run(&args).map(|()| ExitCode::Ok),
         Command::Images(args) => images::run_images(&args),
         Command::Clean(args) => images::run_clean(&args),
-        Command::Ready(args) => crate::docker::ready::run(&args).map(|()| ExitCode::Ok),
-        Command::Preflight(args) => crate::preflight::run_cli(&args),
-        Command::Load(args) => crate::load::args::run(&args),
+        Command::Ready(args) => crate::roles::ready::run(&args).map(|()| ExitCode::Ok),
+        Command::Preflight(args) => preflight::run_command(&args),
+        Command::Load(args) => crate::roles::load::args::run(&args),
         Command::Hold => loop {
             // Removed with the run (SIGKILL); a sleeping PID 1 costs nothing.
             std::thread::sleep(std::time::Duration::from_secs(3600));
         },
-        Command::Profile(args) => crate::profile::run(&args).map(|()| ExitCode::Ok),
+        Command::Profile(args) => profile::run(&args).map(|()| ExitCode::Ok),
         Command::Verify(args) => crate::verify::run(&args),
-        Command::Report(args) => crate::report::run(&args).map(|()| ExitCode::Ok),
+        Command::Report(args) => report::run(&args).map(|()| ExitCode::Ok),
         Command::Run(args) => crate::bench::command::run(&args),
-        Command::Compare(args) => crate::compare::run(&args),
+        Command::Compare(args) => compare::run(&args),
         Command::History(args) => crate::history::run(&args),
     }
 }

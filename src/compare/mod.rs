@@ -22,11 +22,6 @@ mod stats;
 mod terminal;
 mod verdict;
 
-use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
-
-use anyhow::Context;
-
 pub use self::comparability::Refused;
 pub use self::figures::{Better, Metric};
 pub use self::html::to_html;
@@ -42,72 +37,15 @@ pub use self::verdict::Call;
 
 use self::load::{LoadedSide, SideSpec};
 use crate::exit::{coded, ExitCode};
-use crate::report::write_atomic;
 use crate::results::{Cell, Results, Status};
 
-/// Options of `fairground compare`.
-#[derive(Debug, Clone, clap::Args)]
-pub struct CompareArgs {
-    /// The baseline: a run directory or its results.json, optionally
-    /// `:FRAMEWORK` to take one framework of it (e.g. `output/old:axum`).
-    #[arg(value_name = "BASE")]
-    pub base: String,
-    /// The run judged against BASE, same form. `RUN:a RUN:b` compares two
-    /// frameworks of one run, cell by cell (scenario, connections, rate).
-    #[arg(value_name = "NEW")]
-    pub new: String,
-    /// Print the comparison as JSON (schema: docs/compare.schema.json)
-    /// instead of the table.
-    #[arg(long)]
-    pub json: bool,
-    /// Also write a Markdown summary, fit for a pull-request comment, to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub markdown: Option<PathBuf>,
-    /// Write the comparison as a self-contained page to FILE (default:
-    /// compare.html in NEW's run directory).
-    #[arg(long, value_name = "FILE")]
-    pub html: Option<PathBuf>,
-    /// Exit 6 when any cell regressed beyond its noise band (or NEW now
-    /// rejects a cell BASE measured).
-    #[arg(long)]
-    pub fail_on_regression: bool,
-    /// Compare runs that differ in what changes the figures (connections,
-    /// pipeline, window, limits, machine, …); every verdict is marked.
-    #[arg(long)]
-    pub force: bool,
-}
-
-/// Entry point of `fairground compare`.
-pub fn run(args: &CompareArgs) -> anyhow::Result<ExitCode> {
-    let base = load::read(SideSpec::parse(&args.base)?)?;
-    let new = load::read(SideSpec::parse(&args.new)?)?;
-    let cmp = compare(&base, &new, args.force)?;
-    let mut out = std::io::stdout().lock();
-    if args.json {
-        out.write_all(&to_json(&cmp)?)?;
-    } else {
-        let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-        out.write_all(&to_terminal(&cmp, colour))?;
-    }
-    out.flush()?;
-    if let Some(path) = &args.markdown {
-        write_atomic(path, &to_markdown(&cmp))
-            .with_context(|| format!("writing the Markdown summary to {}", path.display()))?;
-    }
-    let html = args
-        .html
-        .clone()
-        .unwrap_or_else(|| std::path::Path::new(&cmp.new.path).with_file_name("compare.html"));
-    write_atomic(&html, &to_html(&cmp)?)
-        .with_context(|| format!("writing the comparison page to {}", html.display()))?;
-    if !args.json {
-        eprintln!("page: {}", html.display());
-    }
-    Ok(if args.fail_on_regression && cmp.any_regression() {
-        ExitCode::Regressed
-    } else {
-        ExitCode::Ok
-    })
+/// Read the two sides (`RUN` or `RUN:FRAMEWORK`, a results.json or its
+/// run directory) and compare them; refused when they are incomparable,
+/// unless `force`.
+pub fn compare_specs(base: &str, new: &str, force: bool) -> anyhow::Result<Comparison> {
+    let base = load::read(SideSpec::parse(base)?)?;
+    let new = load::read(SideSpec::parse(new)?)?;
+    compare(&base, &new, force)
 }
 
 /// The settings that make `base` and `new` incomparable (empty when they

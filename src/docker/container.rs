@@ -199,7 +199,7 @@ pub struct LoaderSpec {
     /// Network sysctls of its namespace.
     pub sysctls: Sysctls,
     /// The loader's arguments.
-    pub args: crate::load::args::LoadArgs,
+    pub args: crate::roles::load::args::LoadArgs,
     /// Longest the container may run before it is killed.
     pub time_limit: std::time::Duration,
 }
@@ -564,7 +564,7 @@ mod tests {
             image: "fg".into(),
             resources: Resources::default(),
             sysctls: Sysctls::default(),
-            args: crate::load::args::LoadArgs::new(""),
+            args: crate::roles::load::args::LoadArgs::new(""),
             time_limit: std::time::Duration::from_secs(60),
         };
         let l = ContainerSpec::loader(

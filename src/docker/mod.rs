@@ -22,7 +22,6 @@ pub mod fake;
 pub mod images;
 pub mod network;
 pub mod prestart;
-pub mod ready;
 pub mod remote;
 
 use std::fmt;

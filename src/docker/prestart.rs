@@ -25,8 +25,8 @@ use super::daemon::cold_start_ms;
 use super::daemon::DockerEngine;
 use super::engine::{Engine, Handle, Readiness, ReadyCheck, ReadyStart};
 use super::error::DockerError;
-use super::ready::{ReadyReport, PRESTART_EVERY};
 use super::RunId;
+use crate::roles::ready::{ReadyReport, PRESTART_EVERY};
 
 /// Memory of the prober container: a static binary polling one socket.
 const PROBER_MEMORY: u64 = 64 << 20;

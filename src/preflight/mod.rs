@@ -18,7 +18,6 @@
 //! Every check, its threshold and the source of that threshold: docs/preflight.md.
 
 pub mod cgroup;
-mod cli;
 pub mod cpu;
 pub mod docker;
 pub mod limits;
@@ -35,7 +34,6 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-pub use cli::{run_cli, PreflightArgs};
 pub use docker::DockerFacts;
 pub use limits::{NamespaceSysctls, SysctlNamespace};
 pub use measure::MeasuredFacts;

@@ -128,34 +128,6 @@ fn log_files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
 /// Folder of a run directory that holds each server container's log tail.
 pub const LOGS_DIR: &str = "logs";
 
-/// Options of `fairground report`.
-#[derive(Debug, Clone, clap::Args)]
-pub struct ReportArgs {
-    /// A run directory (one that holds results.json), e.g. output/latest.
-    #[arg(value_name = "DIR")]
-    pub dir: PathBuf,
-}
-
-/// Entry point of `fairground report`: read DIR/results.json and write every
-/// report beside it. A missing or foreign results.json exits with code 2.
-pub fn run(args: &ReportArgs) -> anyhow::Result<()> {
-    let path = args.dir.join(crate::results::RESULTS_FILE);
-    let text = std::fs::read_to_string(&path).map_err(|e| {
-        crate::exit::coded(
-            crate::exit::ExitCode::BadInput,
-            anyhow::anyhow!(
-                "cannot read {}: {e}; give a run directory written by `fairground run`",
-                path.display()
-            ),
-        )
-    })?;
-    let results = crate::results::from_json(&text, &path.display().to_string())
-        .map_err(|e| crate::exit::coded(crate::exit::ExitCode::BadInput, e))?;
-    let files = write_run(&args.dir, &results)?;
-    eprintln!("wrote {} files to {}", files.len(), args.dir.display());
-    Ok(())
-}
-
 /// Name of a run directory: `<UTC timestamp>-<profile>`, e.g.
 /// `20261129T230000Z-standard`. Sorts by time.
 pub fn run_dir_name(started: DateTime<Utc>, profile: &str) -> String {

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::histogram;
 use super::{Latency, Reason, Verdict};
 use crate::contract::Scenario;
-pub use crate::load::report::{
+pub use crate::roles::load::report::{
     AnswerChecks, Connections, ErrorCounts, RequestAccounting, StatusCounts, WindowTimes,
 };
 use crate::stats::{self, Aggregate};

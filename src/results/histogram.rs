@@ -11,7 +11,7 @@ use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer}
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use crate::load::histogram::ns_to_us;
+use crate::roles::load::histogram::ns_to_us;
 
 /// Why a histogram string could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -133,7 +133,7 @@ impl Latency {
             let rank = (p * total as f64).ceil().max(1.0) as u64;
             (rank <= answered).then(|| ns_to_us(h.value_at_quantile(rank as f64 / answered as f64)))
         };
-        let us = crate::load::histogram::NS_PER_US as f64;
+        let us = crate::roles::load::histogram::NS_PER_US as f64;
         Latency {
             count: answered,
             beyond_timeout: beyond,

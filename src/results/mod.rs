@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 use crate::contract::Scenario;
 pub use crate::docker::container::AppliedLimits;
 pub use crate::host::git::GitInfo;
-pub use crate::load::ErrorCounts;
+pub use crate::roles::load::ErrorCounts;
 pub use cell::{
     AnswerChecks, Cell, CellKey, CellSummary, Connections, HostUse, LoaderShare, LoaderUse,
     RateFigures, RequestAccounting, Round, ServerUse, StatusCounts, WindowTimes,
@@ -294,7 +294,7 @@ pub fn from_json(text: &str, path: &str) -> Result<Results, ReadError> {
     if found < 3 {
         // Schema 2 histograms hold µs; this version's hold ns.
         let us = |h: &mut String| -> Result<(), ReadError> {
-            *h = histogram::scale(h, crate::load::histogram::NS_PER_US).map_err(|e| {
+            *h = histogram::scale(h, crate::roles::load::histogram::NS_PER_US).map_err(|e| {
                 ReadError::Histogram {
                     path: path.to_string(),
                     why: e.to_string(),

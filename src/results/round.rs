@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 
 use super::histogram::{self, HistogramError, Latency};
 use super::{HostUse, LoaderShare, LoaderUse, RateFigures, Round, ServerUse};
-use crate::load::LoadReport;
+use crate::roles::load::LoadReport;
 use crate::stats;
 
 /// What the lab adds to the loader's report for one round. The report's

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use fairground::load::LoadReport;
+use fairground::roles::load::LoadReport;
 
 /// Run `fairground load --json ARGS` and parse its report.
 pub fn load(args: &[&str]) -> LoadReport {
@@ -176,5 +176,5 @@ fn serve_conn(
 
 /// Raise this process's soft nofile limit to its hard limit; returns it.
 pub fn raise_nofile() -> u64 {
-    fairground::load::limits::raise_nofile()
+    fairground::roles::load::limits::raise_nofile()
 }

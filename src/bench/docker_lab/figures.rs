@@ -4,9 +4,9 @@
 
 use crate::contract::Scenario;
 use crate::docker::container::LoaderSpec;
-use crate::load::LoadReport;
 use crate::probe::Series;
 use crate::results::{Exclusion, LabFigures, PhaseTimes, ServerSamples, VerifyOutcome};
+use crate::roles::load::LoadReport;
 use crate::verify;
 
 /// What verify found, in the results' terms.

@@ -23,10 +23,10 @@ use crate::docker::engine::{Engine, Handle, ReadyCheck};
 use crate::docker::images::FAIRGROUND_IN_IMAGE;
 use crate::docker::RunId;
 use crate::host::clock::now_ns;
-use crate::load::report::{Phase, Progress};
-use crate::load::LoadReport;
 use crate::profile::Network;
 use crate::results::{LoaderShare, VerifyOutcome};
+use crate::roles::load::report::{Phase, Progress};
+use crate::roles::load::LoadReport;
 use crate::verify::{self, VerifyOptions};
 
 /// How often the server's cgroup is read during a round. Finer than the 1 s

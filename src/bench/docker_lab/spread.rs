@@ -19,8 +19,8 @@ use crate::docker::container::{ContainerSpec, LoaderSpec, HOST_NETWORK};
 use crate::docker::engine::{Engine, LineSink};
 use crate::docker::RunId;
 use crate::host::clock::now_ns;
-use crate::load::LoadReport;
 use crate::results::LoaderShare;
+use crate::roles::load::LoadReport;
 
 /// Connections of loader `i` of `n` when `total` are split between them.
 pub fn split(total: usize, n: usize, i: usize) -> usize {
@@ -71,7 +71,7 @@ pub(super) async fn load<E: Engine>(
                 }
             });
     let reports = futures_util::future::try_join_all(runs).await?;
-    let mut merged = crate::load::combine::combine(&reports)?;
+    let mut merged = crate::roles::load::combine::combine(&reports)?;
     let earliest = reports
         .iter()
         .map(|r| r.window.start_unix_ns)

@@ -8,15 +8,15 @@ use super::*;
 use crate::bench::plan::tests::framework;
 use crate::bench::spec::{tests::images, RunSpec};
 use crate::docker::fake::{FakeEngine, FakeScript};
-use crate::load::LoadConfig;
 use crate::probe::{CgroupReading, Series};
 use crate::profile::{HostFacts, Profile};
 use crate::results::CellKey;
+use crate::roles::load::LoadConfig;
 
 /// A real loader report: the loader in-process against the reference
 /// server for a fraction of a second.
 fn real_load_report() -> LoadReport {
-    let server = crate::serve::start(IpAddr::V4(Ipv4Addr::LOCALHOST), 0, 1).unwrap();
+    let server = crate::roles::serve::start(IpAddr::V4(Ipv4Addr::LOCALHOST), 0, 1).unwrap();
     let url = format!("http://{}", server.addr);
     let cfg = LoadConfig::new(&url)
         .unwrap()
@@ -24,7 +24,7 @@ fn real_load_report() -> LoadReport {
         .connections(4)
         .threads(1)
         .duration(Duration::from_millis(400));
-    let report = crate::load::run(&cfg).unwrap();
+    let report = crate::roles::load::run(&cfg).unwrap();
     server.stop();
     report
 }
@@ -245,7 +245,7 @@ fn fixed_rate_reaches_the_loaders_command_line() {
 
 #[tokio::test]
 async fn verify_outcome_of_the_reference_server_passes_every_scenario() {
-    let server = crate::serve::start(IpAddr::V4(Ipv4Addr::LOCALHOST), 0, 1).unwrap();
+    let server = crate::roles::serve::start(IpAddr::V4(Ipv4Addr::LOCALHOST), 0, 1).unwrap();
     let url = format!("http://{}", server.addr);
     let scenarios = [Scenario::Plaintext, Scenario::Json, Scenario::Param];
     let report = verify::verify_url(&url, &scenarios, &VerifyOptions::default())

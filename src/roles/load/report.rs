@@ -411,7 +411,7 @@ pub struct WarmupReport {
 }
 
 /// Answers checked against the contract under load: one in
-/// [`crate::load::conn::CHECK_EVERY`] answers to window requests, and every
+/// [`crate::roles::load::conn::CHECK_EVERY`] answers to window requests, and every
 /// answer during the drain.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct AnswerChecks {

@@ -163,12 +163,12 @@ mod tests {
 
     use super::*;
     use crate::contract::Scenario;
-    use crate::load::LoadConfig;
+    use crate::roles::load::LoadConfig;
 
     /// Two real loaders (in-process, one after the other) against the
     /// reference server.
     fn two_reports() -> (LoadReport, LoadReport) {
-        let server = crate::serve::start(IpAddr::V4(Ipv4Addr::LOCALHOST), 0, 1).unwrap();
+        let server = crate::roles::serve::start(IpAddr::V4(Ipv4Addr::LOCALHOST), 0, 1).unwrap();
         let url = format!("http://{}", server.addr);
         let run = |c: usize| {
             let cfg = LoadConfig::new(&url)
@@ -177,7 +177,7 @@ mod tests {
                 .connections(c)
                 .threads(1)
                 .duration(Duration::from_millis(300));
-            crate::load::run(&cfg).unwrap()
+            crate::roles::load::run(&cfg).unwrap()
         };
         let out = (run(2), run(3));
         server.stop();

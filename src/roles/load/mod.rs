@@ -483,7 +483,7 @@ mod tests {
     /// and it must hold, against the same server.
     #[test]
     fn accounting_check_fails_when_a_record_is_dropped() {
-        let server = crate::serve::start("127.0.0.1".parse().unwrap(), 0, 1).unwrap();
+        let server = crate::roles::serve::start("127.0.0.1".parse().unwrap(), 0, 1).unwrap();
         let url = format!("http://{}", server.addr);
         let cfg = |drop: bool| {
             let mut c = LoadConfig::new(&url)

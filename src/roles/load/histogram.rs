@@ -81,7 +81,7 @@ pub struct LatencySummary {
     /// 99.99th percentile, µs.
     pub p99_99_us: u64,
     /// The whole histogram (values in **ns**): HdrHistogram V2 + deflate,
-    /// base64. Decode with `fairground::load::decode_histogram`.
+    /// base64. Decode with `fairground::roles::load::decode_histogram`.
     pub histogram: String,
 }
 

@@ -19,8 +19,8 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crate::load::parse::{Parsed, ResponseParser};
-use crate::load::Target;
+use crate::roles::load::parse::{Parsed, ResponseParser};
+use crate::roles::load::Target;
 
 /// Pause between attempts, by default.
 pub const RETRY_EVERY: Duration = Duration::from_millis(10);
@@ -119,7 +119,7 @@ fn attempt(target: &Target, budget: Duration) -> std::io::Result<u16> {
                 return Err(invalid(format!("{e} in `{}`", head.trim())));
             }
         }
-        if buf.len() > crate::load::conn::MAX_HEAD {
+        if buf.len() > crate::roles::load::conn::MAX_HEAD {
             return Err(invalid("response head too large".into()));
         }
     }
@@ -198,7 +198,7 @@ mod tests {
 
     #[test]
     fn reports_first_200_from_the_reference_server() {
-        let server = crate::serve::start("127.0.0.1".parse().unwrap(), 0, 1).unwrap();
+        let server = crate::roles::serve::start("127.0.0.1".parse().unwrap(), 0, 1).unwrap();
         let r = wait(
             &format!("http://{}/", server.addr),
             Duration::from_secs(5),
@@ -225,7 +225,7 @@ mod tests {
             std::thread::sleep(Duration::from_millis(150));
             let listening = unix_ns();
             (
-                crate::serve::start("127.0.0.1".parse().unwrap(), port, 1),
+                crate::roles::serve::start("127.0.0.1".parse().unwrap(), port, 1),
                 listening,
             )
         });

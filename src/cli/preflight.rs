@@ -5,8 +5,8 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 
-use super::{run, CheckStatus, NamespaceSysctls, PreflightInput, SysctlNamespace};
 use crate::exit::{coded, ExitCode};
+use crate::preflight::{run, CheckStatus, NamespaceSysctls, PreflightInput, SysctlNamespace};
 
 /// Options of `fairground preflight`.
 #[derive(Debug, Clone, clap::Args)]
@@ -40,7 +40,7 @@ pub struct PreflightArgs {
 }
 
 /// `fairground preflight`: print the report; exit 3 when something fails.
-pub fn run_cli(args: &PreflightArgs) -> anyhow::Result<ExitCode> {
+pub fn run_command(args: &PreflightArgs) -> anyhow::Result<ExitCode> {
     if !args.root.is_dir() {
         return Err(coded(
             ExitCode::BadInput,
