@@ -5,7 +5,6 @@
 //! containers, the loader and the probe only through the [`lab::Lab`] trait,
 //! so the whole pipeline runs against a scripted fake in unit tests.
 
-pub mod command;
 pub mod docker_lab;
 pub mod environment;
 pub mod execute;
@@ -14,6 +13,7 @@ pub mod hosts;
 pub mod lab;
 pub mod plan;
 pub mod progress;
+pub mod run;
 pub mod spec;
 pub mod store;
 

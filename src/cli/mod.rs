@@ -1,13 +1,20 @@
-//! Command-line definitions (clap derive) and dispatch. Nothing else.
-//!
-//! Each subcommand's options live in the module that implements it; this file
-//! only names the subcommands and hands each one to its module's `run`.
+//! The front door: every subcommand's flags (clap derive) and its entry,
+//! one file per command, each handing the work to the stage that does it
+//! (`bench::run`, `compare::compare_specs`, `history::build`, …) and
+//! printing what it returns. The stages expose functions, not commands.
+//! The one exception is `load`'s flags, `roles::load::args::LoadArgs`: the
+//! plan writes that command line for the loader's container, so it lives
+//! with the loader (tested to parse back into the same struct).
 
 mod compare;
+mod history;
 mod images;
 mod preflight;
 mod profile;
 mod report;
+mod roles;
+mod run;
+mod verify;
 
 use clap::{Parser, Subcommand};
 
@@ -24,13 +31,13 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Serve the whole endpoint contract (the reference server).
-    Serve(crate::roles::serve::ServeArgs),
+    Serve(roles::ServeArgs),
     /// Build or list fairground's images (own image, bases, frameworks).
     Images(images::ImagesArgs),
     /// Remove containers and networks left by earlier runs (by label).
     Clean(images::CleanArgs),
     /// Wait until a URL answers 200 and print when (used inside the run network).
-    Ready(crate::roles::ready::ReadyArgs),
+    Ready(roles::ReadyArgs),
     /// Sleep until killed: the main process of a run's long-lived loader
     /// container, in which every round's `load` is started (docker exec).
     Hold,
@@ -42,13 +49,13 @@ pub enum Command {
     Profile(profile::ProfileArgs),
     /// Check a running server against the endpoint contract with random
     /// inputs (exit 5 when a required check fails).
-    Verify(crate::verify::VerifyArgs),
+    Verify(verify::VerifyArgs),
     /// Rewrite a run directory's reports (results.md, stats.md, csv, hgrm,
     /// SHA256SUMS) from its results.json.
     Report(report::ReportArgs),
     /// Run a benchmark profile: preflight, images, every cell through the
     /// gates, and the report in output/<UTC time>-<profile>/.
-    Run(crate::bench::command::RunArgs),
+    Run(run::RunArgs),
     /// Compare two runs (or two frameworks of one run): ratio, 95% interval
     /// and a noise-aware verdict per cell and metric (exit 6 with
     /// --fail-on-regression when something regressed).
@@ -56,27 +63,24 @@ pub enum Command {
     /// Many runs over time or commits: trend per cell and figure with each
     /// run's interval, change points (E-divisive means) confirmed by
     /// compare; writes history.html and history.json.
-    History(crate::history::HistoryArgs),
+    History(history::HistoryArgs),
 }
 
 /// Run the parsed command line; the returned code is the process exit status.
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
-        Command::Serve(args) => crate::roles::serve::run(&args).map(|()| ExitCode::Ok),
+        Command::Serve(args) => roles::serve(&args).map(|()| ExitCode::Ok),
         Command::Images(args) => images::run_images(&args),
         Command::Clean(args) => images::run_clean(&args),
-        Command::Ready(args) => crate::roles::ready::run(&args).map(|()| ExitCode::Ok),
+        Command::Ready(args) => roles::ready(&args).map(|()| ExitCode::Ok),
         Command::Preflight(args) => preflight::run_command(&args),
-        Command::Load(args) => crate::roles::load::args::run(&args),
-        Command::Hold => loop {
-            // Removed with the run (SIGKILL); a sleeping PID 1 costs nothing.
-            std::thread::sleep(std::time::Duration::from_secs(3600));
-        },
+        Command::Load(args) => roles::load(&args),
+        Command::Hold => roles::hold(),
         Command::Profile(args) => profile::run(&args).map(|()| ExitCode::Ok),
-        Command::Verify(args) => crate::verify::run(&args),
+        Command::Verify(args) => verify::run(&args),
         Command::Report(args) => report::run(&args).map(|()| ExitCode::Ok),
-        Command::Run(args) => crate::bench::command::run(&args),
+        Command::Run(args) => crate::bench::run::run(&args.options()),
         Command::Compare(args) => compare::run(&args),
-        Command::History(args) => crate::history::run(&args),
+        Command::History(args) => history::run(&args),
     }
 }

@@ -19,6 +19,8 @@
 mod detect;
 mod html;
 
+pub use self::html::page;
+
 use std::path::PathBuf;
 
 use anyhow::Context;
@@ -36,18 +38,6 @@ pub const HISTORY_SCHEMA_VERSION: u32 = 1;
 pub const HISTORY_JSON: &str = "history.json";
 /// The page.
 pub const HISTORY_HTML: &str = "history.html";
-
-/// Options of `fairground history`.
-#[derive(Debug, Clone, clap::Args)]
-pub struct HistoryArgs {
-    /// Run directories (each holding a results.json), or folders of them
-    /// such as `output/`.
-    #[arg(required = true, value_name = "DIR")]
-    pub dirs: Vec<PathBuf>,
-    /// Folder to write history.html and history.json to.
-    #[arg(long, value_name = "DIR", default_value = ".")]
-    pub out: PathBuf,
-}
 
 /// history.json: the runs in order, where the series split, and every
 /// series with its points and change points.
@@ -250,10 +240,11 @@ fn find_runs(dirs: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
     Ok(files)
 }
 
-/// Entry point of `fairground history`.
-pub fn run(args: &HistoryArgs) -> anyhow::Result<ExitCode> {
+/// Read every run under `dirs` (run directories, or folders of them);
+/// fewer than two is bad input: a history needs two.
+pub(crate) fn read_runs(dirs: &[PathBuf]) -> anyhow::Result<Vec<Run>> {
     let mut runs = Vec::new();
-    for path in find_runs(&args.dirs)? {
+    for path in find_runs(dirs)? {
         let text = std::fs::read_to_string(&path)
             .with_context(|| format!("cannot read {}", path.display()))?;
         let results = results::from_json(&text, &path.display().to_string())
@@ -266,25 +257,7 @@ pub fn run(args: &HistoryArgs) -> anyhow::Result<ExitCode> {
             anyhow::anyhow!("a history needs at least two runs; found {}", runs.len()),
         ));
     }
-    let history = build(runs)?;
-    std::fs::create_dir_all(&args.out)
-        .with_context(|| format!("cannot create {}", args.out.display()))?;
-    let json = serde_json::to_vec_pretty(&history.0)?;
-    crate::report::write_atomic(
-        &args.out.join(HISTORY_JSON),
-        &[json, b"\n".to_vec()].concat(),
-    )?;
-    crate::report::write_atomic(
-        &args.out.join(HISTORY_HTML),
-        html::page(&history.0).as_bytes(),
-    )?;
-    print!("{}", terminal(&history.0));
-    eprintln!(
-        "wrote {} and {}",
-        args.out.join(HISTORY_HTML).display(),
-        args.out.join(HISTORY_JSON).display()
-    );
-    Ok(ExitCode::Ok)
+    Ok(runs)
 }
 
 /// The history of `runs` (in any order), and the runs in its order.
@@ -538,7 +511,7 @@ fn round_values(run: &Run, key: &CellKey, metric: Metric) -> Vec<f64> {
 }
 
 /// The terminal summary: runs, splits, change points.
-fn terminal(h: &History) -> String {
+pub fn terminal(h: &History) -> String {
     use std::fmt::Write as _;
     let mut s = String::new();
     let _ = writeln!(

@@ -31,24 +31,6 @@ pub const RETRY_EVERY: Duration = Duration::from_millis(10);
 /// the server's start-up only.
 pub const PRESTART_EVERY: Duration = Duration::from_millis(1);
 
-/// Options of `fairground ready`.
-#[derive(Debug, Clone, clap::Args)]
-pub struct ReadyArgs {
-    /// URL to poll, `http://IP:PORT/PATH` (an IP address: the image has no resolver).
-    #[arg(long)]
-    pub url: String,
-    /// Give up after this long (e.g. `30s`).
-    #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
-    pub timeout: Duration,
-    /// Pause between attempts (e.g. `1ms`).
-    #[arg(long, default_value = "10ms", value_parser = humantime::parse_duration)]
-    pub every: Duration,
-    /// After reporting, keep running until killed: the prober owns the
-    /// network namespace the server joined, which must outlive the report.
-    #[arg(long)]
-    pub hold: bool,
-}
-
 /// The JSON line `fairground ready` prints.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ReadyReport {
@@ -167,29 +149,6 @@ pub fn wait(url: &str, timeout: Duration, every: Duration) -> anyhow::Result<Rea
         waited_ms: start.elapsed().as_millis() as u64,
         last_error,
     })
-}
-
-/// `fairground ready`: print one JSON line; fail (exit 1) on timeout.
-pub fn run(args: &ReadyArgs) -> anyhow::Result<()> {
-    let report = wait(&args.url, args.timeout, args.every)?;
-    println!("{}", serde_json::to_string(&report)?);
-    std::io::stdout().flush()?;
-    if report.ready && args.hold {
-        // Removed with the server it serves (SIGKILL); sleeping costs nothing.
-        loop {
-            std::thread::sleep(Duration::from_secs(3600));
-        }
-    }
-    if !report.ready {
-        anyhow::bail!(
-            "{} did not answer 200 within {} ({} attempts; last: {})",
-            args.url,
-            humantime::format_duration(args.timeout),
-            report.attempts,
-            report.last_error.as_deref().unwrap_or("nothing")
-        );
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -21,20 +21,6 @@ use hyper::{Method, Request, Response, StatusCode};
 
 use crate::contract::{self, Scenario};
 
-/// Options of `fairground serve`.
-#[derive(Debug, Clone, clap::Args)]
-pub struct ServeArgs {
-    /// Address to listen on. Use 0.0.0.0 inside a container.
-    #[arg(long, default_value = "127.0.0.1")]
-    pub bind: std::net::IpAddr,
-    /// TCP port to listen on (0 picks a free one and prints it).
-    #[arg(short, long, default_value_t = 8080)]
-    pub port: u16,
-    /// Worker threads, each with its own listener (default: CPUs available).
-    #[arg(short, long)]
-    pub threads: Option<usize>,
-}
-
 const TEXT_PLAIN: &str = "text/plain; charset=utf-8";
 const APPLICATION_JSON: &str = "application/json";
 
@@ -246,30 +232,4 @@ pub fn supported_scenarios() -> Vec<Scenario> {
     let mut all = Scenario::FIXED.to_vec();
     all.extend((0..=contract::MAX_MIDDLEWARE).map(Scenario::Middleware));
     all
-}
-
-/// Entry point of `fairground serve`: serve until SIGINT or SIGTERM.
-pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
-    let threads = args
-        .threads
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    let server = start(args.bind, args.port, threads)?;
-    // A line the orchestrator and tests can wait for.
-    println!(
-        "fairground serve listening on http://{} ({threads} threads)",
-        server.addr
-    );
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    rt.block_on(async {
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = term.recv() => {}
-        }
-        anyhow::Ok(())
-    })?;
-    server.stop();
-    Ok(())
 }

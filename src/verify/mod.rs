@@ -234,98 +234,11 @@ pub async fn verify_url(
     Ok(report)
 }
 
-/// Options of `fairground verify`.
-#[derive(Debug, Clone, clap::Args)]
-pub struct VerifyArgs {
-    /// Frameworks to start in containers and verify (default: every one
-    /// under --frameworks). Not with --url.
-    #[arg(value_name = "NAME", conflicts_with_all = ["url", "name", "exit_zero"])]
-    pub names: Vec<String>,
-    /// Base URL of a running server, e.g. http://127.0.0.1:8080: verify it
-    /// directly instead of starting frameworks.
-    #[arg(long)]
-    pub url: Option<String>,
-    /// Scenario to check (repeat or comma-separate). With --url the default
-    /// is plaintext, json, param, echo, validate, middleware-3; with NAMEs it
-    /// is every scenario each manifest declares (this option narrows them).
-    #[arg(long = "scenario", value_delimiter = ',')]
-    pub scenarios: Vec<Scenario>,
-    /// Fail servers that do not answer pipelined requests in order.
-    #[arg(long)]
-    pub require_pipelining: bool,
-    /// Print the report as JSON (a `VerifyReport`) instead of the table.
-    #[arg(long)]
-    pub json: bool,
-    /// Bound on each request, e.g. 500ms or 5s.
-    #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
-    pub timeout: Duration,
-    /// Seed of the random inputs (default: drawn now); the report records it.
-    #[arg(long)]
-    pub seed: Option<u64>,
-    /// Framework name to show in the report.
-    #[arg(long)]
-    pub name: Option<String>,
-    /// Exit 0 even when a required check fails: the verdict is in the
-    /// report. fairground uses it when it runs verify in a container and
-    /// reads the JSON, so a failing framework is a report, not a crash.
-    #[arg(long)]
-    pub exit_zero: bool,
-    /// Folder of framework manifests (NAME mode).
-    #[arg(long, default_value = "frameworks", value_name = "DIR")]
-    pub frameworks: std::path::PathBuf,
-    /// How long a framework may take to answer 200 on its readiness path
-    /// after its container started (NAME mode).
-    #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
-    pub ready_timeout: Duration,
-}
-
 /// Scenarios checked when none are named.
 pub fn default_scenarios() -> Vec<Scenario> {
     let mut all = Scenario::FIXED.to_vec();
     all.push(Scenario::Middleware(3));
     all
-}
-
-/// Entry point of `fairground verify`: check, print, and map the verdict to
-/// the exit code (0 all required checks passed, 5 otherwise).
-pub fn run(args: &VerifyArgs) -> anyhow::Result<crate::exit::ExitCode> {
-    match &args.url {
-        Some(url) => run_url(args, url),
-        None => orchestrate::run(args),
-    }
-}
-
-fn run_url(args: &VerifyArgs, url: &str) -> anyhow::Result<crate::exit::ExitCode> {
-    use crate::exit::{coded, ExitCode};
-    let scenarios = if args.scenarios.is_empty() {
-        default_scenarios()
-    } else {
-        args.scenarios.clone()
-    };
-    let options = VerifyOptions {
-        timeout: args.timeout,
-        require_pipelining: args.require_pipelining,
-        seed: args.seed,
-        framework: args.name.clone(),
-        ..VerifyOptions::default()
-    };
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    let report = rt
-        .block_on(verify_url(url, &scenarios, &options))
-        .map_err(|e| coded(ExitCode::BadInput, e))?;
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        let name = report.framework.clone().unwrap_or_else(|| url.to_string());
-        print!("{}", report::render_table(&[(name, &report)]));
-    }
-    Ok(if report.passed || args.exit_zero {
-        ExitCode::Ok
-    } else {
-        ExitCode::VerifyFailed
-    })
 }
 
 #[cfg(test)]

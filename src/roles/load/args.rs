@@ -11,7 +11,6 @@ use clap::Args;
 
 use super::{CustomRequest, LoadConfig};
 use crate::contract::Scenario;
-use crate::exit::{coded, ExitCode};
 
 /// Options of `fairground load`.
 #[derive(Debug, Clone, PartialEq, Args)]
@@ -211,24 +210,6 @@ impl LoadArgs {
 struct Cmd {
     #[command(flatten)]
     args: LoadArgs,
-}
-
-/// Entry point of `fairground load`.
-pub fn run(args: &LoadArgs) -> anyhow::Result<ExitCode> {
-    let cfg = args.to_config().map_err(|e| coded(ExitCode::BadInput, e))?;
-    let report = super::run(&cfg)?;
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
-    if args.json {
-        serde_json::to_writer(&mut out, &report).context("cannot write the report to stdout")?;
-        use std::io::Write;
-        writeln!(out)?;
-    } else {
-        report
-            .write_human(&mut out)
-            .context("cannot write the report to stdout")?;
-    }
-    Ok(ExitCode::Ok)
 }
 
 #[cfg(test)]

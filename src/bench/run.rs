@@ -1,9 +1,9 @@
-//! `fairground run`: the front door. Resolve the profile and frameworks,
+//! A whole run, as `fairground run` asks for it: resolve the profile and frameworks,
 //! print the plan, judge the environment, build the images, run every cell
 //! through the real lab, write the report.
 //!
-//! This module is the edge: it wires the parts together, prints to the
-//! terminal and maps outcomes to exit codes. The rules of a run live in
+//! This module wires the parts together, prints progress to the terminal
+//! and maps outcomes to exit codes; its flags are `cli::run`. The rules of a run live in
 //! `execute`, `gates` and `environment`; nothing here measures or judges.
 
 use std::path::{Path, PathBuf};
@@ -29,34 +29,29 @@ use crate::profile::{self, HostFacts, Placement, Profile};
 use crate::report;
 use crate::results::{Results, ResumedEnvironment, RunTiming, Status};
 
-/// Options of `fairground run`.
-#[derive(Debug, Clone, clap::Args)]
-pub struct RunArgs {
+/// What `fairground run` was asked for (its flags, `cli::run::RunArgs`).
+#[derive(Debug, Clone)]
+pub struct RunOptions {
     /// Profile to run: a name in profiles/ (e.g. `standard`) or a path to a
     /// YAML file. With --resume, defaults to the profile of that run.
-    #[arg(long, short = 'p')]
     pub profile: Option<String>,
     /// Run even if preflight judges the environment unfit; every result is
     /// then flagged "environment not accepted".
-    #[arg(long)]
     pub accept_env: bool,
     /// Continue the run in this directory (one that holds results.json):
     /// only the rounds it lacks are measured.
-    #[arg(long, value_name = "DIR")]
     pub resume: Option<PathBuf>,
     /// Where run directories are created (`<DIR>/<UTC time>-<profile>/`,
     /// and `<DIR>/latest` points at the newest).
-    #[arg(long, value_name = "DIR", default_value = "output")]
     pub output: PathBuf,
     /// Folder holding the frameworks (one subfolder with a framework.yaml each).
     /// Repeat it to run frameworks of several folders side by side (two
     /// versions of one framework, in folders of their own names).
-    #[arg(long, value_name = "DIR", default_value = "frameworks")]
     pub frameworks: Vec<PathBuf>,
 }
 
-/// Entry point of `fairground run`.
-pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
+/// Run a profile: the whole of `fairground run`.
+pub fn run(args: &RunOptions) -> anyhow::Result<ExitCode> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -141,7 +136,7 @@ struct Setup {
 
 /// Step 1: the profile, the frameworks it selects, their placement and the
 /// plan (a resumed run must be resumed with its own profile).
-fn setup(args: &RunArgs) -> anyhow::Result<Setup> {
+fn setup(args: &RunOptions) -> anyhow::Result<Setup> {
     let resumed = match &args.resume {
         Some(dir) => Some(Store::resume(dir)?),
         None => None,
@@ -221,7 +216,7 @@ async fn judge_environment(input: PreflightInput) -> anyhow::Result<EnvReport> {
 /// and records it; a resumed run judges it again, refuses it by the same
 /// rule, and keeps the new verdict beside the first. Returns the store and
 /// the preflight report of this invocation.
-async fn open_store(args: &RunArgs, setup: &mut Setup) -> anyhow::Result<(Store, EnvReport)> {
+async fn open_store(args: &RunOptions, setup: &mut Setup) -> anyhow::Result<(Store, EnvReport)> {
     let profile = &setup.profile;
     let started = Utc::now();
     let dir_name = match &setup.resumed {
@@ -542,7 +537,7 @@ fn objectives_line(outcomes: &[crate::results::ObjectiveOutcome]) -> bool {
 }
 
 /// `fairground run`, step by step.
-async fn run_async(args: &RunArgs) -> anyhow::Result<ExitCode> {
+async fn run_async(args: &RunOptions) -> anyhow::Result<ExitCode> {
     let started = std::time::Instant::now();
     let mut setup = setup(args)?;
     eprintln!(

@@ -1,0 +1,121 @@
+//! The commands that run inside a run's containers: `fairground load` (its
+//! flags are `roles::load::args::LoadArgs`, which the plan also writes),
+//! `fairground ready`, `fairground serve` and `fairground hold`.
+
+use std::io::Write;
+use std::time::Duration;
+
+use anyhow::Context;
+
+use crate::exit::{coded, ExitCode};
+use crate::roles::load::args::LoadArgs;
+use crate::roles::ready::wait;
+use crate::roles::serve::start;
+
+/// Entry point of `fairground load`.
+pub fn load(args: &LoadArgs) -> anyhow::Result<ExitCode> {
+    let cfg = args.to_config().map_err(|e| coded(ExitCode::BadInput, e))?;
+    let report = crate::roles::load::run(&cfg)?;
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    if args.json {
+        serde_json::to_writer(&mut out, &report).context("cannot write the report to stdout")?;
+        use std::io::Write;
+        writeln!(out)?;
+    } else {
+        report
+            .write_human(&mut out)
+            .context("cannot write the report to stdout")?;
+    }
+    Ok(ExitCode::Ok)
+}
+
+/// Options of `fairground ready`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ReadyArgs {
+    /// URL to poll, `http://IP:PORT/PATH` (an IP address: the image has no resolver).
+    #[arg(long)]
+    pub url: String,
+    /// Give up after this long (e.g. `30s`).
+    #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+    pub timeout: Duration,
+    /// Pause between attempts (e.g. `1ms`).
+    #[arg(long, default_value = "10ms", value_parser = humantime::parse_duration)]
+    pub every: Duration,
+    /// After reporting, keep running until killed: the prober owns the
+    /// network namespace the server joined, which must outlive the report.
+    #[arg(long)]
+    pub hold: bool,
+}
+
+/// `fairground ready`: print one JSON line; fail (exit 1) on timeout.
+pub fn ready(args: &ReadyArgs) -> anyhow::Result<()> {
+    let report = wait(&args.url, args.timeout, args.every)?;
+    println!("{}", serde_json::to_string(&report)?);
+    std::io::stdout().flush()?;
+    if report.ready && args.hold {
+        // Removed with the server it serves (SIGKILL); sleeping costs nothing.
+        loop {
+            std::thread::sleep(Duration::from_secs(3600));
+        }
+    }
+    if !report.ready {
+        anyhow::bail!(
+            "{} did not answer 200 within {} ({} attempts; last: {})",
+            args.url,
+            humantime::format_duration(args.timeout),
+            report.attempts,
+            report.last_error.as_deref().unwrap_or("nothing")
+        );
+    }
+    Ok(())
+}
+
+/// Options of `fairground serve`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ServeArgs {
+    /// Address to listen on. Use 0.0.0.0 inside a container.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub bind: std::net::IpAddr,
+    /// TCP port to listen on (0 picks a free one and prints it).
+    #[arg(short, long, default_value_t = 8080)]
+    pub port: u16,
+    /// Worker threads, each with its own listener (default: CPUs available).
+    #[arg(short, long)]
+    pub threads: Option<usize>,
+}
+
+/// Entry point of `fairground serve`: serve until SIGINT or SIGTERM.
+pub fn serve(args: &ServeArgs) -> anyhow::Result<()> {
+    let threads = args
+        .threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let server = start(args.bind, args.port, threads)?;
+    // A line the orchestrator and tests can wait for.
+    println!(
+        "fairground serve listening on http://{} ({threads} threads)",
+        server.addr
+    );
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+        anyhow::Ok(())
+    })?;
+    server.stop();
+    Ok(())
+}
+
+/// `fairground hold`: sleep until killed, the main process of a run's
+/// long-lived loader container (removed with the run by SIGKILL; a sleeping
+/// PID 1 costs nothing).
+pub fn hold() -> ! {
+    loop {
+        std::thread::sleep(Duration::from_secs(3600));
+    }
+}

@@ -1,0 +1,173 @@
+//! `fairground verify`: check a running server (`--url`) or frameworks
+//! started in containers (NAMEs) against the endpoint contract; exit 5 when
+//! a required check fails.
+
+use std::time::Duration;
+
+use anyhow::Context;
+
+use crate::contract::Scenario;
+use crate::docker::RunId;
+use crate::exit::{coded, ExitCode};
+use crate::verify::orchestrate::{select, verify_all, OrchestrateOptions};
+use crate::verify::report::render_table;
+use crate::verify::{default_scenarios, verify_url, VerifyOptions, VerifyReport};
+
+/// Options of `fairground verify`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct VerifyArgs {
+    /// Frameworks to start in containers and verify (default: every one
+    /// under --frameworks). Not with --url.
+    #[arg(value_name = "NAME", conflicts_with_all = ["url", "name", "exit_zero"])]
+    pub names: Vec<String>,
+    /// Base URL of a running server, e.g. http://127.0.0.1:8080: verify it
+    /// directly instead of starting frameworks.
+    #[arg(long)]
+    pub url: Option<String>,
+    /// Scenario to check (repeat or comma-separate). With --url the default
+    /// is plaintext, json, param, echo, validate, middleware-3; with NAMEs it
+    /// is every scenario each manifest declares (this option narrows them).
+    #[arg(long = "scenario", value_delimiter = ',')]
+    pub scenarios: Vec<Scenario>,
+    /// Fail servers that do not answer pipelined requests in order.
+    #[arg(long)]
+    pub require_pipelining: bool,
+    /// Print the report as JSON (a `VerifyReport`) instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// Bound on each request, e.g. 500ms or 5s.
+    #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
+    pub timeout: Duration,
+    /// Seed of the random inputs (default: drawn now); the report records it.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Framework name to show in the report.
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Exit 0 even when a required check fails: the verdict is in the
+    /// report. fairground uses it when it runs verify in a container and
+    /// reads the JSON, so a failing framework is a report, not a crash.
+    #[arg(long)]
+    pub exit_zero: bool,
+    /// Folder of framework manifests (NAME mode).
+    #[arg(long, default_value = "frameworks", value_name = "DIR")]
+    pub frameworks: std::path::PathBuf,
+    /// How long a framework may take to answer 200 on its readiness path
+    /// after its container started (NAME mode).
+    #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+    pub ready_timeout: Duration,
+}
+
+/// Entry point of `fairground verify`: check, print, and map the verdict to
+/// the exit code (0 all required checks passed, 5 otherwise).
+pub fn run(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
+    match &args.url {
+        Some(url) => run_url(args, url),
+        None => run_names(args),
+    }
+}
+
+fn run_url(args: &VerifyArgs, url: &str) -> anyhow::Result<ExitCode> {
+    let scenarios = if args.scenarios.is_empty() {
+        default_scenarios()
+    } else {
+        args.scenarios.clone()
+    };
+    let options = VerifyOptions {
+        timeout: args.timeout,
+        require_pipelining: args.require_pipelining,
+        seed: args.seed,
+        framework: args.name.clone(),
+        ..VerifyOptions::default()
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let report = rt
+        .block_on(verify_url(url, &scenarios, &options))
+        .map_err(|e| coded(ExitCode::BadInput, e))?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        let name = report.framework.clone().unwrap_or_else(|| url.to_string());
+        print!("{}", render_table(&[(name, &report)]));
+    }
+    Ok(if report.passed || args.exit_zero {
+        ExitCode::Ok
+    } else {
+        ExitCode::VerifyFailed
+    })
+}
+
+/// `fairground verify [NAME…]` (no `--url`): verify the named
+/// frameworks (all by default) in containers of a fresh run, print the
+/// table (or a JSON array of reports), remove everything the run created.
+fn run_names(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
+    let all = crate::framework::discover(&args.frameworks)?;
+    let mut chosen = select(&all, &args.names)?;
+    if !args.scenarios.is_empty() {
+        for fw in &mut chosen {
+            fw.manifest.scenarios.retain(|s| args.scenarios.contains(s));
+        }
+        chosen.retain(|fw| {
+            let keep = !fw.manifest.scenarios.is_empty();
+            if !keep {
+                eprintln!(
+                    "skipping {}: it declares none of the scenarios asked for",
+                    fw.name()
+                );
+            }
+            keep
+        });
+    }
+    if chosen.is_empty() {
+        return Err(coded(
+            ExitCode::BadInput,
+            anyhow::anyhow!(
+                "nothing to verify: no framework under {} matches",
+                args.frameworks.display()
+            ),
+        ));
+    }
+    let root = std::env::current_dir().context("cannot read the current directory")?;
+    let opts = OrchestrateOptions {
+        timeout: args.timeout,
+        require_pipelining: args.require_pipelining,
+        seed: args.seed,
+        ready_timeout: args.ready_timeout,
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let reports = rt.block_on(async {
+        let run = RunId::new();
+        let mut images = crate::docker::images::ImageOptions::new(&root, run.clone());
+        images.progress = std::sync::Arc::new(|m: &str| eprintln!("[images] {m}"));
+        let engine = crate::docker::engine::DockerEngine::connect(images).await?;
+        let guard = crate::docker::cleanup::RunGuard::new(engine.docker().clone(), run.clone());
+        let result = verify_all(&engine, &run, &chosen, &opts).await;
+        match guard.finish().await {
+            Ok(r) if !r.is_empty() => eprintln!("{}", r.summary()),
+            Ok(_) => {}
+            Err(e) => eprintln!(
+                "warning: cleanup of run {run} failed: {e}; run `fairground clean --run {run}`"
+            ),
+        }
+        result
+    })?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&reports)?);
+    } else {
+        let rows: Vec<(String, &VerifyReport)> = reports
+            .iter()
+            .map(|r| (r.framework.clone().unwrap_or_else(|| r.url.clone()), r))
+            .collect();
+        print!("{}", render_table(&rows));
+    }
+    Ok(if reports.iter().all(|r| r.passed) {
+        ExitCode::Ok
+    } else {
+        ExitCode::VerifyFailed
+    })
+}
