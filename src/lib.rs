@@ -15,6 +15,7 @@ pub mod history;
 pub mod host;
 pub mod judge;
 pub mod markup;
+pub mod plan;
 pub mod preflight;
 pub mod probe;
 pub mod profile;

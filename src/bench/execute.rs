@@ -17,10 +17,10 @@ use chrono::Utc;
 use tokio::sync::Notify;
 
 use super::lab::{Lab, Measured};
-use super::plan::{FrameworkPlan, Plan, Step};
-use super::spec::RunSpec;
 use super::store::Store;
 use crate::judge::gates::{finish_cell, GateContext};
+use crate::plan::spec::RunSpec;
+use crate::plan::{FrameworkPlan, Plan, Step};
 use crate::results::{
     Cell, CellKey, Incident, PhaseTimes, Round, Skipped, Thresholds, VerifyOutcome,
 };

@@ -11,10 +11,8 @@ pub mod execute;
 pub mod host;
 pub mod hosts;
 pub mod lab;
-pub mod plan;
 pub mod progress;
 pub mod run;
-pub mod spec;
 pub mod store;
 
 #[cfg(test)]
@@ -33,7 +31,7 @@ pub fn new_results(
     run_id: &str,
     started_at: DateTime<Utc>,
     profile: &Profile,
-    plan: &plan::Plan,
+    plan: &crate::plan::Plan,
     environment: Environment,
     thresholds: Thresholds,
 ) -> Results {

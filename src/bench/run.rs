@@ -15,15 +15,15 @@ use super::docker_lab::DockerLab;
 use super::environment;
 use super::execute::{execute, Cancel, Job, RunOutcome, RunRules};
 use super::hosts::HostEngines;
-use super::plan::Plan;
 use super::progress;
-use super::spec::RunSpec;
 use super::store::Store;
 use crate::docker::engine::{DockerEngine, Engine};
 use crate::docker::images::ImageOptions;
 use crate::docker::RunId;
 use crate::exit::{coded, ExitCode};
 use crate::framework::{self, Framework};
+use crate::plan::spec::RunSpec;
+use crate::plan::Plan;
 use crate::preflight::{self, EnvReport, PreflightInput};
 use crate::profile::{self, HostFacts, Placement, Profile};
 use crate::report;
@@ -385,7 +385,12 @@ async fn measure(
         }
         r.timing.image_check_s = image_check_s;
     })?;
-    let spec = RunSpec::resolve(&setup.profile, &setup.placement, &setup.frameworks, &images)?;
+    let spec = RunSpec::resolve(
+        &setup.profile,
+        &setup.placement,
+        &setup.frameworks,
+        &images.tags(),
+    )?;
     let rules = RunRules {
         thresholds: store.results().thresholds,
         // A resumed run is judged by its latest environment as well.

@@ -7,11 +7,11 @@ use chrono::{TimeZone, Utc};
 use super::execute::{execute, Cancel, Job, RunOutcome, RunRules, Silent};
 use super::fake::{FakeLab, Script};
 use super::new_results;
-use super::plan::tests::{framework, profile};
-use super::plan::Plan;
-use super::spec::RunSpec;
 use super::store::Store;
 use crate::contract::Scenario;
+use crate::plan::spec::RunSpec;
+use crate::plan::tests::{framework, profile};
+use crate::plan::Plan;
 use crate::profile::Profile;
 use crate::results::{self, CellKey, Environment, Reason, Results, Status, RESULTS_FILE};
 
@@ -35,7 +35,7 @@ fn setup(profile: Profile) -> Run {
         &profile,
         &placement,
         &fws,
-        &super::spec::tests::images(&fws),
+        &crate::plan::spec::tests::images(&fws),
     )
     .unwrap();
     Run {

@@ -7,13 +7,15 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+pub use crate::plan::spec::{LoaderSpec, Resources, ServerSpec};
+
 use bollard::models::{
     ContainerCreateBody, ContainerInspectResponse, EndpointSettings, HostConfig, NetworkingConfig,
     ResourcesUlimits,
 };
 
 use super::{RunId, LABEL_ROLE, LABEL_RUN};
-use crate::host::{CoreList, Sysctls};
+use crate::host::Sysctls;
 
 /// What a container is for; also its `fairground.role` label.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -55,53 +57,6 @@ pub fn is_joined(network: &str) -> bool {
     network.starts_with("container:")
 }
 
-/// The resources asked for one container: cores, CPU quota, memory, open
-/// files.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Resources {
-    /// CPUs the container may run on (Docker cpuset syntax, e.g. `0`, `1-3`).
-    pub cpuset: Option<String>,
-    /// CPU quota in CPUs (becomes `NanoCpus`), e.g. `1.5`.
-    pub cpus: Option<f64>,
-    /// Memory limit, bytes. Swap is always off: `MemorySwap` = `Memory`.
-    pub memory_bytes: Option<u64>,
-    /// Open files limit (soft = hard).
-    pub nofile: Option<u64>,
-}
-
-impl Resources {
-    /// The CPUs `threads` threads can use in this container: the quota,
-    /// else the cpuset's cores, else this host's, and never more than the
-    /// threads (a thread runs on one core at a time). A container without
-    /// a CPU limit is judged against the cores its threads can run on, not
-    /// against one CPU.
-    pub fn usable_cpus(&self, threads: usize) -> f64 {
-        let threads = threads.max(1) as f64;
-        if let Some(q) = self.cpus {
-            return q.min(threads);
-        }
-        let cores = self
-            .cpus_allotted()
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-        (cores as f64).min(threads)
-    }
-
-    /// CPUs allotted: the quota rounded up, capped by the cpuset size; the
-    /// value of `FAIRGROUND_CPUS` so servers size their worker pools by it.
-    pub fn cpus_allotted(&self) -> Option<usize> {
-        let from_set = self
-            .cpuset
-            .as_deref()
-            .and_then(|s| s.parse::<CoreList>().ok())
-            .map(|c| c.len());
-        let from_quota = self.cpus.map(|c| c.ceil().max(1.0) as usize);
-        match (from_set, from_quota) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
-    }
-}
-
 /// Everything needed to create one container.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ContainerSpec {
@@ -135,73 +90,6 @@ pub struct ContainerSpec {
     /// Bind mounts, `host:container[:ro]` (the preflight of another host
     /// reads that host's /proc and /sys read-only).
     pub binds: Vec<String>,
-}
-
-/// A framework's server, as a run resolved it from the profile and the
-/// framework's manifest: everything needed to start it and know it is up.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct ServerSpec {
-    /// Framework name.
-    pub framework: String,
-    /// Image tag.
-    pub image: String,
-    /// Cores, CPU quota, memory, open files.
-    pub resources: Resources,
-    /// Network sysctls of its namespace.
-    pub sysctls: Sysctls,
-    /// Environment from the manifest.
-    pub env: BTreeMap<String, String>,
-    /// Root filesystem mounted read-only.
-    pub read_only_rootfs: bool,
-    /// Port it listens on inside its container.
-    pub port: u16,
-    /// Path that answers 200 once it is ready.
-    pub readiness_path: String,
-    /// Longest wait for that 200.
-    pub readiness_timeout: std::time::Duration,
-}
-
-impl ServerSpec {
-    /// The server of framework `fw` from `image`: port, readiness path,
-    /// environment and read-only root from its manifest.
-    pub fn of_framework(
-        fw: &crate::framework::Framework,
-        image: &str,
-        resources: Resources,
-        sysctls: Sysctls,
-        readiness_timeout: std::time::Duration,
-    ) -> ServerSpec {
-        ServerSpec {
-            framework: fw.name().to_string(),
-            image: image.to_string(),
-            resources,
-            sysctls,
-            env: fw.manifest.env.clone(),
-            read_only_rootfs: fw.manifest.read_only_rootfs,
-            port: fw.manifest.port,
-            readiness_path: fw.manifest.readiness.clone(),
-            readiness_timeout,
-        }
-    }
-}
-
-/// One loader run: fairground's image running `fairground load` with
-/// `args` (the target URL is filled in when the server's address is known).
-#[derive(Debug, Clone, PartialEq)]
-pub struct LoaderSpec {
-    /// What this run is, for its container's name and for messages
-    /// (`axum-json-c100-r2`, `axum-json-c100-r2-warm3`).
-    pub label: String,
-    /// fairground's own image.
-    pub image: String,
-    /// Cores, CPU quota, memory, open files.
-    pub resources: Resources,
-    /// Network sysctls of its namespace.
-    pub sysctls: Sysctls,
-    /// The loader's arguments.
-    pub args: crate::roles::load::args::LoadArgs,
-    /// Longest the container may run before it is killed.
-    pub time_limit: std::time::Duration,
 }
 
 /// Size of the tmpfs mounted on /tmp when the root filesystem is read-only.

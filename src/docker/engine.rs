@@ -125,6 +125,20 @@ pub struct BuiltImages {
     pub frameworks: BTreeMap<String, ImageInfo>,
 }
 
+impl BuiltImages {
+    /// The tags the run's containers are made from.
+    pub fn tags(&self) -> crate::plan::spec::ImageTags {
+        crate::plan::spec::ImageTags {
+            fairground: self.fairground.tag.clone(),
+            frameworks: self
+                .frameworks
+                .iter()
+                .map(|(name, image)| (name.clone(), image.tag.clone()))
+                .collect(),
+        }
+    }
+}
+
 /// The container operations the run pipeline needs. See the module docs
 /// for the order of calls in a run.
 pub trait Engine: Send + Sync {

@@ -1,67 +1,16 @@
 //! Cells and their rounds: the coordinates of a cell, every figure of one
 //! measured round, and the summary over a cell's rounds.
 
-use std::fmt;
-
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::histogram;
 use super::{Latency, Reason, Verdict};
-use crate::contract::Scenario;
+pub use crate::plan::CellKey;
 pub use crate::roles::load::report::{
     AnswerChecks, Connections, ErrorCounts, RequestAccounting, StatusCounts, WindowTimes,
 };
 use crate::stats::{self, Aggregate};
-
-/// The coordinates of a cell: framework × scenario × concurrency (× rate).
-#[derive(
-    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, schemars::JsonSchema,
-)]
-pub struct CellKey {
-    /// Framework name (folder under frameworks/).
-    pub framework: String,
-    /// Contract scenario.
-    pub scenario: Scenario,
-    /// Connections the loader keeps open.
-    pub concurrency: u32,
-    /// Target request rate in req/s (fixed-rate, open-loop mode); absent in
-    /// closed-loop mode where every connection sends as fast as it can.
-    pub rate: Option<u64>,
-}
-
-impl CellKey {
-    /// A file-name-safe stem, e.g. `axum-plaintext-c256` or `axum-json-c64-r20000`.
-    pub fn stem(&self) -> String {
-        let mut s = format!("{}-{}-c{}", self.framework, self.scenario, self.concurrency);
-        if let Some(r) = self.rate {
-            s.push_str(&format!("-r{r}"));
-        }
-        s
-    }
-
-    /// The load column label: `256` or `256 @ 20000/s`.
-    pub fn load_label(&self) -> String {
-        match self.rate {
-            Some(r) => format!("{} @ {r}/s", self.concurrency),
-            None => self.concurrency.to_string(),
-        }
-    }
-}
-
-impl fmt::Display for CellKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} {} c={}",
-            self.framework, self.scenario, self.concurrency
-        )?;
-        if let Some(r) = self.rate {
-            write!(f, " rate={r}/s")?;
-        }
-        Ok(())
-    }
-}
 
 /// Fixed-rate (open-loop) figures of a round.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]

@@ -26,6 +26,7 @@ use serde::{Deserialize, Serialize};
 use crate::contract::Scenario;
 pub use crate::docker::container::AppliedLimits;
 pub use crate::host::git::GitInfo;
+pub use crate::plan::Skipped;
 pub use crate::roles::load::ErrorCounts;
 pub use cell::{
     AnswerChecks, Cell, CellKey, CellSummary, Connections, HostUse, LoaderShare, LoaderUse,
@@ -201,17 +202,6 @@ impl Results {
         }
         out
     }
-}
-
-/// A combination the run did not measure, and why.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Skipped {
-    /// Framework name.
-    pub framework: String,
-    /// Scenario skipped; absent when the whole framework was skipped.
-    pub scenario: Option<Scenario>,
-    /// Why, in words (e.g. "not declared in framework.yaml").
-    pub reason: String,
 }
 
 /// The JSON Schema of results.json (committed as docs/results.schema.json).

@@ -5,9 +5,9 @@
 use std::net::{IpAddr, Ipv4Addr};
 
 use super::*;
-use crate::bench::plan::tests::framework;
-use crate::bench::spec::{tests::images, RunSpec};
 use crate::docker::fake::{FakeEngine, FakeScript};
+use crate::plan::spec::{tests::images, RunSpec};
+use crate::plan::tests::framework;
 use crate::probe::{CgroupReading, Series};
 use crate::profile::{HostFacts, Profile};
 use crate::results::CellKey;

@@ -5,13 +5,17 @@
 //! the ordered work list and the run's skipped combinations. It starts
 //! nothing and reads no files.
 
+pub mod key;
+pub mod spec;
+
 use std::fmt::Write as _;
 use std::time::Duration;
+
+pub use key::{CellKey, Skipped};
 
 use crate::contract::Scenario;
 use crate::framework::Framework;
 use crate::profile::{LoadMode, Profile};
-use crate::results::{CellKey, Skipped};
 
 /// One framework's share of the plan.
 #[derive(Debug, Clone, PartialEq, Eq)]

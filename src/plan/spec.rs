@@ -9,12 +9,135 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::docker::container::{LoaderSpec, Resources, ServerSpec};
-use crate::docker::engine::BuiltImages;
+use super::CellKey;
 use crate::framework::Framework;
+use crate::host::{CoreList, Sysctls};
 use crate::profile::{Limits, LoadMode, Placement, Profile, Warmup};
-use crate::results::CellKey;
 use crate::roles::load::args::LoadArgs;
+
+/// The image tags a run's containers use: fairground's own (loader,
+/// prober) and each framework's, by name (the engine's `BuiltImages::tags`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ImageTags {
+    /// fairground's own image.
+    pub fairground: String,
+    /// Framework images by framework name.
+    pub frameworks: BTreeMap<String, String>,
+}
+
+/// The resources asked for one container: cores, CPU quota, memory, open
+/// files.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Resources {
+    /// CPUs the container may run on (Docker cpuset syntax, e.g. `0`, `1-3`).
+    pub cpuset: Option<String>,
+    /// CPU quota in CPUs (becomes `NanoCpus`), e.g. `1.5`.
+    pub cpus: Option<f64>,
+    /// Memory limit, bytes. Swap is always off: `MemorySwap` = `Memory`.
+    pub memory_bytes: Option<u64>,
+    /// Open files limit (soft = hard).
+    pub nofile: Option<u64>,
+}
+
+impl Resources {
+    /// The CPUs `threads` threads can use in this container: the quota,
+    /// else the cpuset's cores, else this host's, and never more than the
+    /// threads (a thread runs on one core at a time). A container without
+    /// a CPU limit is judged against the cores its threads can run on, not
+    /// against one CPU.
+    pub fn usable_cpus(&self, threads: usize) -> f64 {
+        let threads = threads.max(1) as f64;
+        if let Some(q) = self.cpus {
+            return q.min(threads);
+        }
+        let cores = self
+            .cpus_allotted()
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        (cores as f64).min(threads)
+    }
+
+    /// CPUs allotted: the quota rounded up, capped by the cpuset size; the
+    /// value of `FAIRGROUND_CPUS` so servers size their worker pools by it.
+    pub fn cpus_allotted(&self) -> Option<usize> {
+        let from_set = self
+            .cpuset
+            .as_deref()
+            .and_then(|s| s.parse::<CoreList>().ok())
+            .map(|c| c.len());
+        let from_quota = self.cpus.map(|c| c.ceil().max(1.0) as usize);
+        match (from_set, from_quota) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+}
+
+/// A framework's server, as a run resolved it from the profile and the
+/// framework's manifest: everything needed to start it and know it is up.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ServerSpec {
+    /// Framework name.
+    pub framework: String,
+    /// Image tag.
+    pub image: String,
+    /// Cores, CPU quota, memory, open files.
+    pub resources: Resources,
+    /// Network sysctls of its namespace.
+    pub sysctls: Sysctls,
+    /// Environment from the manifest.
+    pub env: BTreeMap<String, String>,
+    /// Root filesystem mounted read-only.
+    pub read_only_rootfs: bool,
+    /// Port it listens on inside its container.
+    pub port: u16,
+    /// Path that answers 200 once it is ready.
+    pub readiness_path: String,
+    /// Longest wait for that 200.
+    pub readiness_timeout: std::time::Duration,
+}
+
+impl ServerSpec {
+    /// The server of framework `fw` from `image`: port, readiness path,
+    /// environment and read-only root from its manifest.
+    pub fn of_framework(
+        fw: &crate::framework::Framework,
+        image: &str,
+        resources: Resources,
+        sysctls: Sysctls,
+        readiness_timeout: std::time::Duration,
+    ) -> ServerSpec {
+        ServerSpec {
+            framework: fw.name().to_string(),
+            image: image.to_string(),
+            resources,
+            sysctls,
+            env: fw.manifest.env.clone(),
+            read_only_rootfs: fw.manifest.read_only_rootfs,
+            port: fw.manifest.port,
+            readiness_path: fw.manifest.readiness.clone(),
+            readiness_timeout,
+        }
+    }
+}
+
+/// One loader run: fairground's image running `fairground load` with
+/// `args` (the target URL is filled in when the server's address is known).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoaderSpec {
+    /// What this run is, for its container's name and for messages
+    /// (`axum-json-c100-r2`, `axum-json-c100-r2-warm3`).
+    pub label: String,
+    /// fairground's own image.
+    pub image: String,
+    /// Cores, CPU quota, memory, open files.
+    pub resources: Resources,
+    /// Network sysctls of its namespace.
+    pub sysctls: Sysctls,
+    /// The loader's arguments.
+    pub args: crate::roles::load::args::LoadArgs,
+    /// Longest the container may run before it is killed.
+    pub time_limit: std::time::Duration,
+}
 
 /// Time a loader container may take on top of its warm-up, window, drain
 /// and connect timeout: container start and writing the report.
@@ -41,18 +164,18 @@ impl RunSpec {
         profile: &Profile,
         placement: &Placement,
         frameworks: &[Framework],
-        images: &BuiltImages,
+        images: &ImageTags,
     ) -> anyhow::Result<RunSpec> {
         let mut servers = BTreeMap::new();
         for fw in frameworks {
-            let image = images.frameworks.get(fw.name()).ok_or_else(|| {
+            let tag = images.frameworks.get(fw.name()).ok_or_else(|| {
                 anyhow::anyhow!("no image was built for framework `{}`", fw.name())
             })?;
             servers.insert(
                 fw.name().to_string(),
                 ServerSpec::of_framework(
                     fw,
-                    &image.tag,
+                    tag,
                     resources(&profile.server, &placement.server.to_string()),
                     profile.server.sysctls.clone(),
                     profile.readiness_timeout,
@@ -74,7 +197,7 @@ impl RunSpec {
         }
         let loader = LoaderSpec {
             label: String::new(),
-            image: images.fairground.tag.clone(),
+            image: images.fairground.clone(),
             resources: resources(&profile.loader, &placement.loader.to_string()),
             sysctls: profile.loader.sysctls.clone(),
             args,
@@ -142,39 +265,28 @@ pub fn rate(profile: &Profile) -> Option<u64> {
 pub(crate) mod tests {
     use super::*;
     use crate::contract::Scenario;
-    use crate::docker::images::{ImageInfo, ImageKind};
     use crate::profile::HostFacts;
 
-    pub(crate) fn image(kind: ImageKind, name: &str) -> ImageInfo {
-        ImageInfo {
-            kind,
-            name: name.into(),
-            tag: format!("fake/{name}:000000000000"),
-            id: format!("sha256:fake-{name}"),
-            size_bytes: Some(1 << 20),
-            inputs_hash: "0".repeat(64),
-            reused: false,
-            versions: None,
-            app_binary_bytes: None,
-        }
-    }
-
-    /// Images for `frameworks` as a fake engine would report them.
-    pub(crate) fn images(frameworks: &[Framework]) -> BuiltImages {
-        BuiltImages {
-            fairground: image(ImageKind::Fairground, "fairground"),
-            bases: Vec::new(),
+    /// Image tags for `frameworks` as a fake engine would report them.
+    pub(crate) fn images(frameworks: &[Framework]) -> ImageTags {
+        ImageTags {
+            fairground: "fake/fairground:000000000000".into(),
             frameworks: frameworks
                 .iter()
-                .map(|f| (f.name().to_string(), image(ImageKind::Framework, f.name())))
+                .map(|f| {
+                    (
+                        f.name().to_string(),
+                        format!("fake/{}:000000000000", f.name()),
+                    )
+                })
                 .collect(),
         }
     }
 
     #[test]
     fn servers_and_loaders_get_the_profiles_limits_on_disjoint_cores() {
-        let fw = crate::bench::plan::tests::framework("a", &[Scenario::Plaintext]);
-        let mut profile = crate::bench::plan::tests::profile();
+        let fw = crate::plan::tests::framework("a", &[Scenario::Plaintext]);
+        let mut profile = crate::plan::tests::profile();
         profile.load.mode = LoadMode::FixedRate { rate: 5_000 };
         profile.loader.cpus = 0.5;
         let placement = profile.placement(&HostFacts::with_cores(4)).unwrap();
@@ -212,8 +324,8 @@ pub(crate) mod tests {
 
     #[test]
     fn an_until_stable_warm_up_is_the_loaders_to_decide() {
-        let fw = crate::bench::plan::tests::framework("a", &[Scenario::Plaintext]);
-        let mut profile = crate::bench::plan::tests::profile();
+        let fw = crate::plan::tests::framework("a", &[Scenario::Plaintext]);
+        let mut profile = crate::plan::tests::profile();
         profile.warmup = Warmup::UntilStable {
             window: Duration::from_millis(500),
             max_cv: 0.05,
