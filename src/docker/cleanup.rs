@@ -18,7 +18,7 @@ use bollard::query_parameters::{
 use bollard::Docker;
 
 use super::error::{is_not_found, ApiContext, DockerError};
-use super::{RunId, LABEL_KIND, LABEL_RUN};
+use super::{RunId, KIND_CARGO_CACHE, LABEL_KIND, LABEL_RUN};
 
 /// Remove container `id` and its anonymous volumes, running or not. The one
 /// place fairground removes a container (run cleanup, the engine, image builds).
@@ -161,10 +161,10 @@ pub async fn clean(
             }
         }
         let mut filters = run_filter(run);
-        filters.get_mut("label").unwrap().push(format!(
-            "{LABEL_KIND}={}",
-            super::images::rust::sandbox::KIND_CARGO_CACHE
-        ));
+        filters
+            .get_mut("label")
+            .unwrap()
+            .push(format!("{LABEL_KIND}={KIND_CARGO_CACHE}"));
         let volumes = docker
             .list_volumes(Some(ListVolumesOptions {
                 filters: Some(filters),

@@ -37,6 +37,9 @@ pub const LABEL_RUN: &str = "fairground.run";
 pub const LABEL_ROLE: &str = "fairground.role";
 /// Label on images: `fairground`, `base` or `framework`.
 pub const LABEL_KIND: &str = "fairground.kind";
+/// The `fairground.kind` label of cargo cache volumes (the Rust sandbox
+/// makes them, cleanup removes them with the run).
+pub const KIND_CARGO_CACHE: &str = "cargo-cache";
 /// Label on images: the hash of every input the image was built from.
 pub const LABEL_INPUTS: &str = "fairground.inputs";
 /// Label on images: the framework or base name.

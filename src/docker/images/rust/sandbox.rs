@@ -27,15 +27,13 @@ use sha2::{Digest, Sha256};
 
 use super::super::{files, STATIC_RUSTFLAGS, STATIC_TARGET};
 use crate::docker::error::{ApiContext, DockerError};
-use crate::docker::{RunId, LABEL_KIND, LABEL_NAME, LABEL_ROLE, LABEL_RUN};
+use crate::docker::{RunId, KIND_CARGO_CACHE, LABEL_KIND, LABEL_NAME, LABEL_ROLE, LABEL_RUN};
 
 /// User and group the compile runs as (`nobody:nogroup` in Debian): owns
 /// nothing in the image, cannot write the read-only mounts.
 pub const BUILD_USER: &str = "65534:65534";
 /// The `fairground.role` label of build containers.
 pub const ROLE_BUILD: &str = "build";
-/// The `fairground.kind` label of cargo cache volumes.
-pub const KIND_CARGO_CACHE: &str = "cargo-cache";
 /// Where the toolchain is mounted (read-only).
 pub const TOOLCHAIN_IN: &str = "/fairground/rust";
 /// Where the framework's folder is mounted (read-only).
