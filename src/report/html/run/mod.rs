@@ -30,7 +30,7 @@ mod bars;
 mod lines;
 mod sections;
 
-use bars::{cpu_bars, latency_bars, memory_bars, throughput_bars};
+use bars::{bars, CPU, LATENCY, MEMORY, THROUGHPUT};
 use lines::{scaling, spectrum, timelines};
 use sections::{environment, files, hosts, notes};
 
@@ -465,13 +465,13 @@ fn scenario_section(ctx: &Ctx<'_>, scenario: Scenario) -> anyhow::Result<Section
             );
         }
         if col.fixed_rate() {
-            body.push_str(&latency_bars(ctx, col)?);
+            body.push_str(&bars(ctx, col, &LATENCY)?);
         } else {
-            body.push_str(&throughput_bars(ctx, col)?);
+            body.push_str(&bars(ctx, col, &THROUGHPUT)?);
         }
         body.push_str(&spectrum(ctx, col)?);
-        body.push_str(&cpu_bars(ctx, col)?);
-        body.push_str(&memory_bars(ctx, col)?);
+        body.push_str(&bars(ctx, col, &CPU)?);
+        body.push_str(&bars(ctx, col, &MEMORY)?);
         body.push_str(&timelines(ctx, col)?);
     }
     Ok(Section {
