@@ -230,4 +230,108 @@ mod tests {
             "20261129T230000Z-standard"
         );
     }
+
+    /// Text that comes from framework folders and containers, made to end a
+    /// Markdown cell and row, close an HTML attribute and open an element.
+    const HOSTILE: &str =
+        "<script>alert(1)</script> \"q\" 'a' | pipe\nnewline & amp <img src=x onerror=alert(2)>";
+
+    /// The sample run with HOSTILE in every field a framework or a container
+    /// writes: manifest fields, versions read from the image, the failure of
+    /// a framework, a verify exclusion, a skip and an incident.
+    pub(crate) fn hostile_results() -> Results {
+        let mut r = sample_results();
+        let name = r.frameworks[0].name.clone();
+        let f = r.framework_mut(&name);
+        f.display_name = HOSTILE.into();
+        f.language = HOSTILE.into();
+        f.workers = HOSTILE.into();
+        f.versions.insert("lib".into(), HOSTILE.into());
+        let failed = r.framework_mut("broken");
+        failed.failure = Some(HOSTILE.into());
+        r.skipped.push(crate::results::Skipped {
+            framework: name.clone(),
+            scenario: None,
+            reason: HOSTILE.into(),
+        });
+        r.incidents.push(crate::results::Incident {
+            at: r.started_at,
+            framework: name,
+            cell: None,
+            round: None,
+            what: HOSTILE.into(),
+        });
+        r
+    }
+
+    /// The first of HOSTILE's tags in `text` that is not backslash-escaped:
+    /// what a Markdown renderer would pass on as HTML.
+    fn raw_tag(text: &str) -> Option<&str> {
+        ["<script", "</script", "<img"].iter().find_map(|tag| {
+            text.match_indices(tag)
+                .find(|(at, _)| !text[..*at].ends_with('\\'))
+                .map(|(at, _)| text[at..].lines().next().unwrap_or(""))
+        })
+    }
+
+    #[test]
+    fn text_from_frameworks_and_containers_comes_out_inert() {
+        let r = hostile_results();
+        // results.md: no tag a renderer would pass on, and every table row
+        // has its header's number of cells (no `|` or newline got through).
+        let md = String::from_utf8(ResultsMarkdown.render(&r).unwrap().remove(0).bytes).unwrap();
+        assert!(
+            md.contains("alert(1)"),
+            "the hostile text is not in results.md at all"
+        );
+        if let Some(tag) = raw_tag(&md) {
+            panic!("results.md passes raw HTML on: {tag}");
+        }
+        let cells = |line: &str| {
+            let b = line.as_bytes();
+            (0..b.len())
+                .filter(|&i| b[i] == b'|' && (i == 0 || b[i - 1] != b'\\'))
+                .count()
+        };
+        let mut header = None;
+        for line in md.lines() {
+            if line.starts_with('|') {
+                let n = cells(line);
+                let want = *header.get_or_insert(n);
+                assert_eq!(
+                    n, want,
+                    "a results.md row has {n} cell borders, its table {want}: {line}"
+                );
+            } else {
+                header = None;
+                assert!(
+                    !line.starts_with("newline & amp"),
+                    "a newline in a cell broke a results.md row"
+                );
+            }
+        }
+        // report.html: the text is there, escaped; nothing of it is markup.
+        let html = HtmlReport.render(&r).unwrap().remove(0).bytes;
+        let html = String::from_utf8(html).unwrap();
+        assert!(
+            html.contains("&lt;script&gt;alert(1)"),
+            "the hostile text is not in report.html escaped"
+        );
+        for raw in ["<script>alert", "<img src=x", "\"q\""] {
+            assert!(!html.contains(raw), "report.html carries {raw:?} raw");
+        }
+        // compare.html of the hostile run against the sample.
+        let tmp = tempfile::tempdir().unwrap();
+        let (a, b) = (tmp.path().join("a.json"), tmp.path().join("b.json"));
+        let cmp = crate::compare::compare_runs((&a, &sample_results()), (&b, &r)).unwrap();
+        let page = String::from_utf8(crate::compare::to_html(&cmp).unwrap()).unwrap();
+        for raw in ["<script>alert", "<img src=x"] {
+            assert!(!page.contains(raw), "compare.html carries {raw:?} raw");
+        }
+        let md = String::from_utf8(crate::compare::to_markdown(&cmp)).unwrap();
+        assert!(
+            raw_tag(&md).is_none(),
+            "compare's Markdown passes raw HTML on"
+        );
+    }
 }
