@@ -37,6 +37,19 @@ pub enum ExitCode {
 }
 
 impl ExitCode {
+    /// Every code, in the order README.md's table lists them.
+    pub const ALL: [ExitCode; 9] = [
+        ExitCode::Ok,
+        ExitCode::Failure,
+        ExitCode::BadInput,
+        ExitCode::EnvRefused,
+        ExitCode::DockerUnavailable,
+        ExitCode::VerifyFailed,
+        ExitCode::Regressed,
+        ExitCode::ObjectiveMissed,
+        ExitCode::Interrupted,
+    ];
+
     /// The numeric status handed to the OS.
     pub fn code(self) -> u8 {
         self as u8
@@ -107,6 +120,29 @@ mod tests {
         let err = err.context("reading profiles/x.yaml").unwrap_err();
         assert_eq!(classify(&err), ExitCode::BadInput);
         assert_eq!(format!("{err:#}"), "reading profiles/x.yaml: bad field");
+    }
+
+    /// README.md's "Exit codes" table lists every code, in order, and no
+    /// other: the table users script against cannot drift from the enum.
+    #[test]
+    fn the_readme_lists_every_exit_code() {
+        let readme = include_str!("../README.md");
+        let table = readme
+            .split("## Exit codes")
+            .nth(1)
+            .expect("README.md has an `## Exit codes` section");
+        let listed: Vec<u8> = table
+            .lines()
+            .skip_while(|l| !l.starts_with('|'))
+            .take_while(|l| l.starts_with('|'))
+            .filter_map(|l| l.trim_start_matches('|').split('|').next())
+            .filter_map(|c| c.trim().parse().ok())
+            .collect();
+        let codes: Vec<u8> = ExitCode::ALL.iter().map(|c| c.code()).collect();
+        assert_eq!(
+            listed, codes,
+            "README.md's exit codes against ExitCode::ALL"
+        );
     }
 
     #[test]
