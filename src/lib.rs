@@ -4,25 +4,25 @@
 //! generator inside the load container (`fairground load`), and the reference
 //! server (`fairground serve`). `docs/architecture.md` is the map of modules.
 
-pub mod bench;
+pub(crate) mod bench;
 pub mod cli;
 pub mod compare;
 pub mod contract;
 pub mod docker;
 pub mod exit;
 pub mod framework;
-pub mod history;
+pub(crate) mod history;
 pub mod host;
-pub mod judge;
-pub mod markup;
-pub mod plan;
+pub(crate) mod judge;
+pub(crate) mod markup;
+pub(crate) mod plan;
 pub mod preflight;
 pub mod probe;
 pub mod profile;
 pub mod report;
 pub mod results;
 pub mod roles;
-pub mod stats;
+pub(crate) mod stats;
 #[cfg(test)]
 pub(crate) mod testdata;
 pub mod units;

@@ -119,8 +119,10 @@ pub trait Observer {
 }
 
 /// Discards events.
+#[cfg(test)]
 pub struct Silent;
 
+#[cfg(test)]
 impl Observer for Silent {
     fn on(&mut self, _: &Event<'_>) {}
 }

@@ -184,11 +184,6 @@ pub struct Summary {
     pub confirmed: usize,
 }
 
-/// The JSON Schema of history.json.
-pub fn schema() -> schemars::Schema {
-    schemars::schema_for!(History)
-}
-
 /// A run read from disk.
 pub(crate) struct Run {
     path: PathBuf,

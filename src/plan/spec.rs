@@ -12,7 +12,7 @@ use std::time::Duration;
 use super::CellKey;
 use crate::framework::Framework;
 use crate::host::{CoreList, Sysctls};
-use crate::profile::{Limits, LoadMode, Placement, Profile, Warmup};
+use crate::profile::{Limits, Placement, Profile, Warmup};
 use crate::roles::load::args::LoadArgs;
 
 /// The image tags a run's containers use: fairground's own (loader,
@@ -253,19 +253,19 @@ fn resources(limits: &Limits, cpuset: &str) -> Resources {
     }
 }
 
-/// The rate of a profile's load mode (fixed rate), if any.
-pub fn rate(profile: &Profile) -> Option<u64> {
-    match profile.load.mode {
-        LoadMode::Closed => None,
-        LoadMode::FixedRate { rate } => Some(rate),
-    }
-}
-
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
     use crate::contract::Scenario;
-    use crate::profile::HostFacts;
+    use crate::profile::{HostFacts, LoadMode};
+
+    /// The rate of a profile's load mode (fixed rate), if any.
+    fn rate(profile: &Profile) -> Option<u64> {
+        match profile.load.mode {
+            LoadMode::Closed => None,
+            LoadMode::FixedRate { rate } => Some(rate),
+        }
+    }
 
     /// Image tags for `frameworks` as a fake engine would report them.
     pub(crate) fn images(frameworks: &[Framework]) -> ImageTags {
