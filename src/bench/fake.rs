@@ -11,7 +11,7 @@ use hdrhistogram::Histogram;
 use super::execute::Cancel;
 use super::lab::{Lab, Measured, Started};
 use crate::contract::Scenario;
-use crate::docker::container::{LoaderSpec, ServerSpec};
+use crate::plan::spec::{LoaderSpec, ServerSpec};
 use crate::results::{
     AnswerChecks, AppliedLimits, Connections, ErrorCounts, Exclusion, HostUse, LabFigures,
     PhaseTimes, RequestAccounting, ServerSamples, StatusCounts, VerifyOutcome, WindowTimes,

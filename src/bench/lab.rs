@@ -11,7 +11,7 @@
 use std::time::Duration;
 
 use crate::contract::Scenario;
-use crate::docker::container::{LoaderSpec, ServerSpec};
+use crate::plan::spec::{LoaderSpec, ServerSpec};
 use crate::results::histogram::HistogramError;
 use crate::results::{AppliedLimits, LabFigures, PhaseTimes, Round, VerifyOutcome};
 use crate::roles::load::LoadReport;

@@ -7,6 +7,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+// The specs are the plan's; `Resources` is also part of this module's
+// `ContainerSpec`, so callers outside the crate name it here.
 pub use crate::plan::spec::{LoaderSpec, Resources, ServerSpec};
 
 use bollard::models::{

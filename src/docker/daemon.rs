@@ -72,8 +72,8 @@ impl DockerEngine {
             opts,
             cgroup: CgroupFs::default(),
             fairground_image: Mutex::new(None),
-            local: super::daemon_is_local(),
-            endpoint: super::docker_host(),
+            local: crate::host::docker::daemon_is_local(),
+            endpoint: crate::host::docker::docker_host(),
         }
     }
 

@@ -100,7 +100,7 @@ impl fmt::Display for RunId {
     }
 }
 
-pub use crate::host::docker::docker_host;
+use crate::host::docker::docker_host;
 
 /// Connect to the daemon named by `DOCKER_HOST` (unix:// or tcp://; default
 /// the local socket) and negotiate the API version down to what it speaks
@@ -133,8 +133,6 @@ pub async fn connect_or_exit_code() -> anyhow::Result<Docker> {
         .await
         .map_err(|e| crate::exit::coded(crate::exit::ExitCode::DockerUnavailable, e))
 }
-
-pub use crate::host::docker::daemon_is_local;
 
 /// A small current-thread-free runtime for the synchronous CLI entry points.
 pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {

@@ -17,12 +17,13 @@ use std::time::Duration;
 use anyhow::Context;
 
 use crate::contract::Scenario;
-use crate::docker::container::{ContainerSpec, Resources, Role, ServerSpec};
+use crate::docker::container::{ContainerSpec, Role};
 use crate::docker::engine::{Engine, ReadyCheck};
 use crate::docker::images::ImageInfo;
 use crate::docker::RunId;
 use crate::framework::Framework;
 use crate::host::Sysctls;
+use crate::plan::spec::{Resources, ServerSpec};
 
 use super::footprint;
 use super::report::{Footprint, VerifyReport};

@@ -15,10 +15,11 @@ use std::time::Duration;
 use anyhow::Context;
 
 use super::{describe, parse_report, DockerServer, Spread, BARRIER_LEAD};
-use crate::docker::container::{ContainerSpec, LoaderSpec, HOST_NETWORK};
+use crate::docker::container::{ContainerSpec, HOST_NETWORK};
 use crate::docker::engine::{Engine, LineSink};
 use crate::docker::RunId;
 use crate::host::clock::now_ns;
+use crate::plan::spec::LoaderSpec;
 use crate::results::LoaderShare;
 use crate::roles::load::LoadReport;
 
