@@ -107,6 +107,7 @@ pub(crate) fn round(index: u32, concurrency: u32, rps: f64) -> Round {
             steal_cores: 0.0,
         }),
         loaders: Vec::new(),
+        machine: None,
     }
 }
 

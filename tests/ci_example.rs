@@ -116,7 +116,9 @@ fn run_code(code: &str) -> Vec<(String, String)> {
 
 #[test]
 fn a_pull_request_that_regressed_fails_the_gate_after_writing_its_comparison() {
-    let ws = workspace(92_000.0);
+    // A fifth fewer req/s: beyond the 8% two runs of one server drift
+    // apart (compare's across-runs floor).
+    let ws = workspace(80_000.0);
     let (code, out, added) = step(ws.path(), "compare with main", &[]);
     assert_eq!(code, 0, "the compare step records, the gate decides: {out}");
     assert_eq!(added, vec![("COMPARE_CODE".into(), "6".into())], "{out}");

@@ -133,6 +133,7 @@ pub(crate) fn measurement(concurrency: u32, rps: f64) -> Measured {
             steal_cores: 0.0,
         }),
         loaders: Vec::new(),
+        machine: None,
     };
     Measured {
         load,

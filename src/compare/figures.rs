@@ -104,6 +104,35 @@ impl Metric {
         }
     }
 
+    /// The least a difference between two *different runs* must be to be
+    /// named a change, as a log range, for the figures a machine moves:
+    /// how far apart two runs of an unchanged server were measured (A/A)
+    /// beyond their rounds' own range, on this project's 2-core VM. CI's
+    /// run of tests/compare_docker.rs on 2026-12-01, a 400 µs-burn server
+    /// against itself one minute later (derived from its three
+    /// comparisons): req/s 5.7% apart, p50 4.7%, CPU per request 4.1%, p99
+    /// 21%, while each run's rounds agreed within 5–8% (p99: 17%). So 8%
+    /// for req/s, p50 and CPU per request, 25% for p99. Two frameworks of
+    /// one run share the machine's states round by round (the rounds
+    /// interleave) and keep the finer bands: measure what must be told
+    /// apart more finely in one run.
+    pub fn across_runs_floor(self) -> f64 {
+        match self {
+            Metric::Throughput | Metric::LatencyP50 | Metric::CpuPerRequest => 1.08f64.ln(),
+            Metric::LatencyP99 => 1.25f64.ln(),
+            Metric::MemoryUnderLoad | Metric::WireBytes => 0.0,
+        }
+    }
+
+    /// Whether a machine that runs slower moves this figure: every request
+    /// costs more CPU and takes longer. Not memory, not bytes on the wire.
+    pub fn machine_moves_it(self) -> bool {
+        matches!(
+            self,
+            Metric::Throughput | Metric::LatencyP50 | Metric::LatencyP99 | Metric::CpuPerRequest
+        )
+    }
+
     /// Which way is better.
     pub fn better(self) -> Better {
         match self {

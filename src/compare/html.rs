@@ -193,6 +193,14 @@ fn others(cmp: &Comparison) -> Section {
             esc(&cmp.unchecked.join(", "))
         );
     }
+    for (cell, m) in cmp.machine_changes() {
+        let _ = writeln!(
+            body,
+            "<p><b>Machine:</b> {}: {}.</p>",
+            esc(&cell.to_string()),
+            esc(&m.describe())
+        );
+    }
     Section {
         id: "not-compared".into(),
         heading: "Not compared".into(),

@@ -70,6 +70,14 @@ pub fn to_markdown(cmp: &Comparison) -> Vec<u8> {
             );
         }
     }
+    for (cell, m) in cmp.machine_changes() {
+        let _ = writeln!(
+            out,
+            "\n> **Machine:** {}: {}.",
+            esc(&cell.to_string()),
+            esc(&m.describe())
+        );
+    }
     out.push('\n');
 
     let changes: Vec<&Row> = cmp

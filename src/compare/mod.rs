@@ -16,6 +16,7 @@ mod figures;
 mod html;
 mod json;
 mod load;
+mod machine;
 mod markdown;
 mod model;
 mod stats;
@@ -28,8 +29,8 @@ pub use self::html::to_html;
 pub use self::json::to_json;
 pub use self::markdown::to_markdown;
 pub use self::model::{
-    schema, CellRef, Comparison, Difference, Figures, Interval, NotCompared, Row, Side, Summary,
-    COMPARE_SCHEMA_VERSION,
+    schema, CellRef, Comparison, Difference, Figures, Interval, MachineDrift, NotCompared,
+    ProbeRatio, Row, Side, Summary, COMPARE_SCHEMA_VERSION,
 };
 pub use self::stats::{CONFIDENCE, MIN_ROUNDS};
 pub use self::terminal::to_terminal;
@@ -100,6 +101,10 @@ fn compare(base: &LoadedSide, new: &LoadedSide, force: bool) -> anyhow::Result<C
         ));
     }
 
+    // Two runs, not two frameworks of one: the machine's states between
+    // the runs are not shared, and the floors measured A/A across runs
+    // apply.
+    let across_runs = base.results.run_id != new.results.run_id;
     let mut rows = Vec::new();
     let mut not_compared = Vec::new();
     let mut compared: Vec<(&CellRef, &Cell, &Cell)> = Vec::new();
@@ -119,7 +124,10 @@ fn compare(base: &LoadedSide, new: &LoadedSide, force: bool) -> anyhow::Result<C
                 (sb, sn, e)
             })
             .collect();
-        let floor = run_floor(estimates.iter().filter_map(|(_, _, e)| e.as_ref().ok()));
+        let mut floor = run_floor(estimates.iter().filter_map(|(_, _, e)| e.as_ref().ok()));
+        if across_runs {
+            floor = floor.max(metric.across_runs_floor());
+        }
         for ((cref, b, n), (sb, sn, e)) in compared.iter().zip(estimates) {
             rows.push(row(metric, cref, b, n, &sb, &sn, e, floor, forced));
         }
@@ -143,7 +151,7 @@ fn compare(base: &LoadedSide, new: &LoadedSide, force: bool) -> anyhow::Result<C
                 .into(),
             confidence: CONFIDENCE,
             min_rounds: MIN_ROUNDS,
-            band: "the largest of: the range between the best and worst round of BASE, the same of NEW, the median of that range over every cell compared (3 or more), and 1% (10% for memory under load, which differs between containers of one server more than between rounds; none for a figure that does not vary at all)".into(),
+            band: "the largest of: the range between the best and worst round of BASE, the same of NEW, the median of that range over every cell compared (3 or more), and 1% (10% for memory under load, which differs between containers of one server more than between rounds; none for a figure that does not vary at all); between two different runs at least 8% for req/s, p50 and CPU per request and 25% for p99 (measured A/A across runs); for req/s, latency and CPU per request, widened by the machine's own change between the sides where the calibration probe shows one".into(),
         },
         forced,
         differences: check.differences,
@@ -250,11 +258,26 @@ fn row(
         base_flags: flags(b),
         new_flags: flags(n),
         forced,
+        machine: machine::drift(b, n, &figures::busy_rounds(b), &figures::busy_rounds(n)),
     };
     match e {
         Ok(e) => {
-            let band = verdict::band(&e, floor.max(metric.between_runs_floor()));
-            let (call, why) = verdict::judge(metric, &e, band);
+            let mut band = verdict::band(&e, floor.max(metric.between_runs_floor()));
+            let widened = r
+                .machine
+                .map(|m| m.widened_by)
+                .filter(|&w| w > 0.0 && metric.machine_moves_it());
+            if let Some(w) = widened {
+                band = (1.0 + band) * (1.0 + w) - 1.0;
+            }
+            let (call, mut why) = verdict::judge(metric, &e, band);
+            if let Some(w) = widened {
+                why.push_str(&format!(
+                    " (widened by {:.1}%: the machine itself ran {} in NEW's rounds, by the calibration probe)",
+                    w * 100.0,
+                    r.machine.map_or("differently", |m| m.slower_or_faster()),
+                ));
+            }
             r.base.range = Some(e.range_base.exp() - 1.0);
             r.new.range = Some(e.range_new.exp() - 1.0);
             r.ratio = Some(e.ratio);

@@ -158,6 +158,48 @@ pub struct Row {
     /// Whether this verdict stands on runs that differ in what changes the
     /// figures (`--force`).
     pub forced: bool,
+    /// The machine's own change between the cell's BASE and NEW rounds
+    /// (the calibration probe), when both sides were probed; its
+    /// `widened_by` is in `band` for req/s, latency and CPU per request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<MachineDrift>,
+}
+
+/// How much faster or slower the machine itself ran in NEW's rounds of a
+/// cell than in BASE's, by the calibration probe timed on the server's
+/// core around each round.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct MachineDrift {
+    /// NEW/BASE of the loopback exchange (the kernel's path and the CPU);
+    /// above ×1: slower in NEW.
+    pub exchange: ProbeRatio,
+    /// The smallest change of the machine the interval allows, a
+    /// fraction: 0 when it includes ×1. The band of req/s, latency and CPU
+    /// per request is widened by it.
+    pub widened_by: f64,
+}
+
+impl MachineDrift {
+    /// "slower" or "faster": which way the machine moved in NEW.
+    pub fn slower_or_faster(&self) -> &'static str {
+        if self.exchange.ratio > 1.0 {
+            "slower"
+        } else {
+            "faster"
+        }
+    }
+}
+
+/// A probe figure's ratio NEW/BASE of geometric means over rounds, with
+/// its 95% interval (the same Welch interval as the metrics').
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ProbeRatio {
+    /// Ratio of geometric means.
+    pub ratio: f64,
+    /// Lower end of the 95% interval.
+    pub low: f64,
+    /// Upper end.
+    pub high: f64,
 }
 
 /// One side's figures of one metric of one cell.
@@ -231,6 +273,34 @@ impl Comparison {
     /// Whether anything regressed: a row, or a cell NEW now rejects.
     pub fn any_regression(&self) -> bool {
         self.summary.regressed > 0 || self.summary.newly_rejected > 0
+    }
+
+    /// The cells whose machine changed between BASE and NEW by the
+    /// calibration probe (bands widened), each once, in row order.
+    pub fn machine_changes(&self) -> Vec<(&CellRef, MachineDrift)> {
+        let mut seen: Vec<(&CellRef, MachineDrift)> = Vec::new();
+        for r in &self.rows {
+            if let Some(m) = r.machine.filter(|m| m.widened_by > 0.0) {
+                if !seen.iter().any(|(c, _)| *c == &r.cell) {
+                    seen.push((&r.cell, m));
+                }
+            }
+        }
+        seen
+    }
+}
+
+impl MachineDrift {
+    /// The drift in words: both probe ratios with their intervals and
+    /// what was widened.
+    pub fn describe(&self) -> String {
+        let r = |p: &ProbeRatio| format!("×{:.3} (×{:.3}–×{:.3})", p.ratio, p.low, p.high);
+        format!(
+            "the machine itself ran {} in NEW (calibration probe on the server's core, NEW/BASE of a loopback exchange: {}); the bands of req/s, latency and CPU/req are widened by {:.1}%",
+            self.slower_or_faster(),
+            r(&self.exchange),
+            self.widened_by * 100.0
+        )
     }
 }
 

@@ -131,6 +131,9 @@ pub fn to_terminal(cmp: &Comparison, colour: bool) -> Vec<u8> {
             cmp.unchecked.join(", ")
         );
     }
+    for (cell, m) in cmp.machine_changes() {
+        let _ = writeln!(out, "{}", paint(BOLD, &format!("{cell}: {}", m.describe())));
+    }
     out.push('\n');
 
     let header = [

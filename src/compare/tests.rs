@@ -127,6 +127,128 @@ fn a_quarter_slower_server_regresses_on_throughput_and_cpu_per_request() {
     assert!(cmp.any_regression());
 }
 
+/// `results` with every round probed at `exchange_ns`.
+fn probed(mut results: Results, exchange_ns: &[f64]) -> Results {
+    for c in &mut results.cells {
+        for (r, &ex) in c.rounds.iter_mut().zip(exchange_ns) {
+            r.machine = Some(crate::results::MachineSpeed {
+                core: 1,
+                samples: 40,
+                exchange_ns: ex,
+                exchange_ns_min: ex * 0.9,
+                exchange_ns_max: ex * 1.1,
+            });
+        }
+    }
+    results
+}
+
+#[test]
+fn a_slower_machine_widens_the_band_of_what_it_moves_and_says_so() {
+    // CPU per request 6% higher in NEW with rounds within 1.5%: named a
+    // regression on a steady machine…
+    let (b_rps, n_rps) = ([2400.0, 2380.0, 2410.0], [2260.0, 2250.0, 2270.0]);
+    let (b_cpu, n_cpu) = ([420.0, 424.0, 418.0], [446.0, 449.0, 444.0]);
+    let steady = [5_000.0, 5_040.0, 4_980.0];
+    let cmp = compare(
+        &side(probed(one_cell(&b_rps, &b_cpu), &steady), None),
+        &side(probed(one_cell(&n_rps, &n_cpu), &steady), None),
+        false,
+    )
+    .unwrap();
+    let cpu = rows_of(&cmp, Metric::CpuPerRequest)[0];
+    assert_eq!(cpu.call, Call::Regressed, "{cpu:?}");
+    assert_eq!(cpu.machine.unwrap().widened_by, 0.0);
+    assert!(cmp.machine_changes().is_empty());
+
+    // …but not when the probe says the machine's kernel path itself ran
+    // 20% slower in NEW's rounds: that much may be the machine's.
+    let slowed = [6_000.0, 6_040.0, 5_980.0];
+    let cmp = compare(
+        &side(probed(one_cell(&b_rps, &b_cpu), &steady), None),
+        &side(probed(one_cell(&n_rps, &n_cpu), &slowed), None),
+        false,
+    )
+    .unwrap();
+    for metric in [
+        Metric::Throughput,
+        Metric::CpuPerRequest,
+        Metric::LatencyP99,
+    ] {
+        let row = rows_of(&cmp, metric)[0];
+        assert_eq!(row.call, Call::WithinNoise, "{row:?}");
+        let m = row.machine.unwrap();
+        assert!((m.exchange.ratio - 1.2).abs() < 0.01, "{m:?}");
+        assert!(m.widened_by > 0.15 && m.widened_by < 0.2, "{m:?}");
+        assert!(row.band.unwrap() > m.widened_by, "{row:?}");
+        assert!(
+            row.why.contains("the machine itself ran slower"),
+            "{}",
+            row.why
+        );
+    }
+    // Memory and bytes on the wire are not the machine's to move.
+    for metric in [Metric::MemoryUnderLoad, Metric::WireBytes] {
+        let row = rows_of(&cmp, metric)[0];
+        assert!(row.band.unwrap() < 0.15, "{row:?}");
+    }
+    assert_eq!(cmp.machine_changes().len(), 1);
+    let text = String::from_utf8(to_terminal(&cmp, false)).unwrap();
+    assert!(text.contains("a loopback exchange: ×1.200"), "{text}");
+    let md = String::from_utf8(to_markdown(&cmp)).unwrap();
+    assert!(md.contains("**Machine:**"), "{md}");
+
+    // A 25% change on that machine is still named.
+    let cmp = compare(
+        &side(probed(one_cell(&b_rps, &b_cpu), &steady), None),
+        &side(
+            probed(
+                one_cell(&[1930.0, 1900.0, 1920.0], &[525.0, 530.0, 522.0]),
+                &slowed,
+            ),
+            None,
+        ),
+        false,
+    )
+    .unwrap();
+    assert_eq!(
+        rows_of(&cmp, Metric::CpuPerRequest)[0].call,
+        Call::Regressed
+    );
+}
+
+#[test]
+fn across_two_runs_a_change_smaller_than_their_measured_drift_is_not_named() {
+    // 6% more CPU per request, rounds within 1.5%: named inside one run…
+    let base = one_cell(&[2400.0, 2380.0, 2410.0], &[420.0, 424.0, 418.0]);
+    let new = one_cell(&[2260.0, 2250.0, 2270.0], &[446.0, 449.0, 444.0]);
+    let cmp = compare(&side(base.clone(), None), &side(new.clone(), None), false).unwrap();
+    assert_eq!(
+        rows_of(&cmp, Metric::CpuPerRequest)[0].call,
+        Call::Regressed
+    );
+    // …but two runs of one server drift apart by that much (A/A across
+    // runs), so across runs it is within noise, and the band says 8%.
+    let mut rerun = new;
+    rerun.run_id = "20261130T000000Z-sample".into();
+    let cmp = compare(&side(base.clone(), None), &side(rerun, None), false).unwrap();
+    for metric in [Metric::Throughput, Metric::CpuPerRequest] {
+        let row = rows_of(&cmp, metric)[0];
+        assert_eq!(row.call, Call::WithinNoise, "{row:?}");
+        assert!((row.band.unwrap() - 0.08).abs() < 1e-9, "{row:?}");
+    }
+    assert!((rows_of(&cmp, Metric::LatencyP99)[0].band.unwrap() - 0.25).abs() < 1e-9);
+    // A quarter more is named across runs too.
+    let mut slower = one_cell(&[1930.0, 1900.0, 1920.0], &[525.0, 530.0, 522.0]);
+    slower.run_id = "20261130T000000Z-sample".into();
+    let cmp = compare(&side(base, None), &side(slower, None), false).unwrap();
+    assert_eq!(
+        rows_of(&cmp, Metric::CpuPerRequest)[0].call,
+        Call::Regressed
+    );
+    assert_eq!(rows_of(&cmp, Metric::Throughput)[0].call, Call::Regressed);
+}
+
 #[test]
 fn a_one_percent_change_in_noisy_rounds_is_never_a_regression() {
     // Rounds scattered by ±5–10% (normal on a shared machine); NEW is the

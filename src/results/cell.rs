@@ -203,6 +203,46 @@ pub struct Round {
     /// shared the round; the round's figures are theirs merged exactly.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub loaders: Vec<LoaderShare>,
+    /// How fast the machine ran on the server's core during the round's
+    /// window (the calibration probe, `host::speed`), when it could be
+    /// timed: absent when the daemon is on another host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<MachineSpeed>,
+}
+
+/// The calibration probe over one round's window: a fixed loopback
+/// exchange timed in the probing thread's own CPU time on the server's
+/// core, every 250 ms. A
+/// machine whose kernel path runs slower makes every framework's requests
+/// cost more; these figures tell that apart from a slower framework.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct MachineSpeed {
+    /// The core the probe ran on.
+    pub core: u32,
+    /// Probe samples inside the window.
+    pub samples: u32,
+    /// One 64-byte TCP loopback exchange (write, read, write back, read,
+    /// by one thread), ns of its CPU time: median of the samples.
+    pub exchange_ns: f64,
+    /// The fastest sample's exchange, ns.
+    pub exchange_ns_min: f64,
+    /// The slowest sample's exchange, ns.
+    pub exchange_ns_max: f64,
+}
+
+impl MachineSpeed {
+    /// The figures of `samples` (those inside the window) probed on
+    /// `core`; `None` without any.
+    pub fn of(core: usize, samples: &[crate::host::speed::Sample]) -> Option<MachineSpeed> {
+        let ex: Vec<f64> = samples.iter().map(|s| s.exchange_ns).collect();
+        Some(MachineSpeed {
+            core: core as u32,
+            samples: samples.len() as u32,
+            exchange_ns: crate::stats::median(&ex)?,
+            exchange_ns_min: ex.iter().copied().fold(f64::INFINITY, f64::min),
+            exchange_ns_max: ex.iter().copied().fold(0.0, f64::max),
+        })
+    }
 }
 
 /// One loader's part of a round that several loaders shared (profile

@@ -30,7 +30,7 @@ pub use crate::plan::Skipped;
 pub use crate::roles::load::ErrorCounts;
 pub use cell::{
     AnswerChecks, Cell, CellKey, CellSummary, Connections, HostUse, LoaderShare, LoaderUse,
-    RateFigures, RequestAccounting, Round, ServerUse, StatusCounts, WindowTimes,
+    MachineSpeed, RateFigures, RequestAccounting, Round, ServerUse, StatusCounts, WindowTimes,
 };
 pub use environment::{CheckStatus, EnvCheck, Environment};
 pub use framework::{FrameworkFacts, VerifyOutcome};

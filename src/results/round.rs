@@ -9,7 +9,7 @@
 use chrono::{DateTime, Utc};
 
 use super::histogram::{self, HistogramError, Latency};
-use super::{HostUse, LoaderShare, LoaderUse, RateFigures, Round, ServerUse};
+use super::{HostUse, LoaderShare, LoaderUse, MachineSpeed, RateFigures, Round, ServerUse};
 use crate::roles::load::LoadReport;
 use crate::stats;
 
@@ -33,6 +33,8 @@ pub struct LabFigures {
     pub host: Option<HostUse>,
     /// Each loader's own figures when several shared the round.
     pub loaders: Vec<LoaderShare>,
+    /// The calibration probe around the round, when it could be timed.
+    pub machine: Option<MachineSpeed>,
 }
 
 /// The server's cgroup as the sampler read it over one window: raw
@@ -144,6 +146,7 @@ impl Round {
             host: lab.host,
             window_clock: lab.window_clock,
             loaders: lab.loaders,
+            machine: lab.machine,
         })
     }
 }

@@ -153,6 +153,7 @@ pub fn lab_figures(
         },
         host: None,
         loaders: Vec::new(),
+        machine: None,
     }
 }
 

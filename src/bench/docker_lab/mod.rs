@@ -25,7 +25,7 @@ use crate::docker::RunId;
 use crate::host::clock::now_ns;
 use crate::plan::spec::{LoaderSpec, ServerSpec};
 use crate::profile::Network;
-use crate::results::{LoaderShare, VerifyOutcome};
+use crate::results::{LoaderShare, MachineSpeed, VerifyOutcome};
 use crate::roles::load::report::{Phase, Progress};
 use crate::roles::load::LoadReport;
 use crate::verify::{self, VerifyOptions};
@@ -62,6 +62,9 @@ pub struct DockerServer {
     handle: Handle,
     framework: String,
     url: String,
+    /// The core the calibration probe runs on: the server's first, when
+    /// it is pinned and its daemon shares this machine.
+    probe_core: Option<usize>,
 }
 
 /// The real lab for one run.
@@ -91,6 +94,8 @@ pub struct DockerLab<'a, E: Engine> {
     /// Loaders expected soon ([`Lab::expect_loader`]): their container is
     /// started during the next idle settle.
     expected_loader: Option<LoaderSpec>,
+    /// Whether a calibration probe failed already (said once).
+    probe_failed: bool,
 }
 
 /// Loaders on other Docker daemons (a profile's `hosts:`), aimed at the
@@ -148,6 +153,7 @@ impl<'a, E: Engine> DockerLab<'a, E> {
             spread,
             loader_host: None,
             expected_loader: None,
+            probe_failed: false,
         }
     }
 
@@ -381,6 +387,7 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
                 handle,
                 framework: spec.framework.clone(),
                 url: url.clone(),
+                probe_core: probe_core(spec),
             },
             Started {
                 url,
@@ -461,6 +468,9 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
             .engine
             .start_sampler(&server.handle, SAMPLE_EVERY)
             .await?;
+        let prober = server
+            .probe_core
+            .map(|core| (core, crate::host::speed::start(core, SAMPLE_EVERY)));
         let mut peak = self.engine.peak_watch(&server.handle).await.unwrap_or(None);
         let id = server.handle.id.clone();
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
@@ -515,6 +525,16 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
         // Stopping takes a reading now, after the loader's exit and so after
         // the window's end: the window is bracketed without a wait.
         let series = sampler.stop().await;
+        let probed = match prober {
+            Some((core, running)) => Some((
+                core,
+                tokio::task::spawn_blocking(move || running.stop())
+                    .await
+                    .map_err(std::io::Error::other)
+                    .and_then(|r| r),
+            )),
+            None => None,
+        };
         if !announced {
             loaded?;
             anyhow::bail!(
@@ -541,6 +561,26 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
         let mut lab = lab_figures(&load, &series, window_peak, loader, !shares.is_empty());
         lab.window_clock = clock.to_string();
         lab.loaders = shares;
+        lab.machine = match probed {
+            Some((core, Ok(samples))) => {
+                let inside: Vec<_> = samples
+                    .into_iter()
+                    .filter(|s| (window.start_mono_ns..=window.end_mono_ns).contains(&s.t_mono_ns))
+                    .collect();
+                MachineSpeed::of(core, &inside)
+            }
+            Some((core, Err(e))) => {
+                // Said once per run; the rounds simply go unprobed.
+                if !self.probe_failed {
+                    self.probe_failed = true;
+                    eprintln!(
+                        "warning: the calibration probe could not run on core {core} ({e}); rounds go unprobed"
+                    );
+                }
+                None
+            }
+            None => None,
+        };
         if let Some(p) = before_reset {
             self.lifetime_peak(&id, p);
         }
@@ -606,6 +646,17 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
             .await
             .with_context(|| format!("removing {}", server.handle.name))
     }
+}
+
+/// The core of `spec`'s server the calibration probe can run on: its
+/// cpuset's first, when it has one and the daemon is on this machine (a
+/// remote server's machine cannot be timed from here).
+fn probe_core(spec: &ServerSpec) -> Option<usize> {
+    if !crate::host::docker::daemon_is_local() {
+        return None;
+    }
+    let cores: crate::host::CoreList = spec.resources.cpuset.as_deref()?.parse().ok()?;
+    cores.to_vec().first().copied()
 }
 
 mod figures;
