@@ -7,7 +7,19 @@ use std::path::PathBuf;
 use fairground::report::{self, Exporter};
 use fairground::results::{self, CheckStatus, RateFigures, Results};
 
+/// The sample run, with the rank groups a run gives its cells as it
+/// writes them (the fixture file predates them).
 fn fixture() -> Results {
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/results/results.json");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut r = results::from_json(&text, &path.display().to_string()).unwrap();
+    fairground::compare::rank::assign(&mut r);
+    r
+}
+
+/// The fixture file as it is.
+fn fixture_file() -> Results {
     let path =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/results/results.json");
     let text = std::fs::read_to_string(&path).unwrap();
@@ -75,15 +87,16 @@ fn results_markdown_marks_a_forced_environment_in_every_table() {
         .split("\n## ")
         .next()
         .unwrap();
-    assert!(summary.contains("120,600 †"), "{summary}");
+    assert!(summary.contains("120,600 #1 †"), "{summary}");
     insta::assert_snapshot!(summary);
 }
 
 #[test]
 fn results_markdown_headlines_latency_in_fixed_rate_profiles() {
-    let md = render(&report::ResultsMarkdown, &fixed_rate(fixture()))
-        .remove(0)
-        .1;
+    let mut r = fixed_rate(fixture());
+    // Ranked again, now by p99.
+    fairground::compare::rank::assign(&mut r);
+    let md = render(&report::ResultsMarkdown, &r).remove(0).1;
     assert!(!md.contains("## Summary: req/s"), "{md}");
     let summary = md
         .split("## Summary: latency at a fixed rate")
@@ -93,9 +106,9 @@ fn results_markdown_headlines_latency_in_fixed_rate_profiles() {
         .next()
         .unwrap();
     // p50 / p99 / p99.9 of the merged histogram, then the achieved rate
-    // (median of 4,999, 4,998 and 4,997 req/s).
+    // (median of 4,999, 4,998 and 4,997 req/s), and its rank by p99.
     assert!(
-        summary.contains("| axum | 667 µs / 1.67 ms / 1.67 ms at 4,998 req/s |"),
+        summary.contains("| axum | 667 µs / 1.67 ms / 1.67 ms at 4,998 req/s #1 |"),
         "{summary}"
     );
     assert!(summary.contains("✗ connections short, errors"), "{summary}");
@@ -130,7 +143,7 @@ fn hgrm_of_one_cell() {
 fn json_report_is_the_fixture_byte_for_byte() {
     let path =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/results/results.json");
-    let out = render(&report::JsonExporter, &fixture());
+    let out = render(&report::JsonExporter, &fixture_file());
     assert_eq!(out[0].1, std::fs::read_to_string(path).unwrap());
 }
 
@@ -246,6 +259,13 @@ fn outline(html: &str) -> String {
 fn report_html_layout() {
     let out = render(&report::HtmlReport, &fixture());
     assert_eq!(out[0].0, "report.html");
+    // The summary shows each ranked cell's group beside its figure.
+    assert!(
+        out[0]
+            .1
+            .contains("<span class=\"rank\" title=\"rank group by req/s: places 1 to 1 of 3;"),
+        "no rank group in the summary"
+    );
     insta::assert_snapshot!(outline(&out[0].1));
 }
 

@@ -85,6 +85,8 @@ impl Store {
     pub fn append_cell(&mut self, cell: Cell) -> anyhow::Result<()> {
         self.results.cells.retain(|c| c.key != cell.key);
         self.results.cells.push(cell);
+        // Each new cell can move the places of those beside it.
+        crate::compare::rank::assign(&mut self.results);
         self.save()
     }
 

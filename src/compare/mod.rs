@@ -19,6 +19,7 @@ mod load;
 mod machine;
 mod markdown;
 mod model;
+pub mod rank;
 mod stats;
 mod terminal;
 mod verdict;

@@ -122,8 +122,14 @@ pub enum Insufficient {
     },
 }
 
-/// Welch's interval on the log ratio of `new` to `base`.
+/// Welch's interval on the log ratio of `new` to `base`, at [`CONFIDENCE`].
 pub fn estimate(base: &Sample, new: &Sample) -> Result<Estimate, Insufficient> {
+    estimate_at(base, new, CONFIDENCE)
+}
+
+/// The same at `confidence` (rank groups take each of many pairs at a
+/// higher one).
+pub fn estimate_at(base: &Sample, new: &Sample, confidence: f64) -> Result<Estimate, Insufficient> {
     let (nx, ny) = (base.values.len(), new.values.len());
     if nx < MIN_ROUNDS || ny < MIN_ROUNDS {
         return Err(Insufficient::TooFewRounds { base: nx, new: ny });
@@ -148,7 +154,7 @@ pub fn estimate(base: &Sample, new: &Sample) -> Result<Estimate, Insufficient> {
     let d = my - mx;
     let (half, df) = if se2 > 0.0 {
         let df = se2 * se2 / (ax * ax / (nx - 1) as f64 + ay * ay / (ny - 1) as f64);
-        (t_quantile(df) * se2.sqrt(), df)
+        (t_quantile(df, confidence) * se2.sqrt(), df)
     } else {
         // Neither side varies at all (wire bytes of a fixed answer): the
         // ratio is exact.
@@ -166,10 +172,10 @@ pub fn estimate(base: &Sample, new: &Sample) -> Result<Estimate, Insufficient> {
     })
 }
 
-/// The two-sided [`CONFIDENCE`] quantile of Student's t with `df` degrees
+/// The two-sided `confidence` quantile of Student's t with `df` degrees
 /// of freedom.
-fn t_quantile(df: f64) -> f64 {
-    let p = 1.0 - (1.0 - CONFIDENCE) / 2.0;
+fn t_quantile(df: f64, confidence: f64) -> f64 {
+    let p = 1.0 - (1.0 - confidence) / 2.0;
     match StudentsT::new(0.0, 1.0, df) {
         Ok(t) if df.is_finite() => t.inverse_cdf(p),
         // Infinite degrees of freedom: the normal quantile.
@@ -207,9 +213,11 @@ mod tests {
     #[test]
     fn t_quantiles_match_the_tables() {
         // Student's t, two-sided 95%: df 4 → 2.776, df 10 → 2.228; normal 1.960.
-        assert!(close(t_quantile(4.0), 2.776, 1e-3), "{}", t_quantile(4.0));
-        assert!(close(t_quantile(10.0), 2.228, 1e-3));
-        assert!(close(t_quantile(f64::INFINITY), 1.960, 1e-3));
+        assert!(close(t_quantile(4.0, CONFIDENCE), 2.776, 1e-3));
+        assert!(close(t_quantile(10.0, CONFIDENCE), 2.228, 1e-3));
+        assert!(close(t_quantile(f64::INFINITY, CONFIDENCE), 1.960, 1e-3));
+        // Two-sided 99%, df 4: 4.604.
+        assert!(close(t_quantile(4.0, 0.99), 4.604, 1e-3));
     }
 
     #[test]

@@ -43,6 +43,7 @@ pub fn finish_cell(
         rounds,
         summary,
         verdict,
+        rank: None,
     })
 }
 

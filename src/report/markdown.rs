@@ -67,7 +67,7 @@ impl<'a> Page<'a> {
                     .as_ref()
                     .map(|s| thousands(s.throughput_rps.median))
                     .unwrap_or_else(|| "–".into());
-                format!("{v}{}{}", self.dagger, self.flag(c))
+                format!("{v}{}{}{}", rank(c), self.dagger, self.flag(c))
             }
         }
     }
@@ -80,7 +80,7 @@ impl<'a> Page<'a> {
         match (c.verdict.status, latency_figure(c)) {
             (Status::Rejected, _) => self.rejected(c),
             (_, None) => "–".into(),
-            (_, Some(figure)) => format!("{figure}{}{}", self.dagger, self.flag(c)),
+            (_, Some(figure)) => format!("{figure}{}{}{}", rank(c), self.dagger, self.flag(c)),
         }
     }
 }
@@ -379,6 +379,19 @@ fn method(s: &mut String, r: &Results) {
     );
 }
 
+/// ` #2–3`: the cell's rank group, when it has one.
+fn rank(c: &Cell) -> String {
+    c.rank
+        .as_ref()
+        .map(|r| format!(" {}", r.label()))
+        .unwrap_or_default()
+}
+
+/// What the rank groups mean, under a summary table that shows them.
+const RANKS: &str = "#N is the cell's rank group among the frameworks of its column: \
+    frameworks whose rounds cannot be told apart share places (#1–3), by the interval \
+    `compare` uses, each pair at 1 − 0.05/pairs (docs/results.md).\n\n";
+
 fn summary(s: &mut String, page: &Page<'_>) {
     let (fixed, closed): (Vec<Column>, Vec<Column>) = page
         .view
@@ -416,6 +429,15 @@ fn summary_table<'a>(
         return;
     }
     s.push_str(title);
+    let ranked = cols.iter().any(|col| {
+        page.view
+            .frameworks()
+            .iter()
+            .any(|fw| page.view.find(fw, *col).is_some_and(|c| c.rank.is_some()))
+    });
+    if ranked {
+        s.push_str(RANKS);
+    }
     s.push_str("| framework |");
     for c in cols {
         let _ = write!(s, " {} |", c.label());

@@ -324,6 +324,40 @@ pub struct Cell {
     pub summary: Option<CellSummary>,
     /// The gates' verdict.
     pub verdict: Verdict,
+    /// Where the cell places among the frameworks of its scenario ×
+    /// connections (× rate) in this run, at the run's own noise
+    /// (`compare::rank`); absent when rejected, short of rounds, or from a
+    /// run written before rank groups.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rank: Option<RankGroup>,
+}
+
+/// A rank group: the places a cell could take among the `of` frameworks
+/// ranked beside it, given how far apart each one's rounds are. Frameworks
+/// the rounds cannot tell apart share places ("2–3").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RankGroup {
+    /// Best place it could take: 1 + the frameworks clearly better.
+    pub low: u32,
+    /// Worst place: `of` − the frameworks clearly worse.
+    pub high: u32,
+    /// Frameworks ranked in the column.
+    pub of: u32,
+    /// The figure ranked by: `req/s` (closed loop) or `p99` (fixed rate).
+    pub by: String,
+    /// Confidence of each pair's interval (Bonferroni: 1 − 0.05 / pairs).
+    pub pair_confidence: f64,
+}
+
+impl RankGroup {
+    /// `#1`, or `#2–3` when it shares places.
+    pub fn label(&self) -> String {
+        if self.low == self.high {
+            format!("#{}", self.low)
+        } else {
+            format!("#{}–{}", self.low, self.high)
+        }
+    }
 }
 
 /// Aggregates of a cell over its rounds.

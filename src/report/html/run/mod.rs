@@ -365,7 +365,11 @@ fn summary(ctx: &Ctx<'_>) -> Section {
         .partition(Column::fixed_rate);
     let mut body = String::new();
     if !closed.is_empty() {
-        body.push_str("<p>req/s, the median of each cell's rounds. Click a heading to sort.</p>\n");
+        body.push_str(
+            "<p>req/s, the median of each cell's rounds. Click a heading to sort. #N is the cell's \
+             rank group in its column: frameworks whose rounds cannot be told apart share places \
+             (#1–3).</p>\n",
+        );
         body.push_str(&summary_table(ctx, &closed, |c| {
             c.summary
                 .as_ref()
@@ -415,7 +419,17 @@ fn summary_table(
                         } else {
                             ""
                         };
-                        Td::html(format!("{}{}", esc(&text), ctx.marker_html(c)))
+                        let rank = c.rank.as_ref().map_or(String::new(), |r| {
+                            format!(
+                                " <span class=\"rank\" title=\"rank group by {}: places {} to {} of {}; frameworks whose rounds cannot be told apart share places\">{}</span>",
+                                esc(&r.by),
+                                r.low,
+                                r.high,
+                                r.of,
+                                esc(&r.label())
+                            )
+                        });
+                        Td::html(format!("{}{rank}{}", esc(&text), ctx.marker_html(c)))
                             .class("num")
                             .class(class)
                             .sorted(v)

@@ -1,0 +1,252 @@
+//! Rank groups inside one run: within a scenario × connections (× rate),
+//! frameworks whose headline figures the run's own rounds cannot tell
+//! apart share a rank. A table sorted by median alone says "A beats B by
+//! 3%" when three rounds of each say nothing of the sort.
+//!
+//! The interval is `compare`'s, pair by pair: two frameworks are apart
+//! when the interval on their ratio (Welch's t on the logs of the round
+//! values) lies wholly outside ±[`FLOOR`] (2%: readers take separate places
+//! as "faster", and two copies of one server in one run read 1.2% apart
+//! with rounds within 0.5%, tests/compare_docker.rs). Not `compare`'s band, the range between a
+//! side's best and worst round: that absorbs drift *between* runs, which
+//! the rounds of one run cannot show, while the frameworks of one run
+//! interleave their rounds and share the machine's states; inside a run
+//! the interval already carries the rounds' noise. With k frameworks there
+//! are k(k−1)/2 pairs, and each pair's interval is taken at 1 − 0.05 /
+//! pairs (Bonferroni): the chance that *any* pair of frameworks that do
+//! not differ is split stays under 5% (measured by simulation in the
+//! tests). Bonferroni rather than Holm because it gives every pair an
+//! interval, not only a p-value.
+//!
+//! A framework's rank is then the range of places it could take: 1 + the
+//! number of frameworks clearly better, up to k − the number clearly
+//! worse. "1–3" means the run cannot say whether it is first or third.
+//! The headline is req/s in a closed loop (higher is better) and p99 at a
+//! fixed rate (lower is better). Rejected cells, cells with fewer than
+//! [`MIN_ROUNDS`] clean rounds, and a cell alone in its column get no rank.
+
+use std::collections::BTreeMap;
+
+use super::figures::Metric;
+use super::stats::{self, MIN_ROUNDS};
+use super::verdict::{self, Call};
+use crate::results::{Cell, RankGroup, Results, Status};
+
+/// Chance that any pair of a column is split though the frameworks do not
+/// differ, at most.
+pub const FAMILY_ERROR: f64 = 0.05;
+
+/// Smallest difference that separates two places, a fraction: on this
+/// project's VM the 400 µs and 404 µs burn servers of one run read
+/// 2,385 and 2,357 req/s (1.2% apart) with each one's five rounds within
+/// 0.5%, an interval that a 1% floor would let split a pair that differs by
+/// 1%.
+pub const FLOOR: f64 = 0.02;
+
+/// The figure a cell is ranked by.
+fn headline(cell: &Cell) -> Metric {
+    if cell.key.rate.is_some() {
+        Metric::LatencyP99
+    } else {
+        Metric::Throughput
+    }
+}
+
+/// Give every cell of `results` its rank group (or none), column by column.
+pub fn assign(results: &mut Results) {
+    let mut columns: BTreeMap<_, Vec<usize>> = BTreeMap::new();
+    for (i, c) in results.cells.iter_mut().enumerate() {
+        c.rank = None;
+        if c.verdict.status == Status::Rejected {
+            continue;
+        }
+        let k = &c.key;
+        columns
+            .entry((k.scenario, k.concurrency, k.rate))
+            .or_default()
+            .push(i);
+    }
+    for members in columns.values() {
+        let samples: Vec<(usize, stats::Sample)> = members
+            .iter()
+            .map(|&i| {
+                let c = &results.cells[i];
+                (i, super::sample(headline(c), c))
+            })
+            .filter(|(_, s)| s.values.len() >= MIN_ROUNDS)
+            .collect();
+        // One framework alone has nothing to be ranked against.
+        if samples.len() < 2 {
+            continue;
+        }
+        for (i, rank) in groups(&samples, headline(&results.cells[members[0]])) {
+            results.cells[i].rank = Some(rank);
+        }
+    }
+}
+
+/// The rank group of each sample (tagged by its cell index) of one column,
+/// judged by `metric`.
+fn groups(samples: &[(usize, stats::Sample)], metric: Metric) -> Vec<(usize, RankGroup)> {
+    let k = samples.len();
+    let pairs = (k * k.saturating_sub(1) / 2).max(1);
+    let confidence = 1.0 - FAMILY_ERROR / pairs as f64;
+    // better[i]: how many are clearly better than i; worse[i]: clearly worse.
+    let (mut better, mut worse) = (vec![0u32; k], vec![0u32; k]);
+    for a in 0..k {
+        for b in a + 1..k {
+            let Ok(e) = stats::estimate_at(&samples[a].1, &samples[b].1, confidence) else {
+                continue;
+            };
+            // b against a: improved means b is better.
+            match verdict::judge(metric, &e, FLOOR).0 {
+                Call::Improved => {
+                    better[a] += 1;
+                    worse[b] += 1;
+                }
+                Call::Regressed => {
+                    worse[a] += 1;
+                    better[b] += 1;
+                }
+                Call::WithinNoise | Call::Inconclusive => {}
+            }
+        }
+    }
+    (0..k)
+        .map(|i| {
+            (
+                samples[i].0,
+                RankGroup {
+                    low: 1 + better[i],
+                    high: k as u32 - worse[i],
+                    of: k as u32,
+                    by: metric.label().to_string(),
+                    pair_confidence: confidence,
+                },
+            )
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::{Rng, SeedableRng};
+
+    use super::*;
+
+    fn sample(values: &[f64]) -> stats::Sample {
+        stats::Sample::of_rounds(values.to_vec())
+    }
+
+    fn ranks(columns: &[&[f64]]) -> Vec<(u32, u32)> {
+        let s: Vec<(usize, stats::Sample)> = columns
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (i, sample(v)))
+            .collect();
+        groups(&s, Metric::Throughput)
+            .into_iter()
+            .map(|(_, r)| (r.low, r.high))
+            .collect()
+    }
+
+    #[test]
+    fn clearly_different_frameworks_get_places_and_close_ones_share_one() {
+        // 1000, 1010 (1% apart, rounds 3% apart) and 1500 req/s.
+        let r = ranks(&[
+            &[1000.0, 1030.0, 985.0, 1012.0, 995.0],
+            &[1010.0, 990.0, 1035.0, 1002.0, 1020.0],
+            &[1500.0, 1490.0, 1520.0, 1505.0, 1480.0],
+        ]);
+        assert_eq!(r, vec![(2, 3), (2, 3), (1, 1)]);
+    }
+
+    #[test]
+    fn a_chain_of_overlaps_gives_overlapping_groups() {
+        // A ≈ B, B ≈ C, but A and C clearly apart: A 1–2, B 1–3, C 2–3.
+        let r = ranks(&[
+            &[1100.0, 1102.0, 1098.0, 1101.0],
+            &[1050.0, 1120.0, 990.0, 1060.0],
+            &[1000.0, 1002.0, 998.0, 1001.0],
+        ]);
+        assert_eq!(r, vec![(1, 2), (1, 3), (2, 3)]);
+    }
+
+    #[test]
+    fn latency_ranks_the_lower_first() {
+        let s = vec![
+            (0, sample(&[900.0, 910.0, 905.0])),
+            (1, sample(&[600.0, 605.0, 598.0])),
+        ];
+        let g = groups(&s, Metric::LatencyP99);
+        assert_eq!((g[0].1.low, g[0].1.high), (2, 2));
+        assert_eq!((g[1].1.low, g[1].1.high), (1, 1));
+        assert_eq!(g[1].1.by, "p99");
+    }
+
+    fn normal(rng: &mut impl Rng) -> f64 {
+        let (u, v): (f64, f64) = (rng.random::<f64>().max(1e-300), rng.random());
+        (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
+    }
+
+    /// Share of trials in which the frameworks of `true_ratios` (each's
+    /// true figure relative to the first's) are split into more than one
+    /// group (`split`) or fully apart (`apart`): `n` rounds each, log-noise
+    /// `sigma`.
+    fn simulate(n: usize, sigma: f64, true_ratios: &[f64]) -> (f64, f64) {
+        const TRIALS: usize = 2000;
+        let mut rng = rand::rngs::StdRng::seed_from_u64(23);
+        let (mut split, mut apart) = (0, 0);
+        for _ in 0..TRIALS {
+            let s: Vec<(usize, stats::Sample)> = true_ratios
+                .iter()
+                .enumerate()
+                .map(|(i, &r)| {
+                    let v: Vec<f64> = (0..n)
+                        .map(|_| 1000.0 * r * (sigma * normal(&mut rng)).exp())
+                        .collect();
+                    (i, sample(&v))
+                })
+                .collect();
+            let g = groups(&s, Metric::Throughput);
+            if g.iter().any(|(_, r)| r.low > 1 || r.high < r.of) {
+                split += 1;
+            }
+            if g.iter().all(|(_, r)| r.low == r.high) {
+                apart += 1;
+            }
+        }
+        (split as f64 / TRIALS as f64, apart as f64 / TRIALS as f64)
+    }
+
+    #[test]
+    fn simulated_known_answers() {
+        // A/A at the default settings (3 rounds), three and five copies of
+        // one framework, rounds 5% apart: how often any copy is ranked
+        // apart from another.
+        for k in [2, 3, 5] {
+            let (split, _) = simulate(3, 0.05, &vec![1.0; k]);
+            eprintln!(
+                "A/A, {k} copies, 3 rounds, noise 5%: split in {:.2}% of runs",
+                split * 100.0
+            );
+            assert!(split < 0.05, "{k} copies: {split}");
+        }
+        // 10% apart with 2% noise: ranked apart (5 rounds, and 3).
+        let (_, apart5) = simulate(5, 0.02, &[1.0, 1.1]);
+        let (_, apart3) = simulate(3, 0.02, &[1.0, 1.1]);
+        eprintln!(
+            "10% apart, noise 2%: ranked apart in {:.1}% of runs with 5 rounds, {:.1}% with 3",
+            apart5 * 100.0,
+            apart3 * 100.0
+        );
+        assert!(apart5 > 0.95, "{apart5}");
+        // 1% apart with 5% noise: a tie.
+        let (split, _) = simulate(3, 0.05, &[1.0, 1.01]);
+        eprintln!(
+            "1% apart, noise 5%, 3 rounds: split in {:.2}% of runs",
+            split * 100.0
+        );
+        assert!(split < 0.05, "{split}");
+    }
+}
