@@ -318,6 +318,20 @@ fn one_run_ranks_the_quarter_slower_copy_apart_and_the_one_percent_copy_beside_t
             );
             (g.low, g.high, g.of)
         };
+        // Every round was probed on the server's core through its 2 s
+        // window, every 250 ms: about 8 samples inside it.
+        for c in &results.cells {
+            for x in &c.rounds {
+                let m = x
+                    .machine
+                    .unwrap_or_else(|| panic!("{}: round {} unprobed", c.key.framework, x.index));
+                assert!((6..=9).contains(&m.samples), "{m:?}");
+                assert!(
+                    m.exchange_ns_min <= m.exchange_ns && m.exchange_ns <= m.exchange_ns_max,
+                    "{m:?}"
+                );
+            }
+        }
         // 400 and 404 µs per request (1% apart) share places 1–2; 500 µs
         // (a fifth fewer req/s) is third, alone.
         assert_eq!(rank("plainfw"), (1, 2, 3), "{}", run.display());

@@ -11,16 +11,19 @@ use super::model::{MachineDrift, ProbeRatio};
 use super::stats;
 use crate::results::{Cell, Round};
 
-/// One side's per-round values of a probe figure over `cell`'s rounds not
-/// left out (`skip`): none unless every such round was probed, so a side
-/// is never judged by part of its rounds.
-fn values(cell: &Cell, skip: &[u32], figure: fn(&Round) -> Option<f64>) -> Vec<f64> {
+/// One side's per-round probe exchange over `cell`'s rounds not left out
+/// (`skip`): none unless every such round was probed, so a side is never
+/// judged by part of its rounds.
+fn values(cell: &Cell, skip: &[u32]) -> Vec<f64> {
     let used: Vec<&Round> = cell
         .rounds
         .iter()
         .filter(|r| !skip.contains(&r.index))
         .collect();
-    let v: Vec<f64> = used.iter().filter_map(|r| figure(r)).collect();
+    let v: Vec<f64> = used
+        .iter()
+        .filter_map(|r| r.machine.map(|m| m.exchange_ns))
+        .collect();
     if v.len() == used.len() {
         v
     } else {
@@ -57,8 +60,7 @@ fn least_change(r: &ProbeRatio) -> f64 {
 /// uses (busy rounds left out), when both sides were probed in every
 /// such round and have enough of them for an interval.
 pub fn drift(b: &Cell, n: &Cell, skip_b: &[u32], skip_n: &[u32]) -> Option<MachineDrift> {
-    let ex = |r: &Round| r.machine.map(|m| m.exchange_ns);
-    let exchange = ratio(values(b, skip_b, ex), values(n, skip_n, ex))?;
+    let exchange = ratio(values(b, skip_b), values(n, skip_n))?;
     Some(MachineDrift {
         exchange,
         widened_by: least_change(&exchange).exp() - 1.0,

@@ -108,18 +108,21 @@ fn compare(base: &LoadedSide, new: &LoadedSide, force: bool) -> anyhow::Result<C
     let across_runs = base.results.run_id != new.results.run_id;
     let mut rows = Vec::new();
     let mut not_compared = Vec::new();
-    let mut compared: Vec<(&CellRef, &Cell, &Cell)> = Vec::new();
+    // Each compared pair with the machine's drift between its sides, found
+    // once for all of its metrics.
+    let mut compared: Vec<(&CellRef, &Cell, &Cell, Option<MachineDrift>)> = Vec::new();
     for (cref, b, n) in &pairing.both {
         if b.verdict.status == Status::Rejected || n.verdict.status == Status::Rejected {
             not_compared.push(rejected(cref, b, n));
         } else {
-            compared.push((cref, b, n));
+            let drift = machine::drift(b, n, &figures::busy_rounds(b), &figures::busy_rounds(n));
+            compared.push((cref, b, n, drift));
         }
     }
     for metric in Metric::ALL {
         let estimates: Vec<_> = compared
             .iter()
-            .map(|(_, b, n)| {
+            .map(|(_, b, n, _)| {
                 let (sb, sn) = (sample(metric, b), sample(metric, n));
                 let e = stats::estimate(&sb, &sn);
                 (sb, sn, e)
@@ -129,8 +132,8 @@ fn compare(base: &LoadedSide, new: &LoadedSide, force: bool) -> anyhow::Result<C
         if across_runs {
             floor = floor.max(metric.across_runs_floor());
         }
-        for ((cref, b, n), (sb, sn, e)) in compared.iter().zip(estimates) {
-            rows.push(row(metric, cref, b, n, &sb, &sn, e, floor, forced));
+        for ((cref, b, n, drift), (sb, sn, e)) in compared.iter().zip(estimates) {
+            rows.push(row(metric, cref, b, n, &sb, &sn, e, floor, *drift, forced));
         }
     }
     rows.sort_by(|a, b| (a.call, &a.cell, a.metric).cmp(&(b.call, &b.cell, b.metric)));
@@ -225,6 +228,7 @@ fn row(
     sn: &stats::Sample,
     e: Result<stats::Estimate, stats::Insufficient>,
     floor: f64,
+    drift: Option<MachineDrift>,
     forced: bool,
 ) -> Row {
     let figures = |s: &stats::Sample, c: &Cell, range: Option<f64>| Figures {
@@ -259,24 +263,21 @@ fn row(
         base_flags: flags(b),
         new_flags: flags(n),
         forced,
-        machine: machine::drift(b, n, &figures::busy_rounds(b), &figures::busy_rounds(n)),
+        machine: drift,
     };
     match e {
         Ok(e) => {
             let mut band = verdict::band(&e, floor.max(metric.between_runs_floor()));
-            let widened = r
-                .machine
-                .map(|m| m.widened_by)
-                .filter(|&w| w > 0.0 && metric.machine_moves_it());
-            if let Some(w) = widened {
-                band = (1.0 + band) * (1.0 + w) - 1.0;
+            let widened = drift.filter(|m| m.widened_by > 0.0 && metric.machine_moves_it());
+            if let Some(m) = widened {
+                band = (1.0 + band) * (1.0 + m.widened_by) - 1.0;
             }
             let (call, mut why) = verdict::judge(metric, &e, band);
-            if let Some(w) = widened {
+            if let Some(m) = widened {
                 why.push_str(&format!(
                     " (widened by {:.1}%: the machine itself ran {} in NEW's rounds, by the calibration probe)",
-                    w * 100.0,
-                    r.machine.map_or("differently", |m| m.slower_or_faster()),
+                    m.widened_by * 100.0,
+                    m.slower_or_faster(),
                 ));
             }
             r.base.range = Some(e.range_base.exp() - 1.0);
