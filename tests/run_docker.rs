@@ -135,11 +135,11 @@ fn wait_for_first_round(dir_root: &Path, child: &mut Child) -> PathBuf {
     }
 }
 
-#[test]
-fn ctrl_c_keeps_what_was_measured_and_resume_finishes_the_run() {
-    if !docker_or_skip("ctrl_c_keeps_what_was_measured_and_resume_finishes_the_run") {
-        return;
-    }
+/// Starts a 3-round run, sends `signal` once its first round is stored and
+/// checks the run stopped cleanly: exit 130, no container or network left,
+/// the rounds measured so far kept and reported. Returns the run's folder
+/// and the profile's folder.
+fn interrupted_run(signal: libc::c_int) -> (tempfile::TempDir, PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
     let prof = profile(tmp.path(), 3, "3s");
     let out = tmp.path().join("output");
@@ -156,8 +156,7 @@ fn ctrl_c_keeps_what_was_measured_and_resume_finishes_the_run() {
     .spawn()
     .unwrap();
     let dir = wait_for_first_round(&out, &mut child);
-    // SIGINT, as Ctrl-C on a terminal sends it.
-    let rc = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let rc = unsafe { libc::kill(child.id() as libc::pid_t, signal) };
     assert_eq!(rc, 0);
     let o = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&o.stderr);
@@ -165,20 +164,40 @@ fn ctrl_c_keeps_what_was_measured_and_resume_finishes_the_run() {
     assert_eq!(
         run_leftovers(&stderr),
         "",
-        "Ctrl-C removed the run's containers and network"
+        "the interrupted run removed its containers and network"
     );
     let partial = results_of(&dir);
     assert!(partial.interrupted);
     let measured: usize = partial.cells.iter().map(|c| c.rounds.len()).sum();
     assert!(
         (1..3).contains(&measured),
-        "{measured} rounds before Ctrl-C"
+        "{measured} rounds before the signal"
     );
     assert!(
         dir.join("results.md").is_file(),
         "the report is written for what was measured"
     );
+    (tmp, dir)
+}
 
+/// Regression: SIGTERM (`kill`, a CI runner's timeout) used to end the run
+/// by the signal's default action, leaving its server running on the cores
+/// the next run measures on. It now takes Ctrl-C's path.
+#[test]
+fn sigterm_stops_the_run_as_ctrl_c_does_and_leaves_nothing_running() {
+    if !docker_or_skip("sigterm_stops_the_run_as_ctrl_c_does_and_leaves_nothing_running") {
+        return;
+    }
+    interrupted_run(libc::SIGTERM);
+}
+
+#[test]
+fn ctrl_c_keeps_what_was_measured_and_resume_finishes_the_run() {
+    if !docker_or_skip("ctrl_c_keeps_what_was_measured_and_resume_finishes_the_run") {
+        return;
+    }
+    // SIGINT, as Ctrl-C on a terminal sends it.
+    let (tmp, dir) = interrupted_run(libc::SIGINT);
     let o = fairground(&[
         "run",
         "--resume",

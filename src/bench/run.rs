@@ -268,8 +268,8 @@ async fn open_store(args: &RunOptions, setup: &mut Setup) -> anyhow::Result<(Sto
     Ok((store, rep))
 }
 
-/// Step 3: Ctrl-C. The first stops the run cleanly (the returned token is
-/// cancelled), a second quits at once.
+/// Step 3: Ctrl-C or SIGTERM. The first stops the run cleanly (the returned
+/// token is cancelled), a second quits at once.
 fn on_interrupt(run: &RunId, profile: Option<&Path>) -> Cancel {
     let cancel = Cancel::new();
     let (token, run) = (cancel.clone(), run.clone());
@@ -278,17 +278,15 @@ fn on_interrupt(run: &RunId, profile: Option<&Path>) -> Cancel {
         .map(|p| format!(" --profile {}", p.display()))
         .unwrap_or_default();
     tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!("\ninterrupted: stopping, removing this run's containers and writing the report (Ctrl-C again to quit at once)");
-            token.cancel();
-            if tokio::signal::ctrl_c().await.is_ok() {
-                eprintln!(
-                    "quit; remove what is left with `fairground clean --run {}{hosts}`",
-                    run.as_str()
-                );
-                std::process::exit(i32::from(ExitCode::Interrupted.code()));
-            }
-        }
+        let how = crate::host::signal::stop_requested().await;
+        eprintln!("\n{how}: stopping, removing this run's containers and writing the report (Ctrl-C again to quit at once)");
+        token.cancel();
+        crate::host::signal::stop_requested().await;
+        eprintln!(
+            "quit; remove what is left with `fairground clean --run {}{hosts}`",
+            run.as_str()
+        );
+        std::process::exit(i32::from(ExitCode::Interrupted.code()));
     });
     cancel
 }

@@ -209,7 +209,7 @@ impl RunGuard {
             let run = run.clone();
             let done = done.clone();
             tokio::spawn(async move {
-                let name = wait_for_signal().await;
+                let name = crate::host::signal::stop_requested().await;
                 if done.swap(true, Ordering::SeqCst) {
                     return;
                 }
@@ -241,28 +241,6 @@ impl RunGuard {
             s.abort();
         }
         clean(&self.docker, Some(&self.run), false).await
-    }
-}
-
-async fn wait_for_signal() -> &'static str {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => tokio::select! {
-                _ = tokio::signal::ctrl_c() => "interrupted (Ctrl-C)",
-                _ = term.recv() => "terminated (SIGTERM)",
-            },
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-                "interrupted (Ctrl-C)"
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-        "interrupted (Ctrl-C)"
     }
 }
 
