@@ -237,6 +237,7 @@ pub(crate) fn sample_results() -> Results {
             environment_forced: false,
             verify_failure,
             rounds_planned: 3,
+            rounds_min: 3,
             closed_loop_pipeline: Some(1),
         };
         cells.push(finish_cell(k.clone(), rounds, &ctx).unwrap());

@@ -387,6 +387,7 @@ impl<L: Lab> Runner<'_, L> {
             environment_forced: self.job.rules.environment_forced,
             verify_failure: None,
             rounds_planned: self.job.plan.rounds,
+            rounds_min: self.job.plan.min_rounds,
             closed_loop_pipeline: self
                 .job
                 .plan
@@ -473,6 +474,13 @@ impl<L: Lab> Runner<'_, L> {
                 .iter()
                 .any(|e| e.scenario == step.key.scenario)
             {
+                continue;
+            }
+            // Rounds past the least run only while their cell lacks the
+            // asked precision (an earlier round of this segment may have
+            // given it).
+            if self.job.plan.is_conditional(&step) && step_done(self.store, &step) {
+                self.done += 1;
                 continue;
             }
             if self.job.plan.restart_between_rounds && last_round != Some(step.round) {

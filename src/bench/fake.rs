@@ -168,6 +168,9 @@ pub(crate) struct Script {
     pub oom_at: Option<(Scenario, u32, u32)>,
     /// The round in which the loader fails.
     pub loader_error_at: Option<(Scenario, u32, u32)>,
+    /// Round-to-round swing of throughput: even rounds reach
+    /// rps × (1 + jitter), odd ones rps × (1 − jitter).
+    pub jitter: f64,
 }
 
 impl Default for Script {
@@ -180,6 +183,7 @@ impl Default for Script {
             established_fraction: 1.0,
             oom_at: None,
             loader_error_at: None,
+            jitter: 0.0,
         }
     }
 }
@@ -342,7 +346,8 @@ impl Lab for FakeLab {
         if script.loader_error_at == at {
             anyhow::bail!("loader container exited with code 1: connection refused");
         }
-        let mut m = measurement(concurrency, script.rps);
+        let swing = if round % 2 == 0 { 1.0 } else { -1.0 };
+        let mut m = measurement(concurrency, script.rps * (1.0 + swing * script.jitter));
         m.load.loader.user_cpu_us = (script.loader_fraction * 10.0 * 1e6) as u64;
         m.load.loader.sys_cpu_us = 0;
         let served = (f64::from(concurrency) * script.established_fraction).round() as u64;

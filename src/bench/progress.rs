@@ -29,7 +29,7 @@ pub fn round_line(cell: &Cell, round: &Round) -> String {
         "{} round {}/{}: {} req/s, p99 {}, {} errors, {}/{} connections served{mark}",
         cell.key,
         round.index + 1,
-        cell.rounds_planned,
+        cell.rounds_asked(),
         thousands(round.throughput_rps),
         round.latency.show(round.latency.p99_us),
         thousands(round.errors_total() as f64),

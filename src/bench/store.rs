@@ -87,6 +87,7 @@ impl Store {
         self.results.cells.push(cell);
         // Each new cell can move the places of those beside it.
         crate::compare::rank::assign(&mut self.results);
+        crate::compare::precision::assign(&mut self.results);
         self.save()
     }
 

@@ -12,7 +12,7 @@ use crate::contract::Scenario;
 use crate::plan::spec::RunSpec;
 use crate::plan::tests::{framework, profile};
 use crate::plan::Plan;
-use crate::profile::Profile;
+use crate::profile::{Profile, Rounds};
 use crate::results::{self, CellKey, Environment, Reason, Results, Status, RESULTS_FILE};
 
 struct Run {
@@ -378,7 +378,7 @@ async fn loader_failure_loses_one_round_and_says_why() {
 async fn restart_between_rounds_starts_the_server_once_per_round() {
     let run = setup(Profile {
         restart_between_rounds: true,
-        rounds: 3,
+        rounds: Rounds::Fixed(3),
         ..profile()
     });
     let mut lab = FakeLab::default();
@@ -421,4 +421,114 @@ async fn interleaved_rounds_alternate_servers_and_verify_each_framework_once() {
     let r = run.on_disk();
     assert!(r.remaining().is_empty());
     assert!(r.cells.iter().all(|c| c.rounds.len() == 2));
+}
+
+/// `rounds: {min: 3, max: 6, precision: 0.02}` over a steady framework `a`
+/// and one whose rounds swing ±10% (`b`).
+fn until_precise(interleave: bool) -> (Run, FakeLab) {
+    let run = setup(Profile {
+        rounds: Rounds::UntilPrecise {
+            min: 3,
+            max: 6,
+            precision: 0.02,
+        },
+        interleave_rounds: interleave,
+        ..profile()
+    });
+    let mut lab = FakeLab::default();
+    lab.scripts.insert(
+        "b".into(),
+        Script {
+            jitter: 0.1,
+            ..Script::default()
+        },
+    );
+    (run, lab)
+}
+
+#[tokio::test]
+async fn rounds_until_precise_stop_a_steady_cell_at_min_and_take_a_jittery_one_to_max() {
+    let (run, mut lab) = until_precise(false);
+    let mut store = run.store();
+    assert_eq!(
+        run.go(&mut lab, &mut store, &Cancel::new()).await,
+        RunOutcome::Finished
+    );
+    let r = run.on_disk();
+    assert!(r.remaining().is_empty(), "{:?}", r.remaining());
+    for c in &r.cells {
+        let p = c
+            .precision
+            .as_ref()
+            .expect("3 clean rounds give an interval");
+        assert_eq!(p.asked, Some(0.02));
+        assert_eq!(c.rounds_min, Some(3));
+        assert_eq!(c.rounds_asked(), "3–6");
+        if c.key.framework == "a" {
+            assert_eq!(c.rounds.len(), 3, "{}: steady stops at min", c.key);
+            assert!(p.met() && p.reached < 0.001, "{p:?}");
+        } else {
+            assert_eq!(c.rounds.len(), 6, "{}: jittery goes on to max", c.key);
+            assert!(!p.met() && p.reached > 0.02, "{p:?}");
+            assert!(p.low < 10_000.0 && p.high > 10_000.0, "{p:?}");
+        }
+        // Stopping early is not "incomplete".
+        assert!(
+            !c.verdict
+                .reasons
+                .iter()
+                .any(|x| matches!(x, Reason::IncompleteRounds { .. })),
+            "{:?}",
+            c.verdict
+        );
+    }
+    // Four cells each: a 3 rounds, b 6.
+    assert_eq!(lab.measures(), 4 * 3 + 4 * 6);
+    assert_eq!(lab.leaked(), 0);
+}
+
+#[tokio::test]
+async fn rounds_until_precise_interleaved_start_no_server_for_a_framework_already_precise() {
+    let (run, mut lab) = until_precise(true);
+    let mut store = run.store();
+    run.go(&mut lab, &mut store, &Cancel::new()).await;
+    assert_eq!(lab.starts("a"), 3, "{:?}", lab.log);
+    assert_eq!(lab.starts("b"), 6);
+    assert!(run.on_disk().remaining().is_empty());
+    assert_eq!(lab.leaked(), 0);
+}
+
+#[tokio::test]
+async fn rounds_until_precise_resume_after_an_interrupt_measures_only_what_is_still_imprecise() {
+    let (run, mut lab) = until_precise(false);
+    let mut store = run.store();
+    let cancel = Cancel::new();
+    // Stop inside the 17th measure: a is done (4 cells × 3 rounds), b has
+    // the first round of each of its 4 cells.
+    lab.interrupt = Some((12 + 5, cancel.clone()));
+    assert_eq!(
+        run.go(&mut lab, &mut store, &cancel).await,
+        RunOutcome::Interrupted
+    );
+    let mut lab = FakeLab::default();
+    lab.scripts.insert(
+        "b".into(),
+        Script {
+            jitter: 0.1,
+            ..Script::default()
+        },
+    );
+    let mut store = Store::resume(run.dir.path()).unwrap();
+    assert_eq!(
+        run.go(&mut lab, &mut store, &Cancel::new()).await,
+        RunOutcome::Finished
+    );
+    assert_eq!(lab.starts("a"), 0, "a was already precise: {:?}", lab.log);
+    let r = run.on_disk();
+    assert!(r.remaining().is_empty());
+    assert!(r
+        .cells
+        .iter()
+        .filter(|c| c.key.framework == "b")
+        .all(|c| c.rounds.len() == 6));
 }

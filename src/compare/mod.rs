@@ -7,7 +7,7 @@
 //! Files by responsibility: `load` (read the sides, pair the cells),
 //! `figures` (the only reader of results.json figures), `comparability`
 //! (refuse runs that differ in what changes the figures), `stats` (the
-//! interval), `verdict` (the call), `model` (the document), and one
+//! interval), `rank` and `precision` (one run's own cells), `verdict` (the call), `model` (the document), and one
 //! exporter per output: `terminal`, `markdown`, `json`, `html` (compare.html). This file wires
 //! them together; it neither measures nor runs anything.
 
@@ -19,6 +19,7 @@ mod load;
 mod machine;
 mod markdown;
 mod model;
+pub mod precision;
 pub mod rank;
 mod stats;
 mod terminal;

@@ -43,8 +43,8 @@ pub const FAMILY_ERROR: f64 = 0.05;
 /// 1%.
 pub const FLOOR: f64 = 0.02;
 
-/// The figure a cell is ranked by.
-fn headline(cell: &Cell) -> Metric {
+/// The figure a cell is ranked by (and its precision is judged on).
+pub(super) fn headline(cell: &Cell) -> Metric {
     if cell.key.rate.is_some() {
         Metric::LatencyP99
     } else {

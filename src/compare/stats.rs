@@ -172,6 +172,52 @@ pub fn estimate_at(base: &Sample, new: &Sample, confidence: f64) -> Result<Estim
     })
 }
 
+/// One side on its own: where its figure lies, at `confidence`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Location {
+    /// Rounds the interval rests on.
+    pub rounds: usize,
+    /// Geometric mean of the round values: the centre of the interval.
+    pub center: f64,
+    /// Lower end of the interval.
+    pub low: f64,
+    /// Upper end.
+    pub high: f64,
+}
+
+impl Location {
+    /// Half the interval's width relative to its centre, a fraction: the
+    /// interval is centre ×/÷ (1 + precision), so 0.02 reads "±2%".
+    pub fn precision(&self) -> f64 {
+        self.high / self.center - 1.0
+    }
+}
+
+/// Student's t interval on the mean of the logs of one side's round values
+/// (floored by its windows as [`estimate`] floors them), at `confidence`:
+/// the one-sample form of the interval `compare` puts on a ratio, so a
+/// cell's own precision and its comparison with another rest on the same
+/// arithmetic. `None` below [`MIN_ROUNDS`] or for a value that is not
+/// positive. Not the median's order-statistic interval
+/// (`crate::stats::median_interval`): below six rounds that one is the
+/// min–max and covers 75–94%, never 95%.
+pub fn location(sample: &Sample, confidence: f64) -> Option<Location> {
+    let n = sample.values.len();
+    if n < MIN_ROUNDS {
+        return None;
+    }
+    let l = logs(&sample.values).ok()?;
+    let m = stats::mean(&l)?;
+    let var = stats::stdev(&l)?.powi(2).max(sample.window_floor);
+    let half = t_quantile((n - 1) as f64, confidence) * (var / n as f64).sqrt();
+    Some(Location {
+        rounds: n,
+        center: m.exp(),
+        low: (m - half).exp(),
+        high: (m + half).exp(),
+    })
+}
+
 /// The two-sided `confidence` quantile of Student's t with `df` degrees
 /// of freedom.
 fn t_quantile(df: f64, confidence: f64) -> f64 {
@@ -218,6 +264,29 @@ mod tests {
         assert!(close(t_quantile(f64::INFINITY, CONFIDENCE), 1.960, 1e-3));
         // Two-sided 99%, df 4: 4.604.
         assert!(close(t_quantile(4.0, 0.99), 4.604, 1e-3));
+    }
+
+    #[test]
+    fn location_known_answer_and_its_precision() {
+        // logs 0, ±0.02 around ln 100: sd 0.02, n 3, df 2, t 4.303.
+        let v: Vec<f64> = [0.0, 0.02, -0.02]
+            .iter()
+            .map(|x| 100.0 * f64::exp(*x))
+            .collect();
+        let l = location(&Sample::of_rounds(v), CONFIDENCE).unwrap();
+        let half = 4.302_653 * 0.02 / 3f64.sqrt();
+        assert!(close(l.center, 100.0, 1e-9), "{l:?}");
+        assert!(close(l.high, 100.0 * half.exp(), 1e-4), "{l:?}");
+        assert!(close(l.low, 100.0 * (-half).exp(), 1e-4), "{l:?}");
+        assert!(close(l.precision(), half.exp() - 1.0, 1e-6), "{l:?}");
+        assert_eq!(
+            location(&Sample::of_rounds(vec![1.0, 2.0]), CONFIDENCE),
+            None
+        );
+        assert_eq!(
+            location(&Sample::of_rounds(vec![1.0, 0.0, 2.0]), CONFIDENCE),
+            None
+        );
     }
 
     #[test]

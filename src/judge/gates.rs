@@ -21,8 +21,11 @@ pub struct GateContext<'a> {
     pub environment_forced: bool,
     /// What verify found if the framework failed it for this cell's scenario.
     pub verify_failure: Option<&'a str>,
-    /// Rounds the profile asked for.
+    /// Rounds the profile asked for: the most a cell takes.
     pub rounds_planned: u32,
+    /// Rounds every cell takes: `rounds_planned`, or fewer when rounds go
+    /// on only until the cell is precise.
+    pub rounds_min: u32,
     /// Closed loop: requests in flight per connection (Little's law is
     /// checked against connections served × this); `None` at a fixed rate,
     /// where the number in flight is not the connection count.
@@ -40,10 +43,12 @@ pub fn finish_cell(
     Ok(Cell {
         key,
         rounds_planned: ctx.rounds_planned,
+        rounds_min: (ctx.rounds_min < ctx.rounds_planned).then_some(ctx.rounds_min),
         rounds,
         summary,
         verdict,
         rank: None,
+        precision: None,
     })
 }
 
@@ -235,11 +240,12 @@ pub fn judge(rounds: &[Round], summary: Option<&CellSummary>, ctx: &GateContext<
     }
 
     // A cell excluded by verify has no rounds by design; anything else with
-    // fewer rounds than planned was cut short.
-    if ctx.verify_failure.is_none() && (rounds.len() as u32) < ctx.rounds_planned {
+    // fewer rounds than every cell takes was cut short (past those, a cell
+    // whose rounds go on until precise stops when it is).
+    if ctx.verify_failure.is_none() && (rounds.len() as u32) < ctx.rounds_min {
         reasons.push(Reason::IncompleteRounds {
             measured: rounds.len() as u32,
-            planned: ctx.rounds_planned,
+            planned: ctx.rounds_min,
         });
     }
 
@@ -300,6 +306,7 @@ mod tests {
             environment_forced: false,
             verify_failure: None,
             rounds_planned: 3,
+            rounds_min: 3,
             closed_loop_pipeline: None,
         };
         finish_cell(key(), rounds, &ctx).unwrap()
@@ -374,6 +381,7 @@ mod tests {
                 environment_forced: false,
                 verify_failure: None,
                 rounds_planned: 3,
+                rounds_min: 3,
                 closed_loop_pipeline: Some(1),
             };
             finish_cell(key(), rounds, &ctx).unwrap()
@@ -542,6 +550,7 @@ mod tests {
             environment_forced: true,
             verify_failure: None,
             rounds_planned: 3,
+            rounds_min: 3,
             closed_loop_pipeline: None,
         };
         let cell = finish_cell(key(), rounds, &ctx).unwrap();
@@ -577,6 +586,7 @@ mod tests {
             environment_forced: false,
             verify_failure: Some("body was `Hello` not `Hello, World!`"),
             rounds_planned: 3,
+            rounds_min: 3,
             closed_loop_pipeline: None,
         };
         let cell = finish_cell(key(), steady(), &ctx).unwrap();

@@ -42,8 +42,14 @@ pub struct Plan {
     pub frameworks: Vec<FrameworkPlan>,
     /// Connection counts, in profile order.
     pub concurrency: Vec<u32>,
-    /// Rounds per cell.
+    /// Rounds per cell laid out: the most a cell can take.
     pub rounds: u32,
+    /// Rounds every cell takes; below `rounds` when rounds go on only until
+    /// the cell is precise (`precision`).
+    pub min_rounds: u32,
+    /// The precision a cell's rounds go on until, when the profile asks
+    /// for one: a step past `min_rounds` runs only while its cell lacks it.
+    pub precision: Option<f64>,
     /// Target rate in fixed-rate mode.
     pub rate: Option<u64>,
     /// Requests in flight per connection.
@@ -101,7 +107,9 @@ impl Plan {
         Plan {
             frameworks: plans,
             concurrency: profile.concurrency.clone(),
-            rounds: profile.rounds,
+            rounds: profile.rounds.max(),
+            min_rounds: profile.rounds.min(),
+            precision: profile.rounds.precision(),
             rate: match profile.load.mode {
                 LoadMode::Closed => None,
                 LoadMode::FixedRate { rate } => Some(rate),
@@ -180,22 +188,39 @@ impl Plan {
             .collect()
     }
 
-    /// Number of steps in the whole run.
+    /// Number of steps in the whole run, at most (every cell taking
+    /// `rounds`).
     pub fn total_steps(&self) -> usize {
         self.keys().len() * self.rounds as usize
     }
 
-    /// Lower bound of the run's duration: every step's warm-up and window,
-    /// plus the settle after each server start. Image builds, readiness and
-    /// verification come on top.
-    pub fn estimate(&self) -> Duration {
+    /// Whether `step` runs only while its cell lacks the asked precision.
+    pub fn is_conditional(&self, step: &Step) -> bool {
+        self.precision.is_some() && step.round >= self.min_rounds
+    }
+
+    /// Lower bound of the run's duration with `rounds` rounds per cell:
+    /// every step's warm-up and window, plus the settle after each server
+    /// start. Image builds, readiness and verification come on top.
+    fn estimate_at(&self, rounds: u32) -> Duration {
         let starts_per_fw = if self.restart_between_rounds || self.interleave_rounds {
-            self.rounds
+            rounds
         } else {
             1
         };
-        self.step_time * self.total_steps() as u32
+        self.step_time * (self.keys().len() as u32 * rounds)
             + self.settle * starts_per_fw * self.frameworks.len() as u32
+    }
+
+    /// [`Self::estimate_at`] with every cell taking the most rounds.
+    pub fn estimate(&self) -> Duration {
+        self.estimate_at(self.rounds)
+    }
+
+    /// The estimate when every cell stops at `min_rounds` (equal to
+    /// [`Self::estimate`] for a fixed number of rounds).
+    pub fn estimate_shortest(&self) -> Duration {
+        self.estimate_at(self.min_rounds)
     }
 
     /// The plan as a few lines for the terminal.
@@ -221,10 +246,18 @@ impl Plan {
             }
             None => s.push_str(" (closed loop)\n"),
         }
+        let rounds = match self.precision {
+            None => self.rounds.to_string(),
+            Some(p) => format!(
+                "{} to {}, one more while a cell's headline figure is less precise than ±{:.1}% (95% interval)",
+                self.min_rounds,
+                self.rounds,
+                p * 100.0
+            ),
+        };
         let _ = writeln!(
             s,
-            "rounds:      {}{}",
-            self.rounds,
+            "rounds:      {rounds}{}",
             if self.interleave_rounds {
                 ", frameworks alternating round by round (each round a fresh server)"
             } else if self.restart_between_rounds {
@@ -233,9 +266,14 @@ impl Plan {
                 ""
             }
         );
+        let at_most = if self.precision.is_some() {
+            "at most "
+        } else {
+            ""
+        };
         let _ = writeln!(
             s,
-            "cells:       {} ({} measured rounds of up to {})",
+            "cells:       {} ({at_most}{} measured rounds of up to {})",
             self.keys().len(),
             self.total_steps(),
             humantime::format_duration(self.step_time)
@@ -247,11 +285,24 @@ impl Plan {
                 .unwrap_or_else(|| "all".into());
             let _ = writeln!(s, "skipped:     {} {what}: {}", k.framework, k.reason);
         }
-        let _ = writeln!(
-            s,
-            "estimated:   at least {} (plus image builds, readiness and verification)",
-            humantime::format_duration(Duration::from_secs(self.estimate().as_secs()))
-        );
+        let secs = |d: Duration| humantime::format_duration(Duration::from_secs(d.as_secs()));
+        let (shortest, longest) = (self.estimate_shortest(), self.estimate());
+        let _ = if shortest == longest {
+            writeln!(
+                s,
+                "estimated:   at least {} (plus image builds, readiness and verification)",
+                secs(longest)
+            )
+        } else {
+            writeln!(
+                s,
+                "estimated:   at least {} if every cell is precise after {} rounds, {} if none is before {} (plus image builds, readiness and verification)",
+                secs(shortest),
+                self.min_rounds,
+                secs(longest),
+                self.rounds
+            )
+        };
         s
     }
 }
@@ -287,7 +338,7 @@ pub(crate) mod tests {
             name: "t".into(),
             scenarios: vec![Scenario::Plaintext, Scenario::Json],
             concurrency: vec![10, 100],
-            rounds: 2,
+            rounds: crate::profile::Rounds::Fixed(2),
             ..Profile::default()
         }
     }
@@ -351,5 +402,38 @@ pub(crate) mod tests {
             "{}",
             p.describe()
         );
+    }
+
+    #[test]
+    fn rounds_until_precise_lay_out_the_most_and_estimate_a_range() {
+        let mut pr = profile();
+        pr.rounds = crate::profile::Rounds::UntilPrecise {
+            min: 3,
+            max: 5,
+            precision: 0.02,
+        };
+        let p = Plan::new(&pr, &[framework("a", &[Scenario::Plaintext])]);
+        let steps = p.steps_of(&p.frameworks[0]);
+        // One scenario × two levels × five rounds, the last two conditional.
+        assert_eq!(steps.len(), 10);
+        let conditional: Vec<u32> = steps
+            .iter()
+            .filter(|s| p.is_conditional(s))
+            .map(|s| s.round)
+            .collect();
+        assert_eq!(conditional, [3, 3, 4, 4]);
+        // 2 cells × (5 s + 15 s) per round, one 3 s settle.
+        assert_eq!(p.estimate_shortest(), Duration::from_secs(6 * 20 + 3));
+        assert_eq!(p.estimate(), Duration::from_secs(10 * 20 + 3));
+        let d = p.describe();
+        assert!(d.contains("rounds:      3 to 5, one more while"), "{d}");
+        assert!(d.contains("at least 2m 3s if every cell is precise after 3 rounds, 3m 23s if none is before 5"), "{d}");
+        // A fixed count has no conditional step and one estimate.
+        let p = Plan::new(&profile(), &[framework("a", &[Scenario::Plaintext])]);
+        assert!(!p
+            .steps_of(&p.frameworks[0])
+            .iter()
+            .any(|s| p.is_conditional(s)));
+        assert_eq!(p.estimate_shortest(), p.estimate());
     }
 }

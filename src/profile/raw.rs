@@ -51,9 +51,12 @@ pub struct RawProfile {
     /// `1s`). Default: `15s`.
     #[serde(default)]
     pub duration: Option<Human>,
-    /// Measured rounds per cell; spread and CV come from these. Default: `3`.
+    /// Measured rounds per cell; spread and CV come from these: a number,
+    /// or `{min: 3, max: 12, precision: 0.02}` to add rounds one at a time
+    /// until the 95% interval of each cell's headline figure is within
+    /// ±precision of it (or `max` is reached). Default: `3`.
     #[serde(default)]
-    pub rounds: Option<u64>,
+    pub rounds: Option<RawRounds>,
     /// Restart the server container before each round, so a round does not
     /// inherit the previous one's heap and caches. Default: `false`.
     #[serde(default)]
@@ -319,6 +322,76 @@ impl JsonSchema for RawWarmup {
         schemars::json_schema!({
             "description": "A duration (`5s`, fixed warm-up) or the full form.",
             "anyOf": [short, spec]
+        })
+    }
+}
+
+/// Rounds as written: a number, or the until-precise mapping.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RawRounds {
+    /// `rounds: 3`.
+    Count(u64),
+    /// `rounds: {min: 3, max: 12, precision: 0.02}`.
+    UntilPrecise(RoundsSpec),
+}
+
+/// Rounds until the headline figure is precise. Each field has a default.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RoundsSpec {
+    /// Rounds every cell gets, at least 3 (the fewest that give an
+    /// interval). Default: `3`.
+    #[serde(default)]
+    pub min: Option<u64>,
+    /// Most rounds a cell gets. Default: `12`.
+    #[serde(default)]
+    pub max: Option<u64>,
+    /// Half-width of the 95% interval asked for, relative to the figure,
+    /// between 0 and 1 (`0.02` = ±2%). Default: `0.02`.
+    #[serde(default)]
+    pub precision: Option<f64>,
+}
+
+impl<'de> Deserialize<'de> for RawRounds {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> de::Visitor<'de> for V {
+            type Value = RawRounds;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a number of rounds like `3`, or `{min: 3, max: 12, precision: 0.02}`")
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+                Ok(RawRounds::Count(v))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Err(E::custom(format!(
+                    "expected a number of rounds like `3`, or `{{min: 3, max: 12, precision: 0.02}}`, found `{v}`"
+                )))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+                u64::try_from(v)
+                    .map(RawRounds::Count)
+                    .map_err(|_| E::custom(format!("{v} rounds: must be at least 1")))
+            }
+            fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                RoundsSpec::deserialize(MapAccessDeserializer::new(map))
+                    .map(RawRounds::UntilPrecise)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl JsonSchema for RawRounds {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Rounds".into()
+    }
+
+    fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let spec = g.subschema_for::<RoundsSpec>();
+        schemars::json_schema!({
+            "description": "A number of rounds, or rounds until the headline figure is precise.",
+            "anyOf": [{"type": "integer", "minimum": 1}, spec]
         })
     }
 }

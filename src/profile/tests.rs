@@ -101,6 +101,40 @@ fn wrong_type_says_what_was_expected() {
 }
 
 #[test]
+fn rounds_until_precise_take_their_defaults_and_say_what_is_wrong() {
+    assert_eq!(load("rounds: 5\n").unwrap().rounds, Rounds::Fixed(5));
+    assert_eq!(
+        load("rounds: {precision: 0.05}\n").unwrap().rounds,
+        Rounds::UntilPrecise {
+            min: 3,
+            max: 12,
+            precision: 0.05
+        }
+    );
+    assert_eq!(
+        load("rounds:\n  min: 4\n  max: 6\n").unwrap().rounds,
+        Rounds::UntilPrecise {
+            min: 4,
+            max: 6,
+            precision: 0.02
+        }
+    );
+    let e = err("rounds:\n  min: 2\n");
+    assert!(e.starts_with("p/test.yaml:2:8: `rounds.min`:"), "{e}");
+    assert!(e.contains("at least 3"), "{e}");
+    let e = err("rounds:\n  min: 5\n  max: 4\n");
+    assert!(e.starts_with("p/test.yaml:3:8: `rounds.max`:"), "{e}");
+    let e = err("rounds:\n  precision: 2\n");
+    assert!(
+        e.contains("`rounds.precision`") && e.contains("0.02 for ±2%"),
+        "{e}"
+    );
+    let e = err("rounds:\n  mx: 4\n");
+    assert!(e.contains("mx"), "{e}");
+    assert!(err("rounds: 0\n").contains("at least 1"));
+}
+
+#[test]
 fn unknown_scenario_suggests_the_nearest() {
     let e = err("scenarios: [plaintext, jsn]\n");
     assert!(

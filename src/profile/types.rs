@@ -22,6 +22,15 @@ pub const DEFAULT_DURATION: Duration = Duration::from_secs(15);
 pub const DEFAULT_WARMUP: Duration = Duration::from_secs(5);
 /// Default rounds: the least that gives a median and a spread.
 pub const DEFAULT_ROUNDS: u32 = 3;
+/// `rounds: {precision}` without `min`: three, the least that gives an
+/// interval (`compare::MIN_ROUNDS`).
+pub const DEFAULT_MIN_ROUNDS: u32 = 3;
+/// `rounds: {precision}` without `max`: twelve rounds bound the run's
+/// length at four times a fixed three.
+pub const DEFAULT_MAX_ROUNDS: u32 = 12;
+/// `rounds: {min, max}` without `precision`: ±2%, the floor under which
+/// rank groups do not separate two frameworks (`compare::rank::FLOOR`).
+pub const DEFAULT_PRECISION: f64 = 0.02;
 /// Default connection count.
 pub const DEFAULT_CONCURRENCY: u32 = 100;
 /// Default open-file limit for both containers: enough for 16,000
@@ -76,8 +85,9 @@ pub struct Profile {
     /// Length of each measured window (≥ 1 s).
     #[serde(serialize_with = "ser_duration", deserialize_with = "de_duration")]
     pub duration: Duration,
-    /// Measured rounds per cell (≥ 1).
-    pub rounds: u32,
+    /// Measured rounds per cell: a fixed number, or until the headline
+    /// figure is precise.
+    pub rounds: Rounds,
     /// Whether the server container restarts before each round.
     pub restart_between_rounds: bool,
     /// Whether frameworks alternate round by round (A B A B …).
@@ -112,6 +122,67 @@ pub struct Profile {
         deserialize_with = "de_objectives"
     )]
     pub objectives: Vec<Objective>,
+}
+
+/// How many rounds each cell gets. It reads back from what it writes:
+/// `3`, or `{min: 3, max: 12, precision: 0.02}`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Rounds {
+    /// `rounds: N`: exactly N rounds (≥ 1).
+    Fixed(u32),
+    /// `rounds: {min, max, precision}`: `min` rounds, then one more at a
+    /// time until the 95% interval of the cell's headline figure (req/s in
+    /// a closed loop, p99 at a fixed rate) is within ±`precision` of it, or
+    /// `max` rounds were measured (3 ≤ min ≤ max; 0 < precision < 1).
+    UntilPrecise {
+        /// Rounds every cell gets.
+        min: u32,
+        /// Most rounds a cell gets.
+        max: u32,
+        /// Half-width of the interval asked for, relative (0.02 = ±2%).
+        precision: f64,
+    },
+}
+
+impl Rounds {
+    /// Rounds every cell gets.
+    pub fn min(self) -> u32 {
+        match self {
+            Rounds::Fixed(n) => n,
+            Rounds::UntilPrecise { min, .. } => min,
+        }
+    }
+
+    /// Most rounds a cell can get: what the plan lays out.
+    pub fn max(self) -> u32 {
+        match self {
+            Rounds::Fixed(n) => n,
+            Rounds::UntilPrecise { max, .. } => max,
+        }
+    }
+
+    /// The precision asked for, when rounds go on until it is reached.
+    pub fn precision(self) -> Option<f64> {
+        match self {
+            Rounds::Fixed(_) => None,
+            Rounds::UntilPrecise { precision, .. } => Some(precision),
+        }
+    }
+}
+
+impl std::fmt::Display for Rounds {
+    /// `3`, or `3–12 (until ±2.0%)`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            Rounds::Fixed(n) => write!(f, "{n}"),
+            Rounds::UntilPrecise {
+                min,
+                max,
+                precision,
+            } => write!(f, "{min}–{max} (until ±{:.1}%)", precision * 100.0),
+        }
+    }
 }
 
 /// Objectives from the file format [`ser_objectives`] writes, in its
@@ -186,7 +257,7 @@ impl Default for Profile {
             concurrency: vec![DEFAULT_CONCURRENCY],
             warmup: Warmup::default(),
             duration: DEFAULT_DURATION,
-            rounds: DEFAULT_ROUNDS,
+            rounds: Rounds::Fixed(DEFAULT_ROUNDS),
             restart_between_rounds: false,
             interleave_rounds: false,
             load: Load::default(),
@@ -463,23 +534,30 @@ impl Profile {
         self.concurrency.iter().copied().max().unwrap_or(0)
     }
 
-    /// Measured rounds per framework (that declares every scenario):
-    /// scenarios × concurrency levels × rounds. `bench::plan` orders them.
+    /// Measured rounds per framework (that declares every scenario), at
+    /// most: scenarios × concurrency levels × the most rounds a cell can
+    /// take. `bench::plan` orders them.
     pub fn rounds_per_framework(&self) -> usize {
-        self.scenarios.len() * self.concurrency.len() * self.rounds as usize
+        self.scenarios.len() * self.concurrency.len() * self.rounds.max() as usize
     }
 
-    /// Lower bound of the time one framework takes: warm-up and measured
-    /// window per cell, plus the idle settle per server start. Image builds,
-    /// readiness and verification come on top.
-    pub fn min_time_per_framework(&self) -> Duration {
-        let cells = self.rounds_per_framework() as u32;
+    /// Time one framework takes with `rounds` rounds per cell: warm-up and
+    /// measured window per cell, plus the idle settle per server start.
+    /// Image builds, readiness and verification come on top.
+    pub fn time_per_framework(&self, rounds: u32) -> Duration {
+        let cells = (self.scenarios.len() * self.concurrency.len()) as u32 * rounds;
         let starts = if self.restart_between_rounds || self.interleave_rounds {
-            self.rounds
+            rounds
         } else {
             1
         };
         (self.warmup.max() + self.duration) * cells + self.idle_settle * starts
+    }
+
+    /// Lower bound of the time one framework takes ([`Self::time_per_framework`]
+    /// at the most rounds a cell can take).
+    pub fn min_time_per_framework(&self) -> Duration {
+        self.time_per_framework(self.rounds.max())
     }
 
     /// Resolve `auto` cpusets into cores on this host. Explicit lists are
@@ -595,7 +673,7 @@ mod tests {
             }
         );
         assert_eq!(p.duration, Duration::from_secs(15));
-        assert_eq!(p.rounds, 3);
+        assert_eq!(p.rounds, Rounds::Fixed(3));
         assert_eq!(p.load.mode, LoadMode::Closed);
         assert_eq!(p.server.memory, 1 << 30);
         assert_eq!(p.server.nofile, 16_384);
@@ -613,11 +691,46 @@ mod tests {
         let p = Profile {
             scenarios: vec![Scenario::Plaintext, Scenario::Json],
             concurrency: vec![10, 20],
-            rounds: 2,
+            rounds: Rounds::Fixed(2),
             ..Profile::default()
         };
         assert_eq!(p.rounds_per_framework(), 8);
         assert_eq!(p.max_concurrency(), 20);
+        // Until precise: laid out for the most rounds a cell can take.
+        let p = Profile {
+            rounds: Rounds::UntilPrecise {
+                min: 3,
+                max: 5,
+                precision: 0.02,
+            },
+            ..p
+        };
+        assert_eq!(p.rounds_per_framework(), 20);
+        assert!(p.time_per_framework(3) < p.min_time_per_framework());
+    }
+
+    #[test]
+    fn rounds_read_back_from_what_they_write() {
+        for r in [
+            Rounds::Fixed(4),
+            Rounds::UntilPrecise {
+                min: 3,
+                max: 12,
+                precision: 0.02,
+            },
+        ] {
+            let json = serde_json::to_string(&r).unwrap();
+            assert_eq!(serde_json::from_str::<Rounds>(&json).unwrap(), r, "{json}");
+        }
+        assert_eq!(
+            serde_json::to_string(&Rounds::UntilPrecise {
+                min: 3,
+                max: 12,
+                precision: 0.02
+            })
+            .unwrap(),
+            r#"{"min":3,"max":12,"precision":0.02}"#
+        );
     }
 
     #[test]

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use super::error::{Locator, ProfileError};
 use super::raw::{
-    RawCpuset, RawFrameworks, RawLimits, RawLoad, RawLoadMode, RawObjective, RawProfile,
+    RawCpuset, RawFrameworks, RawLimits, RawLoad, RawLoadMode, RawObjective, RawProfile, RawRounds,
     RawThresholds, RawWarmup, WarmupMode, WarmupSpec,
 };
 use super::span::{index, key};
@@ -88,11 +88,7 @@ pub(crate) fn validate(
             "must be at least 1s: resources are sampled once a second, so a shorter window has no sample",
         ));
     }
-    let rounds = match raw.rounds {
-        None => d.rounds,
-        Some(0) => return Err(loc.value("rounds", "must be at least 1")),
-        Some(n) => u32::try_from(n).map_err(|_| loc.value("rounds", "is too large"))?,
-    };
+    let rounds = rounds(raw.rounds, d.rounds, loc)?;
 
     let server = limits(raw.server, "server", Limits::server(network), loc, host)?;
     let loader = limits(raw.loader, "loader", Limits::loader(network), loc, host)?;
@@ -175,6 +171,50 @@ pub(crate) fn validate(
     };
     placement(&profile, loc, host)?;
     Ok(profile)
+}
+
+/// `rounds`: a count, or `{min, max, precision}` with its defaults.
+fn rounds(raw: Option<RawRounds>, default: Rounds, loc: &Locator<'_>) -> Result<Rounds> {
+    let count = |n: u64, field: &str| -> Result<u32> {
+        u32::try_from(n).map_err(|_| loc.value(field, "is too large"))
+    };
+    let spec = match raw {
+        None => return Ok(default),
+        Some(RawRounds::Count(0)) => return Err(loc.value("rounds", "must be at least 1")),
+        Some(RawRounds::Count(n)) => return Ok(Rounds::Fixed(count(n, "rounds")?)),
+        Some(RawRounds::UntilPrecise(spec)) => spec,
+    };
+    let min = count(spec.min.unwrap_or(DEFAULT_MIN_ROUNDS.into()), "rounds.min")?;
+    let max = count(spec.max.unwrap_or(DEFAULT_MAX_ROUNDS.into()), "rounds.max")?;
+    let precision = spec.precision.unwrap_or(DEFAULT_PRECISION);
+    if min < DEFAULT_MIN_ROUNDS {
+        return Err(loc.value(
+            "rounds.min",
+            format!("{min} is too few: an interval needs at least {DEFAULT_MIN_ROUNDS} rounds (with two, Student's t at 95% is 12.7 and says nothing)"),
+        ));
+    }
+    if max < min {
+        let at = if spec.max.is_some() {
+            "rounds.max"
+        } else {
+            "rounds.min"
+        };
+        return Err(loc.value(
+            at,
+            format!("max ({max}) is below min ({min}); set `max` to at least {min}"),
+        ));
+    }
+    if !(precision > 0.0 && precision < 1.0) {
+        return Err(loc.value(
+            "rounds.precision",
+            format!("{precision} is not a fraction between 0 and 1; write 0.02 for ±2%"),
+        ));
+    }
+    Ok(Rounds::UntilPrecise {
+        min,
+        max,
+        precision,
+    })
 }
 
 /// A duration that must be above zero; `default` when absent.

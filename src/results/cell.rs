@@ -275,16 +275,31 @@ pub struct LoaderShare {
 }
 
 impl Cell {
-    /// Whether every planned round is in, or the cell was excluded before
-    /// measuring (failed verification): nothing left to run.
+    /// Whether nothing is left to run: every planned round is in; or the
+    /// rounds go on until precise and the cell has its least rounds and is
+    /// precise enough, or is rejected (more rounds do not mend that); or
+    /// it was excluded before measuring (failed verification).
     pub fn is_complete(&self) -> bool {
-        self.rounds.len() as u32 >= self.rounds_planned
+        let n = self.rounds.len() as u32;
+        let stopped_early = self.rounds_min.is_some_and(|min| n >= min)
+            && (self.verdict.status == super::Status::Rejected
+                || self.precision.as_ref().is_some_and(Precision::met));
+        n >= self.rounds_planned
+            || stopped_early
             || (self.rounds.is_empty()
                 && self
                     .verdict
                     .reasons
                     .iter()
                     .any(|r| matches!(r, Reason::FailedVerify { .. })))
+    }
+
+    /// The rounds asked for: `3`, or `3–12` when they go on until precise.
+    pub fn rounds_asked(&self) -> String {
+        match self.rounds_min {
+            Some(min) => format!("{min}–{}", self.rounds_planned),
+            None => self.rounds_planned.to_string(),
+        }
     }
 
     /// Whether round `index` was measured.
@@ -316,8 +331,13 @@ impl Round {
 pub struct Cell {
     /// Coordinates.
     pub key: CellKey,
-    /// Rounds the profile asked for.
+    /// Rounds the profile asked for: the most a cell takes.
     pub rounds_planned: u32,
+    /// When rounds go on only until the cell is precise
+    /// (`rounds: {min, max, precision}`): the rounds every cell takes,
+    /// `rounds_planned` being the most. Absent for a fixed number.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rounds_min: Option<u32>,
     /// Every round measured so far, raw, in round order.
     pub rounds: Vec<Round>,
     /// Aggregates over the rounds; absent when no round completed.
@@ -330,6 +350,50 @@ pub struct Cell {
     /// run written before rank groups.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rank: Option<RankGroup>,
+    /// How precisely the rounds place the cell's headline figure: its 95%
+    /// interval (`compare::precision`); absent below 3 clean rounds, for a
+    /// rejected cell, or from a run written before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub precision: Option<Precision>,
+}
+
+/// Where the rounds place a cell's headline figure (req/s in a closed
+/// loop, p99 at a fixed rate), and whether that is as precise as the
+/// profile asked (`rounds: {precision}`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Precision {
+    /// The figure: `req/s` or `p99`.
+    pub by: String,
+    /// Its unit: `req/s` or `µs`.
+    pub unit: String,
+    /// Confidence of the interval (0.95).
+    pub confidence: f64,
+    /// Rounds it rests on: the clean ones (busy-host rounds left out).
+    pub rounds: u32,
+    /// Lower end of the interval, in `unit`.
+    pub low: f64,
+    /// Upper end, in `unit`.
+    pub high: f64,
+    /// Half the interval's width relative to its centre (0.02 = ±2%):
+    /// Student's t on the logs of the round values, floored by the
+    /// per-second windows' spread (docs/results.md).
+    pub reached: f64,
+    /// The precision the profile asked for; absent for a fixed number of
+    /// rounds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asked: Option<f64>,
+}
+
+impl Precision {
+    /// Whether the interval is as narrow as asked (false when nothing was asked).
+    pub fn met(&self) -> bool {
+        self.asked.is_some_and(|a| self.reached <= a)
+    }
+
+    /// `±1.3%`.
+    pub fn label(&self) -> String {
+        format!("±{:.1}%", self.reached * 100.0)
+    }
 }
 
 /// A rank group: the places a cell could take among the `of` frameworks

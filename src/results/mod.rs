@@ -30,8 +30,8 @@ pub use crate::plan::Skipped;
 pub use crate::roles::load::ErrorCounts;
 pub use cell::{
     AnswerChecks, Cell, CellKey, CellSummary, Connections, HostUse, LoaderShare, LoaderUse,
-    MachineSpeed, RankGroup, RateFigures, RequestAccounting, Round, ServerUse, StatusCounts,
-    WindowTimes,
+    MachineSpeed, Precision, RankGroup, RateFigures, RequestAccounting, Round, ServerUse,
+    StatusCounts, WindowTimes,
 };
 pub use environment::{CheckStatus, EnvCheck, Environment};
 pub use framework::{FrameworkFacts, VerifyOutcome};

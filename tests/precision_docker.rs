@@ -1,0 +1,97 @@
+//! Known answers for rounds until precise (`rounds: {min, max,
+//! precision}`), through the real pipeline: the plainfw fixture in
+//! containers, the real loader and the real store.
+//!
+//! One run, two servers at 8 connections, `rounds: {min: 3, max: 6,
+//! precision: 0.05}` (±5%: a steady round's per-second windows alone
+//! widen its interval to ±1–2% on this 2-core machine):
+//! - `steady`: every answer 10 ms after its request → 800 req/s in every
+//!   round, rounds within a fraction of a percent → precise after the
+//!   least rounds: it stops at 3;
+//! - `jittery`: 10 ms plus 0–10 ms drawn afresh every 500 ms of wall
+//!   clock → a round of 2 s averages four draws, so rounds differ by ~10%
+//!   and six of them place the figure no closer than ±10% or so → it
+//!   goes on to 6 and says the precision it reached.
+//!
+//! Only traffic: containers on the run's own internal network.
+
+mod docker_support;
+
+use docker_support::*;
+use fairground::results::Reason;
+
+#[test]
+fn a_steady_cell_stops_at_min_and_a_jittery_one_goes_on_to_max_saying_its_precision() {
+    if !docker_or_skip("precision_docker") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    plainfw_variant(tmp.path(), "steady", &[("PLAINFW_DELAY_MS", "10")]);
+    plainfw_variant(
+        tmp.path(),
+        "jittery",
+        &[
+            ("PLAINFW_DELAY_MS", "10"),
+            ("PLAINFW_JITTER_MS", "10"),
+            ("PLAINFW_JITTER_PERIOD_MS", "500"),
+        ],
+    );
+    let profile = "description: \"rounds until precise\"\n\
+         frameworks: [steady, jittery]\nscenarios: [plaintext]\nconcurrency: [8]\n\
+         warmup: 1s\nduration: 2s\n\
+         rounds: {min: 3, max: 6, precision: 0.05}\n\
+         load: {threads: 1, timeout: 2s}\n\
+         server: {cpus: 1, memory: 256MiB, nofile: 16384}\n\
+         loader: {cpus: 1, memory: 256MiB, nofile: 16384}\n\
+         idle_settle: 1s\nreadiness_timeout: 30s\nthresholds: {preflight: warn}\n";
+    let (r, stderr) = run_profile_in(tmp.path(), profile);
+    assert!(r.remaining().is_empty(), "{stderr}");
+    let cell = |fw: &str| {
+        r.cells
+            .iter()
+            .find(|c| c.key.framework == fw)
+            .unwrap_or_else(|| panic!("no cell for {fw}\n{stderr}"))
+    };
+    for c in &r.cells {
+        let p = c.precision.as_ref();
+        eprintln!(
+            "precision {:8} {} rounds {:?} req/s: {}",
+            c.key.framework,
+            c.rounds.len(),
+            c.rounds
+                .iter()
+                .map(|x| x.throughput_rps.round())
+                .collect::<Vec<_>>(),
+            p.map_or("none".into(), |p| format!(
+                "{:.1}–{:.1} {} {} (asked {:?})",
+                p.low,
+                p.high,
+                p.unit,
+                p.label(),
+                p.asked
+            ))
+        );
+        assert!(
+            !c.verdict
+                .reasons
+                .iter()
+                .any(|x| matches!(x, Reason::IncompleteRounds { .. })),
+            "{}: stopping when precise is not incomplete: {:?}",
+            c.key,
+            c.verdict
+        );
+    }
+
+    let steady = cell("steady");
+    let p = steady.precision.as_ref().expect("steady has an interval");
+    assert_eq!(steady.rounds.len(), 3, "steady stops at min\n{stderr}");
+    assert!(p.met() && p.reached <= 0.05, "{p:?}");
+    // The interval holds the known answer: 8 connections / 10 ms.
+    assert!(p.low <= 800.0 * 1.01 && p.high >= 800.0 * 0.95, "{p:?}");
+
+    let jittery = cell("jittery");
+    let p = jittery.precision.as_ref().expect("jittery has an interval");
+    assert_eq!(jittery.rounds.len(), 6, "jittery goes on to max\n{stderr}");
+    assert!(!p.met() && p.reached > 0.05, "{p:?}");
+    assert_eq!((p.rounds, p.asked), (6, Some(0.05)));
+}
