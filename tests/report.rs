@@ -7,14 +7,15 @@ use std::path::PathBuf;
 use fairground::report::{self, Exporter};
 use fairground::results::{self, CheckStatus, RateFigures, Results};
 
-/// The sample run, with the rank groups a run gives its cells as it
-/// writes them (the fixture file predates them).
+/// The sample run, with the rank groups and precision a run gives its
+/// cells as it writes them (the fixture file predates them).
 fn fixture() -> Results {
     let path =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/results/results.json");
     let text = std::fs::read_to_string(&path).unwrap();
     let mut r = results::from_json(&text, &path.display().to_string()).unwrap();
     fairground::compare::rank::assign(&mut r);
+    fairground::compare::precision::assign(&mut r);
     r
 }
 
@@ -87,15 +88,16 @@ fn results_markdown_marks_a_forced_environment_in_every_table() {
         .split("\n## ")
         .next()
         .unwrap();
-    assert!(summary.contains("120,600 #1 †"), "{summary}");
+    assert!(summary.contains("120,600 ±1.2% #1 †"), "{summary}");
     insta::assert_snapshot!(summary);
 }
 
 #[test]
 fn results_markdown_headlines_latency_in_fixed_rate_profiles() {
     let mut r = fixed_rate(fixture());
-    // Ranked again, now by p99.
+    // Ranked again, now by p99, and its precision is p99's.
     fairground::compare::rank::assign(&mut r);
+    fairground::compare::precision::assign(&mut r);
     let md = render(&report::ResultsMarkdown, &r).remove(0).1;
     assert!(!md.contains("## Summary: req/s"), "{md}");
     let summary = md
@@ -106,9 +108,10 @@ fn results_markdown_headlines_latency_in_fixed_rate_profiles() {
         .next()
         .unwrap();
     // p50 / p99 / p99.9 of the merged histogram, then the achieved rate
-    // (median of 4,999, 4,998 and 4,997 req/s), and its rank by p99.
+    // (median of 4,999, 4,998 and 4,997 req/s), the precision of its p99
+    // over the rounds, and its rank by p99.
     assert!(
-        summary.contains("| axum | 667 µs / 1.67 ms / 1.67 ms at 4,998 req/s #1 |"),
+        summary.contains("| axum | 667 µs / 1.67 ms / 1.67 ms at 4,998 req/s (p99 ±1.2%) #1 |"),
         "{summary}"
     );
     assert!(summary.contains("✗ connections short, errors"), "{summary}");

@@ -540,11 +540,14 @@ impl<L: Lab> Runner<'_, L> {
         rounds.push(round.clone());
         rounds.sort_by_key(|r| r.index);
         let cell = finish_cell(step.key.clone(), rounds, &self.gates())?;
-        self.store.append_cell(cell.clone())?;
-        self.observer.on(&Event::Stored {
-            cell: &cell,
-            round: &round,
-        });
+        self.store.append_cell(cell)?;
+        // As stored: with the rank and precision the store gave it.
+        if let Some(cell) = self.store.results().cell(&step.key) {
+            self.observer.on(&Event::Stored {
+                cell,
+                round: &round,
+            });
+        }
         if !alive {
             let what = format!(
                 "the server was not running after round {}; restarted",

@@ -25,8 +25,17 @@ pub fn round_line(cell: &Cell, round: &Round) -> String {
         _ if labels.is_empty() => String::new(),
         s => format!(" [{s}: {}]", labels.join(", ")),
     };
+    // The cell's headline precision so far: how far the rounds place it.
+    let precise = cell.precision.as_ref().map_or(String::new(), |p| {
+        format!(
+            "; {} {} after {} rounds (95% interval)",
+            p.by,
+            p.label(),
+            p.rounds
+        )
+    });
     format!(
-        "{} round {}/{}: {} req/s, p99 {}, {} errors, {}/{} connections served{mark}",
+        "{} round {}/{}: {} req/s, p99 {}, {} errors, {}/{} connections served{precise}{mark}",
         cell.key,
         round.index + 1,
         cell.rounds_asked(),

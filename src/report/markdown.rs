@@ -9,8 +9,9 @@ use std::path::PathBuf;
 
 use super::fmt::{cell as esc, micros, percent, thousands};
 use super::view::{
-    latency_figure, noted, objective_rows, objectives_tally, rejection_labels, rounds_from_median,
-    Column, RunView, OBJECTIVES_METHOD, OBJECTIVE_HEAD,
+    latency_figure, noted, objective_rows, objectives_tally, precision_interval, precision_mark,
+    rejection_labels, rounds_from_median, Column, RunView, OBJECTIVES_METHOD, OBJECTIVE_HEAD,
+    PRECISION_METHOD,
 };
 use super::{Exporter, Rendered};
 use crate::contract::Scenario;
@@ -67,7 +68,13 @@ impl<'a> Page<'a> {
                     .as_ref()
                     .map(|s| thousands(s.throughput_rps.median))
                     .unwrap_or_else(|| "–".into());
-                format!("{v}{}{}{}", rank(c), self.dagger, self.flag(c))
+                format!(
+                    "{v}{}{}{}{}",
+                    precision_mark(c),
+                    rank(c),
+                    self.dagger,
+                    self.flag(c)
+                )
             }
         }
     }
@@ -80,7 +87,13 @@ impl<'a> Page<'a> {
         match (c.verdict.status, latency_figure(c)) {
             (Status::Rejected, _) => self.rejected(c),
             (_, None) => "–".into(),
-            (_, Some(figure)) => format!("{figure}{}{}{}", rank(c), self.dagger, self.flag(c)),
+            (_, Some(figure)) => format!(
+                "{figure}{}{}{}{}",
+                precision_mark(c),
+                rank(c),
+                self.dagger,
+                self.flag(c)
+            ),
         }
     }
 }
@@ -438,6 +451,16 @@ fn summary_table<'a>(
     if ranked {
         s.push_str(RANKS);
     }
+    let precise = cols.iter().any(|col| {
+        page.view.frameworks().iter().any(|fw| {
+            page.view
+                .find(fw, *col)
+                .is_some_and(|c| c.precision.is_some())
+        })
+    });
+    if precise {
+        let _ = write!(s, "{PRECISION_METHOD}\n\n");
+    }
     s.push_str("| framework |");
     for c in cols {
         let _ = write!(s, " {} |", c.label());
@@ -462,8 +485,8 @@ fn summary_table<'a>(
 fn scenario_table(s: &mut String, page: &Page<'_>, scenario: Scenario) {
     let _ = writeln!(s, "## {scenario}\n");
     s.push_str(
-        "| framework | conns | req/s | min–max req/s | avg latency | p99 latency | max latency | errors | verdict |\n\
-         |---|--:|--:|--:|--:|--:|--:|--:|---|\n",
+        "| framework | conns | req/s | min–max req/s | 95% interval | avg latency | p99 latency | max latency | errors | verdict |\n\
+         |---|--:|--:|--:|--:|--:|--:|--:|--:|---|\n",
     );
     let d = page.dagger;
     for col in page.view.columns(Some(scenario)) {
@@ -472,7 +495,7 @@ fn scenario_table(s: &mut String, page: &Page<'_>, scenario: Scenario) {
                 if let Some(reason) = page.view.skipped_reason(fw, scenario) {
                     let _ = writeln!(
                         s,
-                        "| {fw} | {} | skipped | | | | | | {} |",
+                        "| {fw} | {} | skipped | | | | | | | {} |",
                         thousands(f64::from(col.concurrency)),
                         esc(reason)
                     );
@@ -503,10 +526,11 @@ fn scenario_table(s: &mut String, page: &Page<'_>, scenario: Scenario) {
                 (Some(x), Status::Accepted | Status::Flagged) => {
                     let _ = writeln!(
                         s,
-                        "| {fw} | {conns} | {} | {}–{}{d} | {}{d} | {}{d} | {}{d} | {errors} | {verdict} |",
+                        "| {fw} | {conns} | {} | {}–{}{d} | {} | {}{d} | {}{d} | {}{d} | {errors} | {verdict} |",
                         page.headline(c),
                         thousands(x.throughput_rps.min),
                         thousands(x.throughput_rps.max),
+                        precision_interval(c).map_or("–".into(), |p| format!("{p}{d}")),
                         micros(x.latency.mean_us),
                         x.latency.show(x.latency.p99_us),
                         x.latency.show(x.latency.max_us),
@@ -515,7 +539,7 @@ fn scenario_table(s: &mut String, page: &Page<'_>, scenario: Scenario) {
                 _ => {
                     let _ = writeln!(
                         s,
-                        "| {fw} | {conns} | {} | | | | | {errors} | {verdict} |",
+                        "| {fw} | {conns} | {} | | | | | | {errors} | {verdict} |",
                         esc(&page.headline(c))
                     );
                 }

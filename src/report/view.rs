@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use super::fmt::thousands;
+use super::fmt::{micros, thousands};
 use crate::contract::Scenario;
 use crate::results::{
     Cell, CellKey, Exclusion, FrameworkFacts, ObjectiveStatus, Reason, Results, Status,
@@ -120,6 +120,40 @@ pub(crate) fn latency_figure(c: &Cell) -> Option<String> {
         s.latency.show(s.latency.p999_us)
     ))
 }
+
+/// The precision of a cell's headline figure, after the figure:
+/// ` ±1.2%` (req/s), ` (p99 ±3.4%)` at a fixed rate, where the figure shown
+/// is several percentiles; empty when the cell has no interval.
+pub(crate) fn precision_mark(c: &Cell) -> String {
+    match &c.precision {
+        None => String::new(),
+        Some(p) if p.unit == "req/s" => format!(" {}", p.label()),
+        Some(p) => format!(" ({} {})", p.by, p.label()),
+    }
+}
+
+/// The 95% interval of a cell's headline figure: `119,800–121,400 req/s
+/// (±0.7%)`, `1.61–1.72 ms p99 (±3.3%)`, and `; asked ±2.0%` when the
+/// rounds went on until precise and stopped short of it; none without an
+/// interval.
+pub(crate) fn precision_interval(c: &Cell) -> Option<String> {
+    let p = c.precision.as_ref()?;
+    let range = if p.unit == "req/s" {
+        format!("{}–{} req/s", thousands(p.low), thousands(p.high))
+    } else {
+        format!("{}–{} {}", micros(p.low), micros(p.high), p.by)
+    };
+    let short = match p.asked {
+        Some(a) if !p.met() => format!("; asked ±{:.1}%", a * 100.0),
+        _ => String::new(),
+    };
+    Some(format!("{range} ({}{short})", p.label()))
+}
+
+/// How the intervals are made, for a page that shows them.
+pub(crate) const PRECISION_METHOD: &str = "±N% is the half-width of the 95% interval of the headline figure \
+     (req/s; p99 at a fixed rate) over the cell's clean rounds: Student's t on the logs of the round \
+     values, floored by the spread of their seconds (docs/results.md); none below 3 rounds.";
 
 /// Each round's req/s and its deviation from the cell's median, in round
 /// order: `120,000 (-0.5%), 120,600 (+0.0%)`; none without a summary.

@@ -21,7 +21,8 @@ use super::table::{Table, Td};
 use crate::contract::Scenario;
 use crate::report::fmt::{bytes, micros, percent, sig3, thousands};
 use crate::report::view::{
-    achieved_rps, latency_figure, noted, rejection_labels, rounds_from_median, Column, RunView,
+    achieved_rps, latency_figure, noted, precision_interval, precision_mark, rejection_labels,
+    rounds_from_median, Column, RunView,
 };
 use crate::results::{histogram, Cell, CheckStatus, Results, Status};
 use crate::stats::Aggregate;
@@ -368,7 +369,8 @@ fn summary(ctx: &Ctx<'_>) -> Section {
         body.push_str(
             "<p>req/s, the median of each cell's rounds. Click a heading to sort. #N is the cell's \
              rank group in its column: frameworks whose rounds cannot be told apart share places \
-             (#1–3).</p>\n",
+             (#1–3). ±N% is the half-width of the 95% interval of the figure over the cell's \
+             rounds (hover it for the interval); none below 3 rounds.</p>\n",
         );
         body.push_str(&summary_table(ctx, &closed, |c| {
             c.summary
@@ -429,7 +431,18 @@ fn summary_table(
                                 esc(&r.label())
                             )
                         });
-                        Td::html(format!("{}{rank}{}", esc(&text), ctx.marker_html(c)))
+                        let precision = precision_interval(c).map_or(String::new(), |range| {
+                            format!(
+                                " <span class=\"ci\" title=\"95% interval: {}\">{}</span>",
+                                esc(&range),
+                                esc(precision_mark(c).trim())
+                            )
+                        });
+                        Td::html(format!(
+                            "{}{precision}{rank}{}",
+                            esc(&text),
+                            ctx.marker_html(c)
+                        ))
                             .class("num")
                             .class(class)
                             .sorted(v)
