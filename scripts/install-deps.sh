@@ -13,7 +13,8 @@ command -v nginx >/dev/null || need+=(nginx-light)
 command -v docker >/dev/null || need+=(docker.io)
 command -v iptables >/dev/null || need+=(iptables)  # docker tests: isolation rule of internal networks
 command -v chromium >/dev/null || need+=(chromium)
-command -v unshare >/dev/null || need+=(util-linux)  # the browser test's network namespace
+command -v unshare >/dev/null || need+=(util-linux)  # the browser test's network namespace; nsenter
+command -v ss >/dev/null || need+=(iproute2)  # tests/connections_10k.rs reads listen backlogs
 if ((${#need[@]})); then
   echo "installing host packages: ${need[*]}" >&2
   if [[ $(id -u) -ne 0 ]]; then SUDO=sudo; else SUDO=; fi

@@ -4,7 +4,9 @@
 //! (one server CPU, nofile 20,000, somaxconn 65,535) and 10,000 connections
 //! for a 2 s warm-up and a 3 s window; every one of the 10,000 must get an
 //! answer inside the window (`connections.serving`), the figure a run
-//! rejects a cell on.
+//! rejects a cell on, and the cell must not be rejected for anything else
+//! (errors, reconnects). A second test checks the cause the first can miss
+//! by chance: every such framework listens with a backlog of 10,000 or more.
 //!
 //! By default one framework per language family (C/C++, Go, Java,
 //! JavaScript, Python, Rust), each the family's preferred one when it holds
@@ -170,6 +172,150 @@ fn frameworks_that_declare_10k_connections_serve_all_of_them() {
                 ));
             }
         }
+        // Served is not enough: a server that closes kept-alive connections
+        // (java-httpserver's 200 idle ones, 2026-12-02) serves every
+        // connection and still loses requests. A rejection for any reason
+        // at 10,000 is a setting to fix or a ceiling to declare.
+        if cell.verdict.status == fairground::results::Status::Rejected {
+            let why: Vec<String> = cell.verdict.reasons.iter().map(|r| r.to_string()).collect();
+            failures.push(format!(
+                "{name}: rejected at {CONNECTIONS} connections: {}",
+                why.join("; ")
+            ));
+        }
     }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The listening sockets' backlog on `port` in the network namespace of
+/// process `pid` (`ss -Hltn`: a listener's Send-Q is its backlog), the
+/// smallest when several processes listen (reuse_port); `None` while
+/// nothing listens there yet.
+fn listen_backlog(pid: &str, port: u16) -> Option<u64> {
+    let o = std::process::Command::new("nsenter")
+        .args(["-t", pid, "-n", "ss", "-Hltn"])
+        .output()
+        .ok()?;
+    let suffix = format!(":{port}");
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter_map(|l| {
+            // State Recv-Q Send-Q Local-Address:Port Peer-Address:Port
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() >= 4 && f[3].ends_with(&suffix))
+                .then(|| f[2].parse().ok())
+                .flatten()
+        })
+        .min()
+}
+
+/// Regression: a burst of 10,000 connects overflows a small listen backlog
+/// and leaves connects to time out in SYN retransmission, now and then:
+/// aiohttp (run_app's 128) lost 256 connects in one of six rounds of a full
+/// highconc run, after passing the one-round guard above. So the cause is
+/// checked, not its symptom: every framework that holds 10,000 connections
+/// listens, under highconc's net.core.somaxconn of 65,535, with a backlog
+/// of at least 10,000. Each server runs alone with no network at all
+/// (`--network none`: no traffic), as its image and manifest make it.
+#[test]
+fn frameworks_that_declare_10k_connections_listen_with_a_backlog_for_them() {
+    let test = "frameworks_that_declare_10k_connections_listen_with_a_backlog_for_them";
+    if !docker_or_skip(test) {
+        return;
+    }
+    let roster = fairground::framework::discover(&root().join("frameworks")).unwrap();
+    let holding: Vec<Framework> = roster
+        .into_iter()
+        .filter(|f| f.holds_connections(CONNECTIONS))
+        .collect();
+    let built = rt()
+        .block_on(fairground::docker::engine::Engine::ensure_images(
+            engine(),
+            &holding,
+        ))
+        .unwrap_or_else(|e| panic!("building the roster's images: {e:#}"));
+    let run = test_run("backlog");
+    let mut failures = Vec::new();
+    for fw in &holding {
+        let tag = &built.frameworks[fw.name()].tag;
+        let mut args: Vec<String> = [
+            "run",
+            "-d",
+            "--label",
+            &format!("fairground.run={}", run.0),
+            "--network",
+            "none",
+            "--cpus",
+            "1",
+            "--ulimit",
+            "nofile=20000:20000",
+            "--sysctl",
+            "net.core.somaxconn=65535",
+            "--sysctl",
+            "net.ipv4.tcp_max_syn_backlog=65535",
+            "--user",
+            "65534:65534",
+            "-e",
+            "FAIRGROUND_CPUS=1",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        for (k, v) in &fw.manifest.env {
+            args.extend(["-e".to_string(), format!("{k}={v}")]);
+        }
+        if fw.manifest.read_only_rootfs {
+            args.extend(
+                ["--read-only", "--tmpfs", "/tmp:rw,noexec,nosuid,size=64m"].map(String::from),
+            );
+        }
+        args.push(tag.clone());
+        let o = std::process::Command::new("docker")
+            .args(&args)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{}: docker run failed: {}",
+            fw.name(),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let id = String::from_utf8_lossy(&o.stdout).trim().to_string();
+        let pid = std::process::Command::new("docker")
+            .args(["inspect", "-f", "{{.State.Pid}}", &id])
+            .output()
+            .unwrap();
+        let pid = String::from_utf8_lossy(&pid.stdout).trim().to_string();
+        // The JVMs and Python take a few seconds to listen on a busy host.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+        let backlog = loop {
+            if let Some(b) = listen_backlog(&pid, fw.manifest.port) {
+                break Some(b);
+            }
+            if std::time::Instant::now() > deadline {
+                break None;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        };
+        let _ = std::process::Command::new("docker")
+            .args(["rm", "-f", &id])
+            .output();
+        eprintln!("{}: listen backlog {backlog:?}", fw.name());
+        match backlog {
+            Some(b) if b >= u64::from(CONNECTIONS) => {}
+            Some(b) => failures.push(format!(
+                "{}: listens with a backlog of {b}, below the {CONNECTIONS} connections it \
+                 declares to hold; size it from net.core.somaxconn as the roster does \
+                 (docs/frameworks.md, \"Settings changed\")",
+                fw.name()
+            )),
+            None => failures.push(format!(
+                "{}: nothing listened on port {} within 90 s",
+                fw.name(),
+                fw.manifest.port
+            )),
+        }
+    }
+    assert!(leftovers(&run).is_empty(), "{:?}", leftovers(&run));
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

@@ -92,9 +92,31 @@ def make_app() -> web.Application:
     return app
 
 
+def listen_backlog() -> int:
+    """The listen backlog: the kernel's own cap, net.core.somaxconn (the
+    profile's server.sysctls). aiohttp's docs, web.run_app: "backlog - the
+    number of unaccepted connections that the system will allow before
+    refusing new connections (128 by default)"; a burst of 10,000 connects
+    overflows 128 and leaves connects to time out in SYN retransmission.
+    128 when the file cannot be read."""
+    try:
+        with open("/proc/sys/net/core/somaxconn") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 128
+
+
 def serve() -> None:
     uvloop.install()
-    web.run_app(make_app(), host="0.0.0.0", port=8080, reuse_port=True, access_log=None, print=None)
+    web.run_app(
+        make_app(),
+        host="0.0.0.0",
+        port=8080,
+        reuse_port=True,
+        backlog=listen_backlog(),
+        access_log=None,
+        print=None,
+    )
 
 
 if __name__ == "__main__":

@@ -224,6 +224,22 @@ class Session : public std::enable_shared_from_this<Session> {
   const Router &router_;
 };
 
+// The listen backlog: the kernel's own cap, net.core.somaxconn (the
+// profile's server.sysctls), the rule every framework here follows. Asio's
+// max_listen_connections is the SOMAXCONN constant of the C library's
+// headers (4096 here), which a burst of 10,000 connects overflows; Asio's
+// docs, basic_socket_acceptor::listen(backlog): "The maximum length of the
+// queue of pending connections". That constant when the file cannot be read.
+static int listen_backlog() {
+  std::FILE *f = std::fopen("/proc/sys/net/core/somaxconn", "r");
+  int n = 0;
+  if (f != nullptr) {
+    if (std::fscanf(f, "%d", &n) != 1) n = 0;
+    std::fclose(f);
+  }
+  return n > 0 ? n : static_cast<int>(asio::socket_base::max_listen_connections);
+}
+
 class Listener : public std::enable_shared_from_this<Listener> {
  public:
   Listener(asio::io_context &ioc, tcp::endpoint endpoint, const Router &router)
@@ -231,7 +247,7 @@ class Listener : public std::enable_shared_from_this<Listener> {
     acceptor_.open(endpoint.protocol());
     acceptor_.set_option(asio::socket_base::reuse_address(true));
     acceptor_.bind(endpoint);
-    acceptor_.listen(asio::socket_base::max_listen_connections);
+    acceptor_.listen(listen_backlog());
   }
 
   void accept() {

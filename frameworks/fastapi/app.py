@@ -96,6 +96,18 @@ if __name__ == "__main__":
     import uvicorn
 
     workers = max(1, int(os.environ.get("FAIRGROUND_CPUS", "1") or 1))
+
+    def listen_backlog() -> int:
+        # Uvicorn's settings, --backlog: "Maximum number of connections to
+        # hold in backlog" (default 2048). The kernel's own cap instead,
+        # net.core.somaxconn (the profile's server.sysctls), the rule every
+        # framework here follows; 2048 when the file cannot be read.
+        try:
+            with open("/proc/sys/net/core/somaxconn") as f:
+                return int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            return 2048
+
     uvicorn.run(
         "app:app",
         host="0.0.0.0",
@@ -105,4 +117,5 @@ if __name__ == "__main__":
         http="httptools",
         access_log=False,
         log_level="warning",
+        backlog=listen_backlog(),
     )

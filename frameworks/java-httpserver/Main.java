@@ -199,9 +199,26 @@ public final class Main {
         }
     }
 
+    /**
+     * The listen backlog: the kernel's own cap, net.core.somaxconn (the
+     * profile's server.sysctls), the rule every framework here follows;
+     * 1024 when it cannot be read. JDK docs, HttpServer.create(addr,
+     * backlog): "the socket backlog. If this value is less than or equal to
+     * zero, then a system default value is used".
+     */
+    static int listenBacklog() {
+        try {
+            return Integer.parseInt(
+                    java.nio.file.Files.readAllLines(java.nio.file.Path.of("/proc/sys/net/core/somaxconn"))
+                            .get(0).trim());
+        } catch (Exception e) {
+            return 1024;
+        }
+    }
+
     public static void main(String[] args) throws IOException {
         int cpus = cpus();
-        HttpServer server = HttpServer.create(new InetSocketAddress("0.0.0.0", 8080), 1024);
+        HttpServer server = HttpServer.create(new InetSocketAddress("0.0.0.0", 8080), listenBacklog());
         // "/" matches every path by prefix: it answers / and 404s the rest.
         route(server, "/", "GET", Main::plaintext);
         route(server, "/json", "GET", Main::json);

@@ -147,6 +147,20 @@ macro_rules! mw_resource {
     };
 }
 
+/// The listen backlog: the kernel's own cap, net.core.somaxconn (the
+/// profile's server.sysctls), the rule every framework here follows; 1024,
+/// actix-web's default, when it cannot be read. actix-web's docs,
+/// `HttpServer::backlog`: "Sets the maximum number of pending connections.
+/// This refers to the number of clients that can be waiting to be served.
+/// Exceeding this number results in the client getting an error when
+/// attempting to connect." It must be set before `bind`.
+fn listen_backlog() -> u32 {
+    std::fs::read_to_string("/proc/sys/net/core/somaxconn")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(1024)
+}
+
 #[actix_web::main]
 async fn main() -> std::io::Result<()> {
     let workers = std::env::var("FAIRGROUND_CPUS")
@@ -172,6 +186,7 @@ async fn main() -> std::io::Result<()> {
             .service(mw_resource!(10, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1))
     })
     .workers(workers)
+    .backlog(listen_backlog())
     .bind(("0.0.0.0", 8080))?
     .run()
     .await
