@@ -1,8 +1,13 @@
-//! Exit codes: the one place that says what each process exit status means.
+//! Exit codes: what each process exit status means, and how an error type
+//! says which one it ends the process with.
 //!
-//! Every error that reaches `main` is mapped to one of these codes. Library code
-//! attaches a code by wrapping its error in [`Coded`] (or by returning an error
-//! type that `main` knows); anything unclassified is a plain failure (1).
+//! Every error type a user can cause or fix outside fairground (a bad
+//! profile, manifest, flag or results file; a Docker daemon that is not
+//! there; an environment preflight refuses) implements [`ExitCodeOf`] with
+//! one exhaustive `match` over its variants, beside its definition, so a new
+//! variant cannot compile without a code (cargo-nextest's
+//! `process_exit_code`). `cli::exit_code` finds the first such error in the
+//! chain that reaches `main`; anything else is a plain failure (1).
 //! The table is documented in README.md ("Exit codes"); keep the two in step.
 
 use std::fmt;
@@ -62,65 +67,17 @@ impl fmt::Display for ExitCode {
     }
 }
 
-/// An error that carries the exit code the process should end with.
-///
-/// Display and source are forwarded to the inner error, so `{:#}` still prints
-/// the whole context chain once.
-#[derive(Debug)]
-pub struct Coded {
-    /// The exit status this error maps to.
-    pub code: ExitCode,
-    inner: anyhow::Error,
-}
-
-impl fmt::Display for Coded {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // Transparent: the context chain shows the inner error's own words.
-        fmt::Display::fmt(&self.inner, f)
-    }
-}
-
-impl std::error::Error for Coded {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.inner.source()
-    }
-}
-
-impl Coded {
-    /// Wrap `inner` so that `main` exits with `code`.
-    pub fn new(code: ExitCode, inner: impl Into<anyhow::Error>) -> Self {
-        Self {
-            code,
-            inner: inner.into(),
-        }
-    }
-}
-
-/// Shorthand: an `anyhow::Error` that exits with `code`.
-pub fn coded(code: ExitCode, inner: impl Into<anyhow::Error>) -> anyhow::Error {
-    Coded::new(code, inner).into()
-}
-
-/// The exit code for an error that reached `main`: the first [`Coded`] in the
-/// chain wins; anything else is [`ExitCode::Failure`].
-pub fn classify(err: &anyhow::Error) -> ExitCode {
-    err.chain()
-        .find_map(|cause| cause.downcast_ref::<Coded>().map(|c| c.code))
-        .unwrap_or(ExitCode::Failure)
+/// An error type that knows the exit code it ends the process with.
+/// Implement it with a `match` that names every variant (no `_` arm), so
+/// adding a variant makes the compiler ask for its code.
+pub trait ExitCodeOf: std::error::Error + 'static {
+    /// The documented exit status this error ends the process with.
+    fn exit_code(&self) -> ExitCode;
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use anyhow::Context;
-
-    #[test]
-    fn coded_error_survives_added_context() {
-        let err: anyhow::Result<()> = Err(coded(ExitCode::BadInput, anyhow::anyhow!("bad field")));
-        let err = err.context("reading profiles/x.yaml").unwrap_err();
-        assert_eq!(classify(&err), ExitCode::BadInput);
-        assert_eq!(format!("{err:#}"), "reading profiles/x.yaml: bad field");
-    }
 
     /// README.md's "Exit codes" table lists every code, in order, and no
     /// other: the table users script against cannot drift from the enum.
@@ -143,10 +100,5 @@ mod tests {
             listed, codes,
             "README.md's exit codes against ExitCode::ALL"
         );
-    }
-
-    #[test]
-    fn unclassified_error_is_a_failure() {
-        assert_eq!(classify(&anyhow::anyhow!("boom")), ExitCode::Failure);
     }
 }

@@ -8,11 +8,10 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
 use crate::contract::Scenario;
-use crate::exit::{coded, ExitCode};
+use crate::exit::{ExitCode, ExitCodeOf};
 
 /// Name of the manifest file inside each framework folder.
 pub const MANIFEST: &str = "framework.yaml";
@@ -141,59 +140,131 @@ impl Framework {
     }
 }
 
+/// What is wrong with a framework folder or its manifest
+/// (`frameworks/NAME/framework.yaml`), named by folder, file and field:
+/// always the input's to fix.
+#[derive(Debug, thiserror::Error)]
+pub enum FrameworkError {
+    /// A folder of frameworks cannot be listed.
+    #[error("cannot list frameworks in {}: {source}", root.display())]
+    NoFolder {
+        /// The folder.
+        root: PathBuf,
+        /// What the OS said.
+        source: std::io::Error,
+    },
+    /// A manifest cannot be read.
+    #[error("cannot read {}: {source}", path.display())]
+    Unreadable {
+        /// The manifest.
+        path: PathBuf,
+        /// What the OS said.
+        source: std::io::Error,
+    },
+    /// Two folders hold frameworks of one name.
+    #[error("framework `{name}` is in both {} and {}; give one of the folders another name (and `name:` in its framework.yaml)", first.display(), second.display())]
+    Twice {
+        /// The name.
+        name: String,
+        /// The first folder holding it.
+        first: PathBuf,
+        /// The second.
+        second: PathBuf,
+    },
+    /// The file is not a manifest (YAML syntax, an unknown or missing field).
+    #[error("{}: {message}", path.display())]
+    Malformed {
+        /// The manifest.
+        path: PathBuf,
+        /// What the parser said.
+        message: String,
+    },
+    /// `name` is not the folder's name.
+    #[error("{}: field `name` is `{name}` but the folder is `{folder}`; they must match", path.display())]
+    NameMismatch {
+        /// The manifest.
+        path: PathBuf,
+        /// The name written.
+        name: String,
+        /// The folder it is in.
+        folder: String,
+    },
+    /// `scenarios` lists nothing.
+    #[error("{}: field `scenarios` is empty; list at least one", path.display())]
+    NoScenarios {
+        /// The manifest.
+        path: PathBuf,
+    },
+    /// `readiness` is not a path.
+    #[error("{}: field `readiness` must be a path starting with `/`", path.display())]
+    Readiness {
+        /// The manifest.
+        path: PathBuf,
+    },
+    /// `limits` lacks a ceiling or the reason for it.
+    #[error("{}: `limits` needs `max_connections` of at least 1 and a `why`", path.display())]
+    Limits {
+        /// The manifest.
+        path: PathBuf,
+    },
+}
+
+impl ExitCodeOf for FrameworkError {
+    fn exit_code(&self) -> ExitCode {
+        match self {
+            FrameworkError::NoFolder { .. } => ExitCode::BadInput,
+            FrameworkError::Unreadable { .. } => ExitCode::BadInput,
+            FrameworkError::Twice { .. } => ExitCode::BadInput,
+            FrameworkError::Malformed { .. } => ExitCode::BadInput,
+            FrameworkError::NameMismatch { .. } => ExitCode::BadInput,
+            FrameworkError::NoScenarios { .. } => ExitCode::BadInput,
+            FrameworkError::Readiness { .. } => ExitCode::BadInput,
+            FrameworkError::Limits { .. } => ExitCode::BadInput,
+        }
+    }
+}
+
 /// Read and check one manifest from `dir/framework.yaml`.
-pub fn load(dir: &Path) -> anyhow::Result<Framework> {
+pub fn load(dir: &Path) -> Result<Framework, FrameworkError> {
     let path = dir.join(MANIFEST);
-    let text = std::fs::read_to_string(&path)
-        .with_context(|| format!("cannot read {}", path.display()))?;
-    let manifest: Manifest = serde_saphyr::from_str(&text).map_err(|e| {
-        coded(
-            ExitCode::BadInput,
-            anyhow::anyhow!("{}: {e}", path.display()),
-        )
-    })?;
+    match std::fs::read_to_string(&path) {
+        Ok(text) => check(dir, path, &text),
+        Err(source) => Err(FrameworkError::Unreadable { path, source }),
+    }
+}
+
+/// The manifest `text` of the folder `dir`, parsed and checked.
+fn check(dir: &Path, path: PathBuf, text: &str) -> Result<Framework, FrameworkError> {
+    let manifest: Manifest = match serde_saphyr::from_str(text) {
+        Ok(m) => m,
+        Err(e) => {
+            return Err(FrameworkError::Malformed {
+                path,
+                message: e.to_string(),
+            })
+        }
+    };
     let folder = dir
         .file_name()
         .and_then(|n| n.to_str())
         .unwrap_or_default()
         .to_string();
     if manifest.name != folder {
-        return Err(coded(
-            ExitCode::BadInput,
-            anyhow::anyhow!(
-                "{}: field `name` is `{}` but the folder is `{folder}`; they must match",
-                path.display(),
-                manifest.name
-            ),
-        ));
+        return Err(FrameworkError::NameMismatch {
+            path,
+            name: manifest.name,
+            folder,
+        });
     }
     if manifest.scenarios.is_empty() {
-        return Err(coded(
-            ExitCode::BadInput,
-            anyhow::anyhow!(
-                "{}: field `scenarios` is empty; list at least one",
-                path.display()
-            ),
-        ));
+        return Err(FrameworkError::NoScenarios { path });
     }
     if !manifest.readiness.starts_with('/') {
-        return Err(coded(
-            ExitCode::BadInput,
-            anyhow::anyhow!(
-                "{}: field `readiness` must be a path starting with `/`",
-                path.display()
-            ),
-        ));
+        return Err(FrameworkError::Readiness { path });
     }
     if let Some(l) = &manifest.limits {
         if l.max_connections == 0 || l.why.trim().is_empty() {
-            return Err(coded(
-                ExitCode::BadInput,
-                anyhow::anyhow!(
-                    "{}: `limits` needs `max_connections` of at least 1 and a `why`",
-                    path.display()
-                ),
-            ));
+            return Err(FrameworkError::Limits { path });
         }
     }
     Ok(Framework {
@@ -204,12 +275,15 @@ pub fn load(dir: &Path) -> anyhow::Result<Framework> {
 
 /// Every framework under `root` (normally `frameworks/`), sorted by name.
 /// Folders without a manifest are skipped; a broken manifest is an error.
-pub fn discover(root: &Path) -> anyhow::Result<Vec<Framework>> {
-    let entries = std::fs::read_dir(root)
-        .with_context(|| format!("cannot list frameworks in {}", root.display()))?;
+pub fn discover(root: &Path) -> Result<Vec<Framework>, FrameworkError> {
+    let no_folder = |source| FrameworkError::NoFolder {
+        root: root.to_path_buf(),
+        source,
+    };
+    let entries = std::fs::read_dir(root).map_err(no_folder)?;
     let mut found = Vec::new();
     for entry in entries {
-        let dir = entry?.path();
+        let dir = entry.map_err(no_folder)?.path();
         if dir.join(MANIFEST).is_file() {
             found.push(load(&dir)?);
         }
@@ -221,17 +295,16 @@ pub fn discover(root: &Path) -> anyhow::Result<Vec<Framework>> {
 /// Every framework under each of `roots`, sorted by name. A name found in
 /// two roots is an error naming both folders (it would be ambiguous which
 /// one a profile means).
-pub fn discover_all(roots: &[PathBuf]) -> anyhow::Result<Vec<Framework>> {
+pub fn discover_all(roots: &[PathBuf]) -> Result<Vec<Framework>, FrameworkError> {
     let mut all: Vec<Framework> = Vec::new();
     for root in roots {
         for fw in discover(root)? {
             if let Some(other) = all.iter().find(|f| f.name() == fw.name()) {
-                anyhow::bail!(
-                    "framework `{}` is in both {} and {}; give one of the folders another name (and `name:` in its framework.yaml)",
-                    fw.name(),
-                    other.dir.display(),
-                    fw.dir.display()
-                );
+                return Err(FrameworkError::Twice {
+                    name: fw.name().to_string(),
+                    first: other.dir.clone(),
+                    second: fw.dir.clone(),
+                });
             }
             all.push(fw);
         }

@@ -10,6 +10,7 @@ pub mod compare;
 pub mod contract;
 pub mod docker;
 pub mod exit;
+pub mod export;
 pub mod framework;
 pub(crate) mod history;
 pub mod host;

@@ -1,5 +1,6 @@
 //! The `fairground` binary: parse the command line, run it, print any error
-//! once and exit with its documented code (see `fairground::exit`).
+//! once and exit with its documented code (`fairground::exit`, found by
+//! the error's type in `fairground::cli::exit_code`).
 
 use clap::Parser;
 
@@ -9,7 +10,7 @@ fn main() -> std::process::ExitCode {
         Ok(code) => std::process::ExitCode::from(code.code()),
         Err(err) => {
             eprintln!("error: {err:#}");
-            std::process::ExitCode::from(fairground::exit::classify(&err).code())
+            std::process::ExitCode::from(fairground::cli::exit_code(&err).code())
         }
     }
 }

@@ -238,6 +238,7 @@ pub(crate) fn sample_results() -> Results {
             verify_failure,
             rounds_planned: 3,
             rounds_min: 3,
+            precise: false,
             closed_loop_pipeline: Some(1),
         };
         cells.push(finish_cell(k.clone(), rounds, &ctx).unwrap());

@@ -19,6 +19,7 @@ const LAYERS: &[&str] = &[
     "units",
     "stats",
     "exit",
+    "export",
     "markup",
     "contract",
     // What the machine is.

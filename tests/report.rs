@@ -53,7 +53,7 @@ fn fixed_rate(mut r: Results) -> Results {
     r
 }
 
-fn render(e: &dyn Exporter, r: &Results) -> Vec<(String, String)> {
+fn render(e: &dyn Exporter<Results>, r: &Results) -> Vec<(String, String)> {
     e.render(r)
         .unwrap()
         .into_iter()

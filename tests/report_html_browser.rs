@@ -72,12 +72,14 @@ fn real_run(tmp: &Path) -> PathBuf {
     // Two levels, so the page also draws throughput against concurrency;
     // a loader held to a tenth of a CPU is throttled (flagged) against a
     // fast server; 8 connections to a server that keeps 6 are rejected.
+    // Three rounds, so the 4-connection column ranks its two frameworks
+    // and every figure has its interval.
     let profile = tmp.join("browser.yaml");
     std::fs::write(
         &profile,
         "description: \"report.html browser test\"\n\
          frameworks: [plainfw, dropper]\nscenarios: [plaintext]\nconcurrency: [4, 8]\n\
-         warmup: 1s\nduration: 2s\nrounds: 2\nrestart_between_rounds: false\n\
+         warmup: 1s\nduration: 2s\nrounds: 3\nrestart_between_rounds: false\n\
          load: {threads: 1}\n\
          server: {cpus: 1, memory: 128MiB, nofile: 16384}\n\
          loader: {cpus: 0.1, memory: 256MiB, nofile: 16384}\n\
@@ -403,6 +405,28 @@ fn report_html_of_a_real_run_renders_in_chromium_offline_with_every_chart_and_ma
         assert!(row.contains("class=\"row rejected\""), "{row}");
         assert!(row.contains('✗') && !row.contains("<rect"), "{row}");
     }
+    // Rank groups and precision: every ranked cell's bar carries its group
+    // (ties marked `#1–2`) and its ±, in its column's rank order, and the
+    // summary shows the interval beside the figure.
+    let ranked: Vec<&Cell> = r.cells.iter().filter(|c| c.rank.is_some()).collect();
+    assert!(
+        ranked.len() >= 2,
+        "the 4-connection column should rank both frameworks: {:?}",
+        r.cells
+            .iter()
+            .map(|c| (&c.key, &c.rank, c.rounds.len()))
+            .collect::<Vec<_>>()
+    );
+    for c in &ranked {
+        let row = rps_row(&dom, c);
+        let label = c.rank.as_ref().map(|g| g.label()).unwrap_or_default();
+        assert!(row.contains(&label), "bar lacks its rank {label}: {row}");
+        assert!(row.contains('±'), "bar lacks its precision: {row}");
+    }
+    assert!(
+        dom.contains("<span class=\"ci\""),
+        "the summary shows no interval"
+    );
     for n in 1..=(flagged.len() + rejected.len()) {
         assert!(
             dom.contains(&format!("id=\"note-{n}\"")),

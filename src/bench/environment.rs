@@ -6,7 +6,6 @@
 //! results.json and applies the profile's policy (`strict` refuses, `warn`
 //! and `--accept-env` run with every cell flagged).
 
-use crate::exit::{coded, ExitCode};
 use crate::preflight::{CheckResult, EnvReport};
 use crate::profile::Preflight;
 use crate::results::{CheckStatus, EnvCheck, Environment};
@@ -18,6 +17,25 @@ fn line(c: &CheckResult) -> EnvCheck {
         measured: c.measured.clone(),
         threshold: c.threshold.clone(),
         remedy: (c.verdict != CheckStatus::Pass && !c.remedy.is_empty()).then(|| c.remedy.clone()),
+    }
+}
+
+/// Preflight failed and nothing said to go ahead: exit code 3, with every
+/// failed check and its remedy.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "preflight failed, so results from this environment would not be trustworthy:\n{}\n\
+     fix the environment, or pass --accept-env to run anyway with every result flagged",
+    .failures.join("\n")
+)]
+pub struct EnvRefused {
+    /// One line per failed check: id, measured, threshold, remedy.
+    pub failures: Vec<String>,
+}
+
+impl crate::exit::ExitCodeOf for EnvRefused {
+    fn exit_code(&self) -> crate::exit::ExitCode {
+        crate::exit::ExitCode::EnvRefused
     }
 }
 
@@ -41,14 +59,7 @@ pub fn admit(
                 )
             })
             .collect();
-        return Err(coded(
-            ExitCode::EnvRefused,
-            anyhow::anyhow!(
-                "preflight failed, so results from this environment would not be trustworthy:\n{}\n\
-                 fix the environment, or pass --accept-env to run anyway with every result flagged",
-                lines.join("\n")
-            ),
-        ));
+        return Err(EnvRefused { failures: lines }.into());
     }
     Ok(Environment {
         status: report.verdict,
@@ -91,7 +102,10 @@ mod tests {
         let r = report("virtualbox-e1000");
         assert_eq!(r.verdict, CheckStatus::Fail);
         let err = admit(&r, false, Preflight::Strict).unwrap_err();
-        assert_eq!(crate::exit::classify(&err), ExitCode::EnvRefused);
+        assert_eq!(
+            crate::cli::exit_code(&err),
+            crate::exit::ExitCode::EnvRefused
+        );
         assert!(format!("{err:#}").contains("--accept-env"), "{err:#}");
         let env = admit(&r, true, Preflight::Strict).unwrap();
         assert!(env.forced && !env.accepted());

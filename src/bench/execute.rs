@@ -388,6 +388,7 @@ impl<L: Lab> Runner<'_, L> {
             verify_failure: None,
             rounds_planned: self.job.plan.rounds,
             rounds_min: self.job.plan.min_rounds,
+            precise: false,
             closed_loop_pipeline: self
                 .job
                 .plan
@@ -539,7 +540,17 @@ impl<L: Lab> Runner<'_, L> {
         rounds.retain(|r| r.index != step.round);
         rounds.push(round.clone());
         rounds.sort_by_key(|r| r.index);
-        let cell = finish_cell(step.key.clone(), rounds, &self.gates())?;
+        let mut cell = finish_cell(step.key.clone(), rounds, &self.gates())?;
+        // A cell whose rounds reached the asked precision is judged as
+        // precise: its CV is what that precision allows.
+        let asked = self.job.plan.precision;
+        if crate::compare::precision::of(&cell, asked).is_some_and(|p| p.met()) {
+            let ctx = GateContext {
+                precise: true,
+                ..self.gates()
+            };
+            cell = finish_cell(step.key.clone(), cell.rounds, &ctx)?;
+        }
         self.store.append_cell(cell)?;
         // As stored: with the rank and precision the store gave it.
         if let Some(cell) = self.store.results().cell(&step.key) {

@@ -15,6 +15,10 @@ pub mod progress;
 pub mod run;
 pub mod store;
 
+pub use environment::EnvRefused;
+pub use run::RunInputError;
+pub use store::StoreError;
+
 #[cfg(test)]
 pub(crate) mod fake;
 #[cfg(test)]

@@ -20,7 +20,7 @@ use super::store::Store;
 use crate::docker::engine::{DockerEngine, Engine};
 use crate::docker::images::ImageOptions;
 use crate::docker::RunId;
-use crate::exit::{coded, ExitCode};
+use crate::exit::ExitCode;
 use crate::framework::{self, Framework};
 use crate::plan::spec::RunSpec;
 use crate::plan::Plan;
@@ -59,26 +59,70 @@ pub fn run(args: &RunOptions) -> anyhow::Result<ExitCode> {
     rt.block_on(run_async(args))
 }
 
+/// What keeps a run from starting, in what it was given: bad input (exit 2).
+#[derive(Debug, thiserror::Error)]
+pub enum RunInputError {
+    /// Neither `--profile` nor `--resume`.
+    #[error("say which profile to run: --profile NAME (e.g. --profile standard)")]
+    NoProfile,
+    /// The profile selects none of the frameworks found.
+    #[error("profile `{profile}` selects no framework out of {found} found in {roots}")]
+    NoFramework {
+        /// The profile's name.
+        profile: String,
+        /// Frameworks found.
+        found: usize,
+        /// The folders searched.
+        roots: String,
+    },
+    /// `--resume` of a run made with another profile.
+    #[error("{} was run with profile `{was}`, not `{asked}`; resume it with its own profile", dir.display())]
+    OtherProfile {
+        /// The run directory.
+        dir: PathBuf,
+        /// Its profile.
+        was: String,
+        /// The profile asked for.
+        asked: String,
+    },
+    /// The profile's cores cannot be had on this machine.
+    #[error("{}: {why}", profile.display())]
+    Placement {
+        /// The profile file.
+        profile: PathBuf,
+        /// Why.
+        why: String,
+    },
+}
+
+impl crate::exit::ExitCodeOf for RunInputError {
+    fn exit_code(&self) -> ExitCode {
+        match self {
+            RunInputError::NoProfile => ExitCode::BadInput,
+            RunInputError::NoFramework { .. } => ExitCode::BadInput,
+            RunInputError::OtherProfile { .. } => ExitCode::BadInput,
+            RunInputError::Placement { .. } => ExitCode::BadInput,
+        }
+    }
+}
+
 /// The frameworks the profile selects, in run order, with a clear error for
 /// names the profile lists that do not exist.
 fn select_frameworks(profile: &Profile, roots: &[PathBuf]) -> anyhow::Result<Vec<Framework>> {
-    let all = framework::discover_all(roots).map_err(|e| coded(ExitCode::BadInput, e))?;
+    let all = framework::discover_all(roots)?;
     let roster: Vec<String> = all.iter().map(|f| f.name().to_string()).collect();
     let chosen = profile.frameworks.select(&roster);
     if chosen.is_empty() {
-        return Err(coded(
-            ExitCode::BadInput,
-            anyhow::anyhow!(
-                "profile `{}` selects no framework out of {} found in {}",
-                profile.name,
-                roster.len(),
-                roots
-                    .iter()
-                    .map(|r| r.display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(" and ")
-            ),
-        ));
+        return Err(RunInputError::NoFramework {
+            profile: profile.name.clone(),
+            found: roster.len(),
+            roots: roots
+                .iter()
+                .map(|r| r.display().to_string())
+                .collect::<Vec<_>>()
+                .join(" and "),
+        }
+        .into());
     }
     Ok(chosen
         .iter()
@@ -144,14 +188,7 @@ fn setup(args: &RunOptions) -> anyhow::Result<Setup> {
     let profile_name = match (&args.profile, &resumed) {
         (Some(p), _) => p.clone(),
         (None, Some(s)) => s.results().profile_name.clone(),
-        (None, None) => {
-            return Err(coded(
-                ExitCode::BadInput,
-                anyhow::anyhow!(
-                    "say which profile to run: --profile NAME (e.g. --profile standard)"
-                ),
-            ))
-        }
+        (None, None) => return Err(RunInputError::NoProfile.into()),
     };
     // Framework names in the profile are checked against the roster this run
     // uses (--frameworks), not against ./frameworks.
@@ -160,24 +197,21 @@ fn setup(args: &RunOptions) -> anyhow::Result<Setup> {
     let (profile, profile_path) = profile::resolve_with(&profile_name, &host)?;
     if let Some(s) = &resumed {
         if s.results().profile_name != profile.name {
-            return Err(coded(
-                ExitCode::BadInput,
-                anyhow::anyhow!(
-                    "{} was run with profile `{}`, not `{}`; resume it with its own profile",
-                    s.dir().display(),
-                    s.results().profile_name,
-                    profile.name
-                ),
-            ));
+            return Err(RunInputError::OtherProfile {
+                dir: s.dir().to_path_buf(),
+                was: s.results().profile_name.clone(),
+                asked: profile.name.clone(),
+            }
+            .into());
         }
     }
     let frameworks = select_frameworks(&profile, &args.frameworks)?;
-    let placement = profile.placement(&host).map_err(|e| {
-        coded(
-            ExitCode::BadInput,
-            anyhow::anyhow!("{}: {e}", profile_path.display()),
-        )
-    })?;
+    let placement = profile
+        .placement(&host)
+        .map_err(|why| RunInputError::Placement {
+            profile: profile_path.clone(),
+            why,
+        })?;
     let plan = Plan::new(&profile, &frameworks);
     Ok(Setup {
         profile,

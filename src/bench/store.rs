@@ -9,7 +9,6 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
-use crate::exit::{coded, ExitCode};
 use crate::results::{self, Cell, CellKey, Results, RESULTS_FILE};
 
 /// results.json of one run directory, kept in memory and on disk in step.
@@ -17,6 +16,27 @@ use crate::results::{self, Cell, CellKey, Results, RESULTS_FILE};
 pub struct Store {
     dir: PathBuf,
     results: Results,
+}
+
+/// Why a run directory cannot be started.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// It already holds a run.
+    #[error("{} already exists; pass `--resume {}` to continue that run, or choose another --output", path.display(), dir.display())]
+    Exists {
+        /// Its results.json.
+        path: PathBuf,
+        /// The run directory.
+        dir: PathBuf,
+    },
+}
+
+impl crate::exit::ExitCodeOf for StoreError {
+    fn exit_code(&self) -> crate::exit::ExitCode {
+        match self {
+            StoreError::Exists { .. } => crate::exit::ExitCode::BadInput,
+        }
+    }
 }
 
 impl Store {
@@ -27,14 +47,11 @@ impl Store {
             .with_context(|| format!("cannot create the run directory {}", dir.display()))?;
         let path = dir.join(RESULTS_FILE);
         if path.exists() {
-            return Err(coded(
-                ExitCode::BadInput,
-                anyhow::anyhow!(
-                    "{} already exists; pass `--resume {}` to continue that run, or choose another --output",
-                    path.display(),
-                    dir.display()
-                ),
-            ));
+            return Err(StoreError::Exists {
+                path,
+                dir: dir.to_path_buf(),
+            }
+            .into());
         }
         let store = Store {
             dir: dir.to_path_buf(),
@@ -46,19 +63,7 @@ impl Store {
 
     /// Reopen the run in `dir` to finish it.
     pub fn resume(dir: &Path) -> anyhow::Result<Store> {
-        let path = dir.join(RESULTS_FILE);
-        let text = std::fs::read_to_string(&path).map_err(|e| {
-            coded(
-                ExitCode::BadInput,
-                anyhow::anyhow!(
-                    "cannot resume: {} is not readable ({e}); is {} a directory written by `fairground run`?",
-                    path.display(),
-                    dir.display()
-                ),
-            )
-        })?;
-        let results = results::from_json(&text, &path.display().to_string())
-            .map_err(|e| coded(ExitCode::BadInput, e))?;
+        let results = results::read_file(&dir.join(RESULTS_FILE)).context("cannot resume")?;
         Ok(Store {
             dir: dir.to_path_buf(),
             results,

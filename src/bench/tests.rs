@@ -532,3 +532,76 @@ async fn rounds_until_precise_resume_after_an_interrupt_measures_only_what_is_st
         .filter(|c| c.key.framework == "b")
         .all(|c| c.rounds.len() == 6));
 }
+
+#[tokio::test]
+async fn a_cell_that_reached_its_asked_precision_is_not_flagged_for_its_cv_one_that_did_not_is() {
+    // Rounds ±1.2% apart: a CV of about 1.4%, above a 1% limit, and a 95%
+    // interval of about ±3.4% after 3 rounds.
+    let jittery = |rounds: Rounds| {
+        let mut p = Profile {
+            rounds,
+            ..profile()
+        };
+        p.thresholds.max_cv = 0.01;
+        let run = setup(p);
+        let mut lab = FakeLab::default();
+        for fw in ["a", "b"] {
+            lab.scripts.insert(
+                fw.into(),
+                Script {
+                    jitter: 0.012,
+                    ..Script::default()
+                },
+            );
+        }
+        (run, lab)
+    };
+    let high_cv = |r: &Results| {
+        r.cells
+            .iter()
+            .filter(|c| {
+                c.verdict
+                    .reasons
+                    .iter()
+                    .any(|x| matches!(x, Reason::HighCv { .. }))
+            })
+            .count()
+    };
+
+    let (run, mut lab) = jittery(Rounds::UntilPrecise {
+        min: 3,
+        max: 6,
+        precision: 0.05,
+    });
+    let mut store = run.store();
+    run.go(&mut lab, &mut store, &Cancel::new()).await;
+    let r = run.on_disk();
+    assert!(r
+        .cells
+        .iter()
+        .all(|c| c.rounds.len() == 3 && c.precision.as_ref().is_some_and(|p| p.met())));
+    assert_eq!(high_cv(&r), 0, "precise cells keep no CV flag");
+
+    let (run, mut lab) = jittery(Rounds::UntilPrecise {
+        min: 3,
+        max: 4,
+        precision: 0.01,
+    });
+    let mut store = run.store();
+    run.go(&mut lab, &mut store, &Cancel::new()).await;
+    let r = run.on_disk();
+    assert!(r
+        .cells
+        .iter()
+        .all(|c| c.rounds.len() == 4 && c.precision.as_ref().is_some_and(|p| !p.met())));
+    assert_eq!(high_cv(&r), r.cells.len(), "imprecise cells keep it");
+
+    let (run, mut lab) = jittery(Rounds::Fixed(3));
+    let mut store = run.store();
+    run.go(&mut lab, &mut store, &Cancel::new()).await;
+    assert_eq!(
+        high_cv(&run.on_disk()),
+        8,
+        "a fixed count judges the CV as ever"
+    );
+}

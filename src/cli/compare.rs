@@ -7,8 +7,9 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 
-use crate::compare::{compare_specs, to_html, to_json, to_markdown, to_terminal};
+use crate::compare::{compare_specs, CompareHtml, CompareJson, CompareMarkdown, CompareTerminal};
 use crate::exit::ExitCode;
+use crate::export::bytes_of;
 use crate::report::write_atomic;
 
 /// Options of `fairground compare`.
@@ -48,21 +49,21 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<ExitCode> {
     let cmp = compare_specs(&args.base, &args.new, args.force)?;
     let mut out = std::io::stdout().lock();
     if args.json {
-        out.write_all(&to_json(&cmp)?)?;
+        out.write_all(&bytes_of(&CompareJson, &cmp)?)?;
     } else {
         let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-        out.write_all(&to_terminal(&cmp, colour))?;
+        out.write_all(&bytes_of(&CompareTerminal { colour }, &cmp)?)?;
     }
     out.flush()?;
     if let Some(path) = &args.markdown {
-        write_atomic(path, &to_markdown(&cmp))
+        write_atomic(path, &bytes_of(&CompareMarkdown, &cmp)?)
             .with_context(|| format!("writing the Markdown summary to {}", path.display()))?;
     }
     let html = args
         .html
         .clone()
         .unwrap_or_else(|| std::path::Path::new(&cmp.new.path).with_file_name("compare.html"));
-    write_atomic(&html, &to_html(&cmp)?)
+    write_atomic(&html, &bytes_of(&CompareHtml, &cmp)?)
         .with_context(|| format!("writing the comparison page to {}", html.display()))?;
     if !args.json {
         eprintln!("page: {}", html.display());

@@ -7,10 +7,11 @@ use std::sync::Arc;
 
 use anyhow::Context;
 
+use super::UsageError;
 use crate::docker::engine::{DockerEngine, Engine};
 use crate::docker::images::{ImageOptions, ProgressFn};
 use crate::docker::RunId;
-use crate::exit::{coded, ExitCode};
+use crate::exit::ExitCode;
 
 /// `fairground images …`
 #[derive(Debug, clap::Args)]
@@ -66,13 +67,10 @@ async fn carry(
 ) -> anyhow::Result<()> {
     let (profile, path) = crate::profile::resolve(name)?;
     let hosts = profile.hosts.as_ref().ok_or_else(|| {
-        coded(
-            ExitCode::BadInput,
-            anyhow::anyhow!(
-                "{} has no `hosts:` section to carry images to",
-                path.display()
-            ),
-        )
+        UsageError(format!(
+            "{} has no `hosts:` section to carry images to",
+            path.display()
+        ))
     })?;
     let engines = crate::bench::hosts::HostEngines::connect(hosts, engine.options()).await?;
     for c in engines.carry(engine, built).await? {
@@ -136,7 +134,7 @@ pub fn run_images(args: &ImagesArgs) -> anyhow::Result<ExitCode> {
     rt.block_on(async {
         match &args.action {
             ImagesAction::List => {
-                let docker = crate::docker::connect_or_exit_code().await?;
+                let docker = crate::docker::connect().await?;
                 let rows = crate::docker::images::list(&docker).await?;
                 if rows.is_empty() {
                     println!("no fairground images yet; run `fairground images build`");
@@ -168,22 +166,17 @@ async fn build(b: &BuildArgs) -> anyhow::Result<ExitCode> {
     } else if b.names.is_empty() {
         Vec::new()
     } else {
-        return Err(coded(
-            ExitCode::BadInput,
-            anyhow::anyhow!("no framework folder {}", b.frameworks.display()),
-        ));
+        return Err(UsageError(format!("no framework folder {}", b.frameworks.display())).into());
     };
     if !b.names.is_empty() {
         let known: Vec<String> = frameworks.iter().map(|f| f.name().to_string()).collect();
         if let Some(bad) = b.names.iter().find(|n| !known.contains(n)) {
-            return Err(coded(
-                ExitCode::BadInput,
-                anyhow::anyhow!(
-                    "no framework `{bad}` under {}; known: {}",
-                    b.frameworks.display(),
-                    known.join(", ")
-                ),
-            ));
+            return Err(UsageError(format!(
+                "no framework `{bad}` under {}; known: {}",
+                b.frameworks.display(),
+                known.join(", ")
+            ))
+            .into());
         }
         frameworks.retain(|f| b.names.iter().any(|n| n == f.name()));
     }
@@ -228,19 +221,14 @@ async fn build(b: &BuildArgs) -> anyhow::Result<ExitCode> {
 pub fn run_clean(args: &CleanArgs) -> anyhow::Result<ExitCode> {
     let rt = crate::docker::runtime()?;
     rt.block_on(async {
-        let mut daemons = vec![(
-            "local".to_string(),
-            crate::docker::connect_or_exit_code().await?,
-        )];
+        let mut daemons = vec![("local".to_string(), crate::docker::connect().await?)];
         if let Some(name) = &args.profile {
             let (profile, _) = crate::profile::resolve(name)?;
             for e in profile.hosts.iter().flat_map(|h| h.all()) {
                 if e.url == crate::profile::hosts::LOCAL {
                     continue;
                 }
-                let docker = crate::docker::remote::connect(e)
-                    .await
-                    .map_err(|err| crate::exit::coded(ExitCode::DockerUnavailable, err))?;
+                let docker = crate::docker::remote::connect(e).await?;
                 daemons.push((e.to_string(), docker));
             }
         }

@@ -7,6 +7,7 @@
 //! with the loader (tested to parse back into the same struct).
 
 mod compare;
+mod errors;
 mod history;
 mod images;
 mod preflight;
@@ -19,6 +20,8 @@ mod verify;
 use clap::{Parser, Subcommand};
 
 use crate::exit::ExitCode;
+
+pub use errors::{exit_code, UsageError};
 
 /// Honest, reproducible, container-limited HTTP framework benchmarks.
 #[derive(Debug, Parser)]

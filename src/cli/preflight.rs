@@ -1,12 +1,18 @@
 //! `fairground preflight`: measure and judge this machine (or a fixture
 //! tree), print the report, exit 3 when results from here would be refused.
 
+use std::io::Write as _;
 use std::path::PathBuf;
 
 use anyhow::Context;
 
-use crate::exit::{coded, ExitCode};
-use crate::preflight::{run, CheckStatus, NamespaceSysctls, PreflightInput, SysctlNamespace};
+use super::UsageError;
+use crate::exit::ExitCode;
+use crate::export::{bytes_of, Exporter};
+use crate::preflight::{
+    run, CheckStatus, EnvReport, NamespaceSysctls, PreflightInput, PreflightJson, PreflightTable,
+    SysctlNamespace,
+};
 
 /// Options of `fairground preflight`.
 #[derive(Debug, Clone, clap::Args)]
@@ -42,13 +48,11 @@ pub struct PreflightArgs {
 /// `fairground preflight`: print the report; exit 3 when something fails.
 pub fn run_command(args: &PreflightArgs) -> anyhow::Result<ExitCode> {
     if !args.root.is_dir() {
-        return Err(coded(
-            ExitCode::BadInput,
-            anyhow::anyhow!(
-                "--root {}: not a directory; give the root of a filesystem tree (default /)",
-                args.root.display()
-            ),
-        ));
+        return Err(UsageError(format!(
+            "--root {}: not a directory; give the root of a filesystem tree (default /)",
+            args.root.display()
+        ))
+        .into());
     }
     if args.net_sysctls {
         let s = NamespaceSysctls::read(&args.root, SysctlNamespace::Host)
@@ -80,21 +84,20 @@ pub fn run_command(args: &PreflightArgs) -> anyhow::Result<ExitCode> {
     }
     if let Some(limit) = args.max_load_per_core {
         if !(limit.is_finite() && limit > 0.0) {
-            return Err(coded(
-                ExitCode::BadInput,
-                anyhow::anyhow!(
-                    "--max-load-per-core {limit}: give a positive load per core, e.g. 0.5"
-                ),
-            ));
+            return Err(UsageError(format!(
+                "--max-load-per-core {limit}: give a positive load per core, e.g. 0.5"
+            ))
+            .into());
         }
         input.load_per_core_limit = limit;
     }
     let report = run(&input, &args.root);
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+    let format: &dyn Exporter<EnvReport> = if args.json {
+        &PreflightJson
     } else {
-        print!("{}", report.table());
-    }
+        &PreflightTable
+    };
+    std::io::stdout().write_all(&bytes_of(format, &report)?)?;
     Ok(if report.verdict == CheckStatus::Fail {
         ExitCode::EnvRefused
     } else {

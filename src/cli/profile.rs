@@ -3,7 +3,7 @@
 
 use anyhow::Context;
 
-use crate::exit::{coded, ExitCode};
+use super::UsageError;
 use crate::profile::{
     available, profiles_dir, resolve, resolve_with, schema_json, units, HostFacts, PROFILES_ENV,
 };
@@ -53,13 +53,11 @@ fn run_to(args: &ProfileArgs, out: &mut impl std::io::Write) -> anyhow::Result<(
                 let dir = profiles_dir();
                 let names = available(&dir);
                 if names.is_empty() {
-                    return Err(coded(
-                        ExitCode::BadInput,
-                        anyhow::anyhow!(
-                            "no profiles to check in {}; pass files or set {PROFILES_ENV}",
-                            dir.display()
-                        ),
-                    ));
+                    return Err(UsageError(format!(
+                        "no profiles to check in {}; pass files or set {PROFILES_ENV}",
+                        dir.display()
+                    ))
+                    .into());
                 }
                 names
                     .iter()
@@ -98,26 +96,21 @@ fn run_to(args: &ProfileArgs, out: &mut impl std::io::Write) -> anyhow::Result<(
                             }
                         )?;
                     }
-                    Err(e) => failures.push(format!("{e:#}")),
+                    Err(e) => failures.push(e),
                 }
             }
             match failures.len() {
                 0 => {}
-                1 => {
-                    return Err(coded(
-                        ExitCode::BadInput,
-                        anyhow::anyhow!("{}", failures[0]),
-                    ))
-                }
+                // The profile's own error, with its exit code.
+                1 => return Err(failures.remove(0)),
                 n => {
-                    return Err(coded(
-                        ExitCode::BadInput,
-                        anyhow::anyhow!(
-                            "{n} of {} profiles are invalid:\n{}",
-                            files.len(),
-                            failures.join("\n")
-                        ),
+                    let each: Vec<String> = failures.iter().map(|e| format!("{e:#}")).collect();
+                    return Err(UsageError(format!(
+                        "{n} of {} profiles are invalid:\n{}",
+                        files.len(),
+                        each.join("\n")
                     ))
+                    .into());
                 }
             }
         }

@@ -16,18 +16,7 @@ pub struct ReportArgs {
 /// Entry point of `fairground report`: read DIR/results.json and write every
 /// report beside it. A missing or foreign results.json exits with code 2.
 pub fn run(args: &ReportArgs) -> anyhow::Result<()> {
-    let path = args.dir.join(crate::results::RESULTS_FILE);
-    let text = std::fs::read_to_string(&path).map_err(|e| {
-        crate::exit::coded(
-            crate::exit::ExitCode::BadInput,
-            anyhow::anyhow!(
-                "cannot read {}: {e}; give a run directory written by `fairground run`",
-                path.display()
-            ),
-        )
-    })?;
-    let results = crate::results::from_json(&text, &path.display().to_string())
-        .map_err(|e| crate::exit::coded(crate::exit::ExitCode::BadInput, e))?;
+    let results = crate::results::read_file(&args.dir.join(crate::results::RESULTS_FILE))?;
     let files = write_run(&args.dir, &results)?;
     eprintln!("wrote {} files to {}", files.len(), args.dir.display());
     Ok(())

@@ -7,14 +7,16 @@ use std::time::Duration;
 
 use anyhow::Context;
 
-use crate::exit::{coded, ExitCode};
+use super::UsageError;
+use crate::exit::ExitCode;
 use crate::roles::load::args::LoadArgs;
 use crate::roles::ready::wait;
 use crate::roles::serve::start;
 
 /// Entry point of `fairground load`.
 pub fn load(args: &LoadArgs) -> anyhow::Result<ExitCode> {
-    let cfg = args.to_config().map_err(|e| coded(ExitCode::BadInput, e))?;
+    // The flags describe no load that can run: the command line's fault.
+    let cfg = args.to_config().map_err(|e| UsageError(format!("{e:#}")))?;
     let report = crate::roles::load::run(&cfg)?;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();

@@ -2,16 +2,20 @@
 //! started in containers (NAMEs) against the endpoint contract; exit 5 when
 //! a required check fails.
 
+use std::io::Write as _;
 use std::time::Duration;
 
 use anyhow::Context;
 
+use super::UsageError;
 use crate::contract::Scenario;
 use crate::docker::RunId;
-use crate::exit::{coded, ExitCode};
+use crate::exit::ExitCode;
+use crate::export::{bytes_of, Exporter};
 use crate::verify::orchestrate::{select, verify_all, OrchestrateOptions};
-use crate::verify::report::render_table;
-use crate::verify::{default_scenarios, verify_url, VerifyOptions, VerifyReport};
+use crate::verify::{
+    default_scenarios, verify_url, VerifyJson, VerifyOptions, VerifyReport, VerifyTable,
+};
 
 /// Options of `fairground verify`.
 #[derive(Debug, Clone, clap::Args)]
@@ -83,15 +87,13 @@ fn run_url(args: &VerifyArgs, url: &str) -> anyhow::Result<ExitCode> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let report = rt
-        .block_on(verify_url(url, &scenarios, &options))
-        .map_err(|e| coded(ExitCode::BadInput, e))?;
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+    let report = rt.block_on(verify_url(url, &scenarios, &options))?;
+    let out = if args.json {
+        bytes_of::<VerifyReport>(&VerifyJson, &report)?
     } else {
-        let name = report.framework.clone().unwrap_or_else(|| url.to_string());
-        print!("{}", render_table(&[(name, &report)]));
-    }
+        bytes_of::<[VerifyReport]>(&VerifyTable, std::slice::from_ref(&report))?
+    };
+    std::io::stdout().write_all(&out)?;
     Ok(if report.passed || args.exit_zero {
         ExitCode::Ok
     } else {
@@ -121,13 +123,11 @@ fn run_names(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
         });
     }
     if chosen.is_empty() {
-        return Err(coded(
-            ExitCode::BadInput,
-            anyhow::anyhow!(
-                "nothing to verify: no framework under {} matches",
-                args.frameworks.display()
-            ),
-        ));
+        return Err(UsageError(format!(
+            "nothing to verify: no framework under {} matches",
+            args.frameworks.display()
+        ))
+        .into());
     }
     let root = std::env::current_dir().context("cannot read the current directory")?;
     let opts = OrchestrateOptions {
@@ -156,15 +156,8 @@ fn run_names(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
         }
         result
     })?;
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&reports)?);
-    } else {
-        let rows: Vec<(String, &VerifyReport)> = reports
-            .iter()
-            .map(|r| (r.framework.clone().unwrap_or_else(|| r.url.clone()), r))
-            .collect();
-        print!("{}", render_table(&rows));
-    }
+    let format: &dyn Exporter<[VerifyReport]> = if args.json { &VerifyJson } else { &VerifyTable };
+    std::io::stdout().write_all(&bytes_of(format, reports.as_slice())?)?;
     Ok(if reports.iter().all(|r| r.passed) {
         ExitCode::Ok
     } else {

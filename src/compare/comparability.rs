@@ -46,9 +46,16 @@ pub fn check(base: &Results, new: &Results) -> Check {
     out
 }
 
-/// The refusal: the runs differ in what changes the figures.
+/// The refusal: the runs differ in what changes the figures (bad input,
+/// exit 2, unless `--force`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Refused(pub Vec<Difference>);
+
+impl crate::exit::ExitCodeOf for Refused {
+    fn exit_code(&self) -> crate::exit::ExitCode {
+        crate::exit::ExitCode::BadInput
+    }
+}
 
 impl fmt::Display for Refused {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -10,8 +10,9 @@ use std::fmt::Write as _;
 
 use super::figures::Metric;
 use super::model::{Comparison, Row};
-use super::terminal::{band, call_word, flags, interval, ratio, samples, value};
+use super::terminal::{band, call_word, flags, interval, ratio, samples, side_value};
 use super::verdict::Call;
+use crate::export::{Exporter, Rendered};
 use crate::report::html::charts::{esc, forest, Forest, ForestRow, Judged};
 use crate::report::html::page::{Figure, Page, Section};
 use crate::report::html::table::{Table, Td};
@@ -123,8 +124,8 @@ fn metric_section(cmp: &Comparison, metric: Metric, rows: &[&Row]) -> anyhow::Re
         t.row(vec![
             Td::text(&r.cell.to_string()),
             Td::text(&call_word(r)).class(call_class(r.call)),
-            Td::opt(r.base.geomean, |v| value(metric, Some(v))),
-            Td::opt(r.new.geomean, |v| value(metric, Some(v))),
+            Td::opt(r.base.geomean, |_| side_value(metric, &r.base)),
+            Td::opt(r.new.geomean, |_| side_value(metric, &r.new)),
             Td::opt(r.ratio, |v| ratio(Some(v))),
             Td::text(&interval(r)),
             Td::text(&band(r)),
@@ -223,6 +224,15 @@ fn method(cmp: &Comparison) -> Section {
             esc(&m.band),
             m.min_rounds
         ),
+    }
+}
+
+/// The comparison page (`compare.html`).
+pub struct CompareHtml;
+
+impl Exporter<Comparison> for CompareHtml {
+    fn render(&self, cmp: &Comparison) -> anyhow::Result<Vec<Rendered>> {
+        Ok(Rendered::one("compare.html", to_html(cmp)?))
     }
 }
 

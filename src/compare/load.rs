@@ -8,11 +8,56 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
-
 use super::model::CellRef;
-use crate::exit::{coded, ExitCode};
+use crate::exit::{ExitCode, ExitCodeOf};
 use crate::results::{self, Cell, Results};
+
+/// What is wrong with the sides given to `compare`: always bad input.
+#[derive(Debug, thiserror::Error)]
+pub enum InputError {
+    /// A side is not a run.
+    #[error("{arg}: no results.json at {}; give a run directory written by `fairground run` (or its results.json), optionally followed by :FRAMEWORK", file.display())]
+    NoResults {
+        /// The side as given.
+        arg: String,
+        /// Where results.json was looked for.
+        file: PathBuf,
+    },
+    /// A side names a framework its run does not have.
+    #[error("{}: run {run} has no cell of framework `{framework}` (it has: {has})", file.display())]
+    NoSuchFramework {
+        /// The side's results.json.
+        file: PathBuf,
+        /// Its run id.
+        run: String,
+        /// The framework named.
+        framework: String,
+        /// The frameworks it has, or `none`.
+        has: String,
+    },
+    /// One side names a framework and the other does not.
+    #[error("a framework is named on one side only; name one on both (RUN:a RUN:b), or on neither to compare every framework")]
+    OneSided,
+    /// No cell of one side matches one of the other.
+    #[error("no cell of {} matches one of {} (cells pair up by framework, scenario, connections and rate); nothing to compare", base.display(), new.display())]
+    NothingPaired {
+        /// BASE's results.json.
+        base: PathBuf,
+        /// NEW's results.json.
+        new: PathBuf,
+    },
+}
+
+impl ExitCodeOf for InputError {
+    fn exit_code(&self) -> ExitCode {
+        match self {
+            InputError::NoResults { .. } => ExitCode::BadInput,
+            InputError::NoSuchFramework { .. } => ExitCode::BadInput,
+            InputError::OneSided => ExitCode::BadInput,
+            InputError::NothingPaired { .. } => ExitCode::BadInput,
+        }
+    }
+}
 
 /// A side as given on the command line, parsed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,13 +90,11 @@ impl SideSpec {
             path
         };
         if !file.is_file() {
-            return Err(coded(
-                ExitCode::BadInput,
-                anyhow::anyhow!(
-                    "{arg}: no results.json at {}; give a run directory written by `fairground run` (or its results.json), optionally followed by :FRAMEWORK",
-                    file.display()
-                ),
-            ));
+            return Err(InputError::NoResults {
+                arg: arg.to_string(),
+                file,
+            }
+            .into());
         }
         Ok(SideSpec { file, framework })
     }
@@ -69,11 +112,7 @@ pub struct LoadedSide {
 /// Read the results of `spec`; a missing or foreign file, or a framework
 /// the run does not have, is bad input (exit 2).
 pub fn read(spec: SideSpec) -> anyhow::Result<LoadedSide> {
-    let text = std::fs::read_to_string(&spec.file)
-        .with_context(|| format!("cannot read {}", spec.file.display()))
-        .map_err(|e| coded(ExitCode::BadInput, e))?;
-    let results = results::from_json(&text, &spec.file.display().to_string())
-        .map_err(|e| coded(ExitCode::BadInput, e))?;
+    let results = results::read_file(&spec.file)?;
     if let Some(fw) = &spec.framework {
         if !results.cells.iter().any(|c| &c.key.framework == fw) {
             let mut names: Vec<&str> = results
@@ -82,19 +121,17 @@ pub fn read(spec: SideSpec) -> anyhow::Result<LoadedSide> {
                 .map(|c| c.key.framework.as_str())
                 .collect();
             names.dedup();
-            return Err(coded(
-                ExitCode::BadInput,
-                anyhow::anyhow!(
-                    "{}: run {} has no cell of framework `{fw}` (it has: {})",
-                    spec.file.display(),
-                    results.run_id,
-                    if names.is_empty() {
-                        "none".to_string()
-                    } else {
-                        names.join(", ")
-                    }
-                ),
-            ));
+            return Err(InputError::NoSuchFramework {
+                file: spec.file.clone(),
+                run: results.run_id.clone(),
+                framework: fw.clone(),
+                has: if names.is_empty() {
+                    "none".to_string()
+                } else {
+                    names.join(", ")
+                },
+            }
+            .into());
         }
     }
     Ok(LoadedSide { spec, results })
@@ -118,14 +155,7 @@ pub fn pair<'a>(base: &'a LoadedSide, new: &'a LoadedSide) -> anyhow::Result<Pai
     let named = match (&base.spec.framework, &new.spec.framework) {
         (Some(a), Some(b)) => Some((a.as_str(), b.as_str())),
         (None, None) => None,
-        _ => {
-            return Err(coded(
-                ExitCode::BadInput,
-                anyhow::anyhow!(
-                    "a framework is named on one side only; name one on both (RUN:a RUN:b), or on neither to compare every framework"
-                ),
-            ))
-        }
+        _ => return Err(InputError::OneSided.into()),
     };
     let take = |side: &'a LoadedSide, fw: Option<&str>| -> Vec<&'a Cell> {
         side.results
@@ -192,7 +222,7 @@ mod tests {
         assert_eq!(named.framework.as_deref(), Some("axum"));
         assert_eq!(named.file, run.join("results.json"));
         let err = SideSpec::parse(&format!("{}/nope:axum", tmp.path().display())).unwrap_err();
-        assert_eq!(crate::exit::classify(&err), ExitCode::BadInput);
+        assert_eq!(crate::cli::exit_code(&err), ExitCode::BadInput);
     }
 
     #[test]
@@ -223,6 +253,6 @@ mod tests {
             assert_eq!(c.new_framework, names[1]);
         }
         let err = pair(&side(Some(&names[0])), &side(None)).unwrap_err();
-        assert_eq!(crate::exit::classify(&err), ExitCode::BadInput);
+        assert_eq!(crate::cli::exit_code(&err), ExitCode::BadInput);
     }
 }

@@ -8,8 +8,9 @@
 use std::fmt::Write as _;
 
 use super::model::{Comparison, Row};
-use super::terminal::{band, call_word, flags, interval, ratio, samples, value};
+use super::terminal::{band, call_word, flags, interval, ratio, samples, side_value};
 use super::verdict::Call;
+use crate::export::{Exporter, Rendered};
 use crate::report::fmt::cell as esc;
 
 const HEADER: &str = "| verdict | cell | metric | BASE | NEW | ratio | 95% interval | noise band | rounds (windows) | flags |\n|---|---|---|--:|--:|--:|--:|--:|--:|---|\n";
@@ -24,14 +25,23 @@ fn table_row(r: &Row) -> String {
         verdict,
         esc(&r.cell.to_string()),
         esc(r.metric.label()),
-        value(r.metric, r.base.geomean),
-        value(r.metric, r.new.geomean),
+        side_value(r.metric, &r.base),
+        side_value(r.metric, &r.new),
         ratio(r.ratio),
         interval(r),
         band(r),
         samples(r),
         esc(&flags(r)),
     )
+}
+
+/// The Markdown summary (`compare.md`, `--markdown FILE`).
+pub struct CompareMarkdown;
+
+impl Exporter<Comparison> for CompareMarkdown {
+    fn render(&self, cmp: &Comparison) -> anyhow::Result<Vec<Rendered>> {
+        Ok(Rendered::one("compare.md", to_markdown(cmp)))
+    }
 }
 
 /// Render the comparison as Markdown.

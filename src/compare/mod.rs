@@ -27,19 +27,19 @@ mod verdict;
 
 pub use self::comparability::Refused;
 pub use self::figures::{Better, Metric};
-pub use self::html::to_html;
-pub use self::json::to_json;
-pub use self::markdown::to_markdown;
+pub use self::html::{to_html, CompareHtml};
+pub use self::json::{to_json, CompareJson};
+pub use self::load::InputError;
+pub use self::markdown::{to_markdown, CompareMarkdown};
 pub use self::model::{
     schema, CellRef, Comparison, Difference, Figures, Interval, MachineDrift, NotCompared,
     ProbeRatio, Row, Side, Summary, COMPARE_SCHEMA_VERSION,
 };
 pub use self::stats::{CONFIDENCE, MIN_ROUNDS};
-pub use self::terminal::to_terminal;
+pub use self::terminal::{to_terminal, CompareTerminal};
 pub use self::verdict::Call;
 
 use self::load::{LoadedSide, SideSpec};
-use crate::exit::{coded, ExitCode};
 use crate::results::{Cell, Results, Status};
 
 /// Read the two sides (`RUN` or `RUN:FRAMEWORK`, a results.json or its
@@ -85,22 +85,16 @@ pub(crate) fn busy_rounds(cell: &Cell) -> Vec<u32> {
 fn compare(base: &LoadedSide, new: &LoadedSide, force: bool) -> anyhow::Result<Comparison> {
     let check = comparability::check(&base.results, &new.results);
     if !check.differences.is_empty() && !force {
-        return Err(coded(
-            ExitCode::BadInput,
-            Refused(check.differences.clone()),
-        ));
+        return Err(Refused(check.differences.clone()).into());
     }
     let forced = !check.differences.is_empty();
     let pairing = load::pair(base, new)?;
     if pairing.both.is_empty() {
-        return Err(coded(
-            ExitCode::BadInput,
-            anyhow::anyhow!(
-                "no cell of {} matches one of {} (cells pair up by framework, scenario, connections and rate); nothing to compare",
-                base.spec.file.display(),
-                new.spec.file.display()
-            ),
-        ));
+        return Err(load::InputError::NothingPaired {
+            base: base.spec.file.clone(),
+            new: new.spec.file.clone(),
+        }
+        .into());
     }
 
     // Two runs, not two frameworks of one: the machine's states between
@@ -239,6 +233,7 @@ fn row(
         values: s.values.clone(),
         geomean: geomean(&s.values),
         range,
+        precision: stats::location(s, CONFIDENCE).map(|l| l.precision()),
     };
     let flags = |c: &Cell| -> Vec<String> {
         c.verdict

@@ -220,6 +220,12 @@ pub struct Figures {
     /// How far apart the best and worst rounds are: largest / smallest
     /// round value − 1, a fraction; absent when inconclusive.
     pub range: Option<f64>,
+    /// This side's own precision: half the width of the 95% interval of
+    /// its geometric mean (Student's t on the logs of its rounds, floored
+    /// by their windows, the interval results.md shows beside a headline),
+    /// relative; absent below 3 rounds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub precision: Option<f64>,
 }
 
 /// A confidence interval on a ratio.

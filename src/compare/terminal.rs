@@ -7,9 +7,10 @@
 
 use std::fmt::Write as _;
 
-use super::model::{Comparison, Row};
+use super::model::{Comparison, Figures, Row};
 use super::verdict::Call;
 use super::Metric;
+use crate::export::{Exporter, Rendered};
 use crate::report::fmt::{bytes, micros, thousands};
 
 const RED: &str = "\x1b[31m";
@@ -28,6 +29,15 @@ pub(crate) fn value(metric: Metric, v: Option<f64>) -> String {
         Metric::LatencyP50 | Metric::LatencyP99 | Metric::CpuPerRequest => micros(v),
         Metric::MemoryUnderLoad => bytes(v),
         Metric::WireBytes => format!("{v:.0} B"),
+    }
+}
+
+/// A side's figure with its own precision: `120,600 req/s ±1.2%`.
+pub(crate) fn side_value(metric: Metric, f: &Figures) -> String {
+    let v = value(metric, f.geomean);
+    match (f.geomean, f.precision) {
+        (Some(_), Some(p)) => format!("{v} ±{:.1}%", p * 100.0),
+        _ => v,
     }
 }
 
@@ -76,6 +86,18 @@ pub(crate) fn call_word(row: &Row) -> String {
         w.push_str(" †");
     }
     w
+}
+
+/// The comparison as a terminal table, in colour when `colour`.
+pub struct CompareTerminal {
+    /// Colour the verdicts (ANSI escapes).
+    pub colour: bool,
+}
+
+impl Exporter<Comparison> for CompareTerminal {
+    fn render(&self, cmp: &Comparison) -> anyhow::Result<Vec<Rendered>> {
+        Ok(Rendered::one("compare.txt", to_terminal(cmp, self.colour)))
+    }
 }
 
 /// Render the comparison for a terminal.
@@ -154,8 +176,8 @@ pub fn to_terminal(cmp: &Comparison, colour: bool) -> Vec<u8> {
             call_word(r),
             r.cell.to_string(),
             r.metric.label().to_string(),
-            value(r.metric, r.base.geomean),
-            value(r.metric, r.new.geomean),
+            side_value(r.metric, &r.base),
+            side_value(r.metric, &r.new),
             ratio(r.ratio),
             interval(r),
             band(r),

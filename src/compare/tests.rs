@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use super::load::{LoadedSide, SideSpec};
 use super::*;
+use crate::exit::ExitCode;
 use crate::results::{CellKey, Results};
 use crate::testdata::{round, sample_results};
 
@@ -327,7 +328,7 @@ fn differing_runs_are_refused_naming_the_fields_unless_forced() {
     let mut base2 = base.clone();
     base2.profile.load.pipeline = 1;
     let err = compare(&side(base2.clone(), None), &side(new.clone(), None), false).unwrap_err();
-    assert_eq!(crate::exit::classify(&err), ExitCode::BadInput);
+    assert_eq!(crate::cli::exit_code(&err), ExitCode::BadInput);
     let text = format!("{err:#}");
     assert!(text.contains("load.pipeline: BASE 1 vs NEW 16"), "{text}");
 

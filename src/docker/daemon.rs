@@ -61,7 +61,7 @@ impl std::fmt::Debug for DockerEngine {
 impl DockerEngine {
     /// Connect (DOCKER_HOST or the local socket). Unreachable daemon: exit code 4.
     pub async fn connect(opts: ImageOptions) -> anyhow::Result<Self> {
-        let docker = super::connect_or_exit_code().await?;
+        let docker = super::connect().await?;
         Ok(Self::with_docker(docker, opts))
     }
 

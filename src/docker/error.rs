@@ -114,6 +114,24 @@ pub enum DockerError {
     },
 }
 
+impl crate::exit::ExitCodeOf for DockerError {
+    fn exit_code(&self) -> crate::exit::ExitCode {
+        use crate::exit::ExitCode::{DockerUnavailable, Failure};
+        match self {
+            DockerError::Unavailable { .. } => DockerUnavailable,
+            DockerError::NoStaticBinary { .. } => Failure,
+            DockerError::Build { .. } => Failure,
+            DockerError::Base { .. } => Failure,
+            DockerError::NoSubnet { .. } => Failure,
+            DockerError::Timeout { .. } => Failure,
+            DockerError::ContainerFailed { .. } => Failure,
+            DockerError::NotReady { .. } => Failure,
+            DockerError::Io { .. } => Failure,
+            DockerError::Api { .. } => Failure,
+        }
+    }
+}
+
 /// Attach "what we were doing" to a bollard error.
 pub(crate) trait ApiContext<T> {
     fn doing(self, doing: impl FnOnce() -> String) -> Result<T, DockerError>;

@@ -126,14 +126,6 @@ pub async fn connect() -> Result<Docker, DockerError> {
     Ok(docker)
 }
 
-/// [`connect`] for the edges: the error exits with code 4
-/// ([`crate::exit::ExitCode::DockerUnavailable`]).
-pub async fn connect_or_exit_code() -> anyhow::Result<Docker> {
-    connect()
-        .await
-        .map_err(|e| crate::exit::coded(crate::exit::ExitCode::DockerUnavailable, e))
-}
-
 /// A small current-thread-free runtime for the synchronous CLI entry points.
 pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_multi_thread()

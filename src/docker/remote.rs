@@ -189,9 +189,7 @@ impl DockerEngine {
         endpoint: &crate::profile::hosts::Endpoint,
         opts: ImageOptions,
     ) -> anyhow::Result<Self> {
-        let docker = connect(endpoint)
-            .await
-            .map_err(|e| crate::exit::coded(crate::exit::ExitCode::DockerUnavailable, e))?;
+        let docker = connect(endpoint).await?;
         let mut engine = Self::with_docker(docker, opts);
         engine.local = endpoint.is_local_socket();
         engine.endpoint = endpoint.to_string();

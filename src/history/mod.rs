@@ -23,12 +23,10 @@ pub use self::html::page;
 
 use std::path::PathBuf;
 
-use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
 pub use self::detect::{ALPHA, MIN_SEGMENT, PERMUTATIONS};
 use crate::compare::{Call, Difference, Metric};
-use crate::exit::{coded, ExitCode};
 use crate::results::{self, CellKey, GitInfo, Results, Status};
 use crate::stats::{self, MEDIAN_INTERVAL_CONFIDENCE};
 
@@ -211,22 +209,17 @@ fn find_runs(dirs: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
             push(here, &mut files);
             continue;
         }
-        let entries = std::fs::read_dir(d)
-            .with_context(|| format!("{}: not a run directory or a folder of runs", d.display()))
-            .map_err(|e| coded(ExitCode::BadInput, e))?;
+        let entries = std::fs::read_dir(d).map_err(|source| InputError::NotAFolder {
+            dir: d.clone(),
+            source,
+        })?;
         let mut found: Vec<PathBuf> = entries
             .filter_map(|e| e.ok().map(|e| e.path().join(results::RESULTS_FILE)))
             .filter(|f| f.is_file())
             .collect();
         found.sort();
         if found.is_empty() {
-            return Err(coded(
-                ExitCode::BadInput,
-                anyhow::anyhow!(
-                    "{}: holds no results.json, and no folder in it does; give run directories written by `fairground run`, or the folder holding them",
-                    d.display()
-                ),
-            ));
+            return Err(InputError::Empty { dir: d.clone() }.into());
         }
         for f in found {
             push(f, &mut files);
@@ -235,22 +228,52 @@ fn find_runs(dirs: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
     Ok(files)
 }
 
+/// What is wrong with the runs given to `history`: always bad input.
+#[derive(Debug, thiserror::Error)]
+pub enum InputError {
+    /// A path is neither a run nor a folder that can be listed.
+    #[error("{}: not a run directory or a folder of runs: {source}", dir.display())]
+    NotAFolder {
+        /// The path given.
+        dir: PathBuf,
+        /// What the OS said.
+        source: std::io::Error,
+    },
+    /// A folder holds no run.
+    #[error("{}: holds no results.json, and no folder in it does; give run directories written by `fairground run`, or the folder holding them", dir.display())]
+    Empty {
+        /// The folder given.
+        dir: PathBuf,
+    },
+    /// Fewer than two runs in all.
+    #[error("a history needs at least two runs; found {found}")]
+    TooFew {
+        /// Runs found.
+        found: usize,
+    },
+}
+
+impl crate::exit::ExitCodeOf for InputError {
+    fn exit_code(&self) -> crate::exit::ExitCode {
+        use crate::exit::ExitCode::BadInput;
+        match self {
+            InputError::NotAFolder { .. } => BadInput,
+            InputError::Empty { .. } => BadInput,
+            InputError::TooFew { .. } => BadInput,
+        }
+    }
+}
+
 /// Read every run under `dirs` (run directories, or folders of them);
 /// fewer than two is bad input: a history needs two.
 pub(crate) fn read_runs(dirs: &[PathBuf]) -> anyhow::Result<Vec<Run>> {
     let mut runs = Vec::new();
     for path in find_runs(dirs)? {
-        let text = std::fs::read_to_string(&path)
-            .with_context(|| format!("cannot read {}", path.display()))?;
-        let results = results::from_json(&text, &path.display().to_string())
-            .map_err(|e| coded(ExitCode::BadInput, e))?;
+        let results = results::read_file(&path)?;
         runs.push(Run { path, results });
     }
     if runs.len() < 2 {
-        return Err(coded(
-            ExitCode::BadInput,
-            anyhow::anyhow!("a history needs at least two runs; found {}", runs.len()),
-        ));
+        return Err(InputError::TooFew { found: runs.len() }.into());
     }
     Ok(runs)
 }

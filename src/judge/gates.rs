@@ -26,6 +26,11 @@ pub struct GateContext<'a> {
     /// Rounds every cell takes: `rounds_planned`, or fewer when rounds go
     /// on only until the cell is precise.
     pub rounds_min: u32,
+    /// The rounds went on until precise and the cell's headline figure
+    /// reached the asked precision: its spread is what that precision
+    /// allows, so a CV above `max_cv` is not flagged (the flag stays on
+    /// cells that never got there).
+    pub precise: bool,
     /// Closed loop: requests in flight per connection (Little's law is
     /// checked against connections served × this); `None` at a fixed rate,
     /// where the number in flight is not the connection count.
@@ -251,7 +256,7 @@ pub fn judge(rounds: &[Round], summary: Option<&CellSummary>, ctx: &GateContext<
 
     if let Some(s) = summary {
         let a = &s.throughput_rps;
-        if a.n >= 2 && a.cv > t.max_cv && !t.off.max_cv {
+        if a.n >= 2 && a.cv > t.max_cv && !t.off.max_cv && !ctx.precise {
             reasons.push(Reason::HighCv {
                 cv: a.cv,
                 limit: t.max_cv,
@@ -307,6 +312,7 @@ mod tests {
             verify_failure: None,
             rounds_planned: 3,
             rounds_min: 3,
+            precise: false,
             closed_loop_pipeline: None,
         };
         finish_cell(key(), rounds, &ctx).unwrap()
@@ -382,6 +388,7 @@ mod tests {
                 verify_failure: None,
                 rounds_planned: 3,
                 rounds_min: 3,
+                precise: false,
                 closed_loop_pipeline: Some(1),
             };
             finish_cell(key(), rounds, &ctx).unwrap()
@@ -521,6 +528,37 @@ mod tests {
     }
 
     #[test]
+    fn a_cell_precise_as_asked_is_not_flagged_for_its_cv_but_keeps_its_suspect_round() {
+        let rounds = vec![
+            round(0, 100, 10_000.0),
+            round(1, 100, 10_100.0),
+            round(2, 100, 7_000.0),
+        ];
+        let t = Thresholds::default();
+        let ctx = GateContext {
+            thresholds: &t,
+            environment_forced: false,
+            verify_failure: None,
+            rounds_planned: 6,
+            rounds_min: 3,
+            precise: true,
+            closed_loop_pipeline: None,
+        };
+        let cell = finish_cell(key(), rounds, &ctx).unwrap();
+        assert!(!cell
+            .verdict
+            .reasons
+            .iter()
+            .any(|r| matches!(r, Reason::HighCv { .. })));
+        assert!(cell
+            .verdict
+            .reasons
+            .iter()
+            .any(|r| matches!(r, Reason::SuspectRound { .. })));
+        assert_eq!(cell.rounds_min, Some(3));
+    }
+
+    #[test]
     fn flags_missed_rate_and_schedule_lag() {
         let mut rounds = steady();
         for r in &mut rounds {
@@ -551,6 +589,7 @@ mod tests {
             verify_failure: None,
             rounds_planned: 3,
             rounds_min: 3,
+            precise: false,
             closed_loop_pipeline: None,
         };
         let cell = finish_cell(key(), rounds, &ctx).unwrap();
@@ -587,6 +626,7 @@ mod tests {
             verify_failure: Some("body was `Hello` not `Hello, World!`"),
             rounds_planned: 3,
             rounds_min: 3,
+            precise: false,
             closed_loop_pipeline: None,
         };
         let cell = finish_cell(key(), steady(), &ctx).unwrap();

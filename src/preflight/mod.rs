@@ -37,7 +37,9 @@ use serde::{Deserialize, Serialize};
 pub use docker::DockerFacts;
 pub use limits::{NamespaceSysctls, SysctlNamespace};
 pub use measure::MeasuredFacts;
-pub use report::{EnvReport, HostSummary, TABLE_MEASURED_WIDTH};
+pub use report::{
+    EnvReport, HostSummary, PreflightJson, PreflightMarkdown, PreflightTable, TABLE_MEASURED_WIDTH,
+};
 
 /// Outcome of one check, of the environment (preflight) or of a
 /// framework against the contract (verify); ordered from good to bad so the

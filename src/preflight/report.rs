@@ -6,6 +6,36 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::{CheckResult, CheckStatus, DockerFacts, MeasuredFacts, PreflightInput};
+use crate::export::{Exporter, Rendered};
+
+/// The terminal table of an environment report (`fairground preflight`).
+pub struct PreflightTable;
+
+impl Exporter<EnvReport> for PreflightTable {
+    fn render(&self, r: &EnvReport) -> anyhow::Result<Vec<Rendered>> {
+        Ok(Rendered::one("preflight.txt", r.table().into_bytes()))
+    }
+}
+
+/// The Markdown section of an environment report.
+pub struct PreflightMarkdown;
+
+impl Exporter<EnvReport> for PreflightMarkdown {
+    fn render(&self, r: &EnvReport) -> anyhow::Result<Vec<Rendered>> {
+        Ok(Rendered::one("preflight.md", r.summary().into_bytes()))
+    }
+}
+
+/// The whole report as JSON (`fairground preflight --json`), newline-terminated.
+pub struct PreflightJson;
+
+impl Exporter<EnvReport> for PreflightJson {
+    fn render(&self, r: &EnvReport) -> anyhow::Result<Vec<Rendered>> {
+        let mut bytes = serde_json::to_vec_pretty(r)?;
+        bytes.push(b'\n');
+        Ok(Rendered::one("preflight.json", bytes))
+    }
+}
 
 /// Facts about the host worth a line in every report.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]

@@ -1,6 +1,6 @@
 //! The one error type of the profile module. Every variant names the file;
 //! those about content also carry line, column and field path, and a
-//! suggestion where one helps. The CLI maps all of them to exit code 2.
+//! suggestion where one helps. Every one is bad input (exit code 2).
 
 use std::fmt;
 use std::path::PathBuf;
@@ -59,6 +59,18 @@ pub enum ProfileError {
         /// The nearest valid name, for typos.
         suggestion: Option<String>,
     },
+}
+
+impl crate::exit::ExitCodeOf for ProfileError {
+    fn exit_code(&self) -> crate::exit::ExitCode {
+        use crate::exit::ExitCode::BadInput;
+        match self {
+            ProfileError::Read { .. } => BadInput,
+            ProfileError::NotFound { .. } => BadInput,
+            ProfileError::Syntax { .. } => BadInput,
+            ProfileError::Invalid { .. } => BadInput,
+        }
+    }
 }
 
 struct Field<'a>(&'a str);

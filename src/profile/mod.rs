@@ -32,8 +32,6 @@ pub use raw::RawProfile;
 pub use types::*;
 pub use validate::{parse_port_range, SysctlKind, SYSCTLS};
 
-use crate::exit::{coded, ExitCode};
-
 /// Environment variable naming the folder bare profile names are looked up
 /// in (default `profiles` in the current directory).
 pub const PROFILES_ENV: &str = "FAIRGROUND_PROFILES";
@@ -188,7 +186,7 @@ pub fn load_file_with(path: &Path, host: &HostFacts) -> Result<Profile, ProfileE
 /// Read, parse and validate the profile at `path` against this machine.
 /// Errors exit with code 2.
 pub fn load_file(path: &Path) -> anyhow::Result<Profile> {
-    load_file_with(path, &HostFacts::detect()).map_err(|e| coded(ExitCode::BadInput, e))
+    Ok(load_file_with(path, &HostFacts::detect())?)
 }
 
 /// The folder bare profile names are looked up in.
@@ -245,8 +243,8 @@ pub fn resolve(name_or_path: &str) -> anyhow::Result<(Profile, PathBuf)> {
 
 /// [`resolve`] against given host facts.
 pub fn resolve_with(name_or_path: &str, host: &HostFacts) -> anyhow::Result<(Profile, PathBuf)> {
-    let path = locate(name_or_path).map_err(|e| coded(ExitCode::BadInput, e))?;
-    let profile = load_file_with(&path, host).map_err(|e| coded(ExitCode::BadInput, e))?;
+    let path = locate(name_or_path)?;
+    let profile = load_file_with(&path, host)?;
     Ok((profile, path))
 }
 

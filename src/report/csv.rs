@@ -148,7 +148,7 @@ fn row(results: &Results, cell: &Cell, round: Option<&Round>) -> Vec<String> {
     r
 }
 
-impl Exporter for CsvExporter {
+impl Exporter<Results> for CsvExporter {
     fn render(&self, results: &Results) -> anyhow::Result<Vec<Rendered>> {
         let mut w = ::csv::Writer::from_writer(Vec::new());
         w.write_record(HEADER)?;

@@ -22,7 +22,7 @@ const SCALE_TO_MS: f64 = 1_000_000.0;
 /// One .hgrm per measured cell.
 pub struct HgrmExporter;
 
-impl Exporter for HgrmExporter {
+impl Exporter<Results> for HgrmExporter {
     fn render(&self, results: &Results) -> anyhow::Result<Vec<Rendered>> {
         let mut out = Vec::new();
         for cell in &results.cells {

@@ -11,7 +11,7 @@ use crate::results::{Results, RESULTS_FILE};
 /// Pretty-printed results.json.
 pub struct JsonExporter;
 
-impl Exporter for JsonExporter {
+impl Exporter<Results> for JsonExporter {
     fn render(&self, results: &Results) -> anyhow::Result<Vec<Rendered>> {
         let mut bytes = serde_json::to_vec_pretty(results).context("serialising results.json")?;
         bytes.push(b'\n');

@@ -271,7 +271,7 @@ fn objectives(w: &mut W, results: &Results, missed: usize) -> std::io::Result<()
     end(w, "testsuite")
 }
 
-impl Exporter for JunitExporter {
+impl Exporter<Results> for JunitExporter {
     fn render(&self, results: &Results) -> anyhow::Result<Vec<Rendered>> {
         Ok(vec![Rendered {
             path: PathBuf::from(JUNIT_FILE),

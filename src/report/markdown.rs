@@ -98,7 +98,7 @@ impl<'a> Page<'a> {
     }
 }
 
-impl Exporter for ResultsMarkdown {
+impl Exporter<Results> for ResultsMarkdown {
     fn render(&self, r: &Results) -> anyhow::Result<Vec<Rendered>> {
         let page = Page::new(r);
         let mut s = String::new();

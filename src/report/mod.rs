@@ -38,23 +38,10 @@ pub use self::stats_md::StatsMarkdown;
 /// Name of the checksum file in a run directory (`sha256sum -c` format).
 pub const SUMS_FILE: &str = "SHA256SUMS";
 
-/// One file an exporter produced, relative to the run directory.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Rendered {
-    /// Path inside the run directory, e.g. `results.md` or `hgrm/x.hgrm`.
-    pub path: PathBuf,
-    /// File contents.
-    pub bytes: Vec<u8>,
-}
-
-/// A report format.
-pub trait Exporter {
-    /// Render `results` into one or more files.
-    fn render(&self, results: &Results) -> anyhow::Result<Vec<Rendered>>;
-}
+pub use crate::export::{Exporter, Rendered};
 
 /// Every exporter a run writes, in writing order.
-pub fn exporters() -> Vec<Box<dyn Exporter>> {
+pub fn exporters() -> Vec<Box<dyn Exporter<Results>>> {
     vec![
         Box::new(JsonExporter),
         Box::new(ResultsMarkdown),

@@ -189,7 +189,7 @@ pub fn openmetrics_text(results: &Results) -> String {
     s
 }
 
-impl Exporter for OpenMetricsExporter {
+impl Exporter<Results> for OpenMetricsExporter {
     fn render(&self, results: &Results) -> anyhow::Result<Vec<Rendered>> {
         Ok(vec![Rendered {
             path: PathBuf::from(PROM_FILE),

@@ -26,7 +26,7 @@ fn cells_of<'a>(r: &'a Results, fw: &'a str) -> impl Iterator<Item = &'a Cell> +
         .filter(move |c| c.key.framework == fw && c.verdict.status != Status::Rejected)
 }
 
-impl Exporter for StatsMarkdown {
+impl Exporter<Results> for StatsMarkdown {
     fn render(&self, r: &Results) -> anyhow::Result<Vec<Rendered>> {
         let mut s = String::new();
         let _ = writeln!(s, "# fairground costs: profile `{}`\n", r.profile_name);

@@ -210,9 +210,18 @@ pub fn schema() -> schemars::Schema {
     schemars::schema_for!(Results)
 }
 
-/// Why a results.json could not be read.
+/// Why a results.json could not be read: always the input's fault (a path
+/// that is not a run, a file of another version), never the run's.
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
+    /// The file cannot be read (absent, not a file, no permission).
+    #[error("cannot read {path}: {source}; give a run directory written by `fairground run`")]
+    Unreadable {
+        /// The file.
+        path: String,
+        /// What the OS said.
+        source: std::io::Error,
+    },
     /// The file is not JSON of the expected shape.
     #[error("{path}: not a fairground results file: {source}")]
     Parse {
@@ -248,6 +257,29 @@ pub enum ReadError {
         /// The version found.
         found: u64,
     },
+}
+
+impl crate::exit::ExitCodeOf for ReadError {
+    fn exit_code(&self) -> crate::exit::ExitCode {
+        use crate::exit::ExitCode::BadInput;
+        match self {
+            ReadError::Unreadable { .. } => BadInput,
+            ReadError::Parse { .. } => BadInput,
+            ReadError::Histogram { .. } => BadInput,
+            ReadError::Profile { .. } => BadInput,
+            ReadError::Version { .. } => BadInput,
+        }
+    }
+}
+
+/// Read and parse the results.json at `path`.
+pub fn read_file(path: &std::path::Path) -> Result<Results, ReadError> {
+    let name = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|source| ReadError::Unreadable {
+        path: name.clone(),
+        source,
+    })?;
+    from_json(&text, &name)
 }
 
 /// Parse results.json text; `path` is only used in errors.

@@ -23,7 +23,7 @@ use rand::SeedableRng;
 use crate::contract::Scenario;
 
 use client::{ClientError, Conn, Response};
-pub use report::{CheckStatus, ContractCheck, VerifyReport};
+pub use report::{CheckStatus, ContractCheck, VerifyJson, VerifyReport, VerifyTable};
 
 /// How `verify_url` checks a server.
 #[derive(Debug, Clone)]
@@ -77,6 +77,27 @@ pub enum VerifyError {
         /// What the resolver said.
         source: std::io::Error,
     },
+    /// A framework asked for by name is not in the roster.
+    #[error("no framework `{name}`{hint}; known: {known}")]
+    UnknownFramework {
+        /// The name asked for.
+        name: String,
+        /// ` (did you mean `x`?)`, or empty.
+        hint: String,
+        /// The names that exist, or `none`.
+        known: String,
+    },
+}
+
+impl crate::exit::ExitCodeOf for VerifyError {
+    fn exit_code(&self) -> crate::exit::ExitCode {
+        use crate::exit::ExitCode::BadInput;
+        match self {
+            VerifyError::BadUrl { .. } => BadInput,
+            VerifyError::Resolve { .. } => BadInput,
+            VerifyError::UnknownFramework { .. } => BadInput,
+        }
+    }
 }
 
 /// The server under test: where to connect and what Host header to send.

@@ -235,17 +235,15 @@ pub fn select(all: &[Framework], names: &[String]) -> anyhow::Result<Vec<Framewo
                         .map(|k| format!(" (did you mean `{k}`?)"))
                         .next()
                         .unwrap_or_default();
-                    crate::exit::coded(
-                        crate::exit::ExitCode::BadInput,
-                        anyhow::anyhow!(
-                            "no framework `{name}`{hint}; known: {}",
-                            if known.is_empty() {
-                                "none".to_string()
-                            } else {
-                                known.join(", ")
-                            }
-                        ),
-                    )
+                    anyhow::Error::from(super::VerifyError::UnknownFramework {
+                        name: name.clone(),
+                        hint,
+                        known: if known.is_empty() {
+                            "none".to_string()
+                        } else {
+                            known.join(", ")
+                        },
+                    })
                 })
         })
         .collect()
@@ -369,7 +367,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let fw = framework(tmp.path());
         let err = select(std::slice::from_ref(&fw), &["dem".into()]).unwrap_err();
-        assert_eq!(crate::exit::classify(&err), crate::exit::ExitCode::BadInput);
+        assert_eq!(crate::cli::exit_code(&err), crate::exit::ExitCode::BadInput);
         assert_eq!(
             format!("{err:#}"),
             "no framework `dem` (did you mean `demo`?); known: demo"

@@ -11,6 +11,43 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 
 use crate::contract::Scenario;
+use crate::export::{Exporter, Rendered};
+
+/// The human table of verification reports (`fairground verify`).
+pub struct VerifyTable;
+
+impl Exporter<[VerifyReport]> for VerifyTable {
+    fn render(&self, reports: &[VerifyReport]) -> anyhow::Result<Vec<Rendered>> {
+        let rows: Vec<(String, &VerifyReport)> = reports
+            .iter()
+            .map(|r| (r.framework.clone().unwrap_or_else(|| r.url.clone()), r))
+            .collect();
+        Ok(Rendered::one(
+            "verify.txt",
+            render_table(&rows).into_bytes(),
+        ))
+    }
+}
+
+/// Verification as JSON (`--json`, docs/verify-report.schema.json): one
+/// report as an object, several as an array; newline-terminated.
+pub struct VerifyJson;
+
+impl Exporter<VerifyReport> for VerifyJson {
+    fn render(&self, report: &VerifyReport) -> anyhow::Result<Vec<Rendered>> {
+        let mut bytes = serde_json::to_vec_pretty(report)?;
+        bytes.push(b'\n');
+        Ok(Rendered::one("verify.json", bytes))
+    }
+}
+
+impl Exporter<[VerifyReport]> for VerifyJson {
+    fn render(&self, reports: &[VerifyReport]) -> anyhow::Result<Vec<Rendered>> {
+        let mut bytes = serde_json::to_vec_pretty(reports)?;
+        bytes.push(b'\n');
+        Ok(Rendered::one("verify.json", bytes))
+    }
+}
 
 pub use crate::preflight::CheckStatus;
 

@@ -22,7 +22,7 @@ pub const REPORT_HTML: &str = "report.html";
 /// report.html.
 pub struct HtmlReport;
 
-impl Exporter for HtmlReport {
+impl Exporter<Results> for HtmlReport {
     fn render(&self, results: &Results) -> anyhow::Result<Vec<Rendered>> {
         Ok(vec![Rendered {
             path: PathBuf::from(REPORT_HTML),

@@ -25,6 +25,9 @@ pub(super) struct BarMetric {
     descending: bool,
     /// The series the rows are sorted by.
     sort_by: usize,
+    /// Whether the rows go by rank group first (the headline figures:
+    /// frameworks that share places stay together, in value order within).
+    by_rank: bool,
     /// Tick label of an x value.
     tick: fn(f64) -> String,
     /// The cells with no valid figure: rejected ones, and for req/s and
@@ -57,6 +60,7 @@ pub(super) const THROUGHPUT: BarMetric = BarMetric {
     ],
     descending: true,
     sort_by: 0,
+    by_rank: true,
     tick: charts::compact,
     no_figure: without_summary,
     row: throughput_row,
@@ -89,6 +93,7 @@ pub(super) const LATENCY: BarMetric = BarMetric {
     ],
     descending: false,
     sort_by: 1,
+    by_rank: true,
     tick: micros,
     no_figure: without_summary,
     row: latency_row,
@@ -116,6 +121,7 @@ pub(super) const CPU: BarMetric = BarMetric {
     ],
     descending: false,
     sort_by: 0,
+    by_rank: false,
     tick: |v| format!("{} µs", charts::compact(v)),
     no_figure: rejected,
     row: cpu_row,
@@ -139,6 +145,7 @@ pub(super) const MEMORY: BarMetric = BarMetric {
     ],
     descending: false,
     sort_by: 1,
+    by_rank: false,
     tick: |v| format!("{} MiB", charts::compact(v)),
     no_figure: rejected,
     row: memory_row,
@@ -164,6 +171,18 @@ pub(super) fn bars(ctx: &Ctx<'_>, col: Column, m: &BarMetric) -> anyhow::Result<
     sort_rows(&mut rows, m.descending, |r| {
         r.values.get(m.sort_by).copied().flatten()
     });
+    if m.by_rank {
+        // Stable: value order holds inside a group; unranked rows (and
+        // rejected ones) after the ranked.
+        let best_place = |label: &str| {
+            cells
+                .iter()
+                .find(|c| c.key.framework == label)
+                .and_then(|c| c.rank.as_ref())
+                .map_or(u32::MAX, |r| r.low)
+        };
+        rows.sort_by_key(|r| best_place(&r.label));
+    }
     let id = format!("{}-{}", m.slug, col.slug());
     let label = format!("{}, {}", m.label, col.label());
     let svg = charts::bars(&BarChart {
@@ -231,6 +250,32 @@ fn without_summary(c: &Cell) -> bool {
     c.summary.is_none() || rejected(c)
 }
 
+/// ` #2–3`: the cell's rank group, when it has one.
+fn rank_mark(c: &Cell) -> String {
+    c.rank
+        .as_ref()
+        .map_or(String::new(), |r| format!(" {}", r.label()))
+}
+
+/// `; 95% interval 119,118–122,099 req/s (±1.2%)` for a tooltip.
+fn interval_words(c: &Cell) -> String {
+    precision_interval(c).map_or(String::new(), |p| format!("; 95% interval {p}"))
+}
+
+/// `; places 2 to 3 of 5 (rank group by req/s)` for a tooltip.
+fn rank_words(c: &Cell) -> String {
+    c.rank.as_ref().map_or(String::new(), |r| {
+        if r.low == r.high {
+            format!("; place {} of {} by {}", r.low, r.of, r.by)
+        } else {
+            format!(
+                "; places {} to {} of {} by {}: the rounds cannot tell it from its neighbours",
+                r.low, r.high, r.of, r.by
+            )
+        }
+    })
+}
+
 /// Connections established (fewest over the rounds) of those asked for.
 fn connections(c: &Cell) -> String {
     c.summary
@@ -264,15 +309,23 @@ fn throughput_row(ctx: &Ctx<'_>, c: &Cell) -> (BarRow, Vec<Td>) {
         values: vec![Some(a.median)],
         range: (a.n > 1).then_some((a.min, a.max)),
         mark: ctx.mark(c),
-        text: format!("{} req/s{}", thousands(a.median), ctx.marker(c)),
+        text: format!(
+            "{} req/s{}{}{}",
+            thousands(a.median),
+            precision_mark(c),
+            rank_mark(c),
+            ctx.marker(c)
+        ),
         title: ctx.title(
             c,
             &format!(
-                "{} req/s, median of {} round(s), {}–{}",
+                "{} req/s, median of {} round(s), {}–{}{}{}",
                 thousands(a.median),
                 a.n,
                 thousands(a.min),
-                thousands(a.max)
+                thousands(a.max),
+                interval_words(c),
+                rank_words(c)
             ),
         ),
         link: ctx.link(c),
@@ -311,14 +364,25 @@ fn latency_row(ctx: &Ctx<'_>, c: &Cell) -> (BarRow, Vec<Td>) {
         ],
         range: None,
         mark: ctx.mark(c),
-        text: format!("p99 {}{at}{}", l.show(l.p99_us), ctx.marker(c)),
+        text: format!(
+            "p99 {}{}{at}{}{}",
+            l.show(l.p99_us),
+            // The text already says p99: its precision needs no label.
+            c.precision
+                .as_ref()
+                .map_or(String::new(), |p| format!(" {}", p.label())),
+            rank_mark(c),
+            ctx.marker(c)
+        ),
         title: ctx.title(
             c,
             &format!(
-                "p50 {}, p99 {}, p99.9 {}{at}",
+                "p50 {}, p99 {}, p99.9 {}{at}{}{}",
                 l.show(l.p50_us),
                 l.show(l.p99_us),
-                l.show(l.p999_us)
+                l.show(l.p999_us),
+                interval_words(c),
+                rank_words(c)
             ),
         ),
         link: ctx.link(c),
