@@ -34,6 +34,14 @@ pub trait Exporter<Doc: ?Sized> {
     fn render(&self, doc: &Doc) -> anyhow::Result<Vec<Rendered>>;
 }
 
+/// A document as pretty-printed JSON ending in a newline: the body of
+/// every JSON format (results, comparison, environment, verification).
+pub fn json_bytes<T: serde::Serialize + ?Sized>(doc: &T) -> anyhow::Result<Vec<u8>> {
+    let mut bytes = serde_json::to_vec_pretty(doc)?;
+    bytes.push(b'\n');
+    Ok(bytes)
+}
+
 /// The bytes of a one-file format (what a command prints or writes).
 pub fn bytes_of<Doc: ?Sized>(format: &dyn Exporter<Doc>, doc: &Doc) -> anyhow::Result<Vec<u8>> {
     Ok(format

@@ -3,7 +3,7 @@
 use anyhow::Context;
 
 use super::model::Comparison;
-use crate::export::{Exporter, Rendered};
+use crate::export::{json_bytes, Exporter, Rendered};
 
 /// The comparison as JSON (`compare.json`).
 pub struct CompareJson;
@@ -16,7 +16,5 @@ impl Exporter<Comparison> for CompareJson {
 
 /// Pretty-printed JSON, newline-terminated.
 pub fn to_json(cmp: &Comparison) -> anyhow::Result<Vec<u8>> {
-    let mut bytes = serde_json::to_vec_pretty(cmp).context("serialising the comparison")?;
-    bytes.push(b'\n');
-    Ok(bytes)
+    json_bytes(cmp).context("serialising the comparison")
 }

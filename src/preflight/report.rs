@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::{CheckResult, CheckStatus, DockerFacts, MeasuredFacts, PreflightInput};
-use crate::export::{Exporter, Rendered};
+use crate::export::{json_bytes, Exporter, Rendered};
 
 /// The terminal table of an environment report (`fairground preflight`).
 pub struct PreflightTable;
@@ -31,9 +31,7 @@ pub struct PreflightJson;
 
 impl Exporter<EnvReport> for PreflightJson {
     fn render(&self, r: &EnvReport) -> anyhow::Result<Vec<Rendered>> {
-        let mut bytes = serde_json::to_vec_pretty(r)?;
-        bytes.push(b'\n');
-        Ok(Rendered::one("preflight.json", bytes))
+        Ok(Rendered::one("preflight.json", json_bytes(r)?))
     }
 }
 

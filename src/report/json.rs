@@ -13,8 +13,7 @@ pub struct JsonExporter;
 
 impl Exporter<Results> for JsonExporter {
     fn render(&self, results: &Results) -> anyhow::Result<Vec<Rendered>> {
-        let mut bytes = serde_json::to_vec_pretty(results).context("serialising results.json")?;
-        bytes.push(b'\n');
+        let bytes = crate::export::json_bytes(results).context("serialising results.json")?;
         Ok(vec![Rendered {
             path: PathBuf::from(RESULTS_FILE),
             bytes,

@@ -10,8 +10,8 @@ use std::path::PathBuf;
 use super::fmt::{cell as esc, micros, percent, thousands};
 use super::view::{
     latency_figure, noted, objective_rows, objectives_tally, precision_interval, precision_mark,
-    rejection_labels, rounds_from_median, Column, RunView, OBJECTIVES_METHOD, OBJECTIVE_HEAD,
-    PRECISION_METHOD,
+    rank_mark, rejection_labels, rounds_from_median, Column, RunView, OBJECTIVES_METHOD,
+    OBJECTIVE_HEAD, PRECISION_METHOD,
 };
 use super::{Exporter, Rendered};
 use crate::contract::Scenario;
@@ -71,7 +71,7 @@ impl<'a> Page<'a> {
                 format!(
                     "{v}{}{}{}{}",
                     precision_mark(c),
-                    rank(c),
+                    rank_mark(c),
                     self.dagger,
                     self.flag(c)
                 )
@@ -90,7 +90,7 @@ impl<'a> Page<'a> {
             (_, Some(figure)) => format!(
                 "{figure}{}{}{}{}",
                 precision_mark(c),
-                rank(c),
+                rank_mark(c),
                 self.dagger,
                 self.flag(c)
             ),
@@ -390,14 +390,6 @@ fn method(s: &mut String, r: &Results) {
         t.max_foreign_cores,
         t.off.sentence()
     );
-}
-
-/// ` #2–3`: the cell's rank group, when it has one.
-fn rank(c: &Cell) -> String {
-    c.rank
-        .as_ref()
-        .map(|r| format!(" {}", r.label()))
-        .unwrap_or_default()
 }
 
 /// What the rank groups mean, under a summary table that shows them.

@@ -132,6 +132,14 @@ pub(crate) fn precision_mark(c: &Cell) -> String {
     }
 }
 
+/// ` #2–3`: the cell's rank group after its figure, when it has one.
+pub(crate) fn rank_mark(c: &Cell) -> String {
+    c.rank
+        .as_ref()
+        .map(|r| format!(" {}", r.label()))
+        .unwrap_or_default()
+}
+
 /// The 95% interval of a cell's headline figure: `119,800–121,400 req/s
 /// (±0.7%)`, `1.61–1.72 ms p99 (±3.3%)`, and `; asked ±2.0%` when the
 /// rounds went on until precise and stopped short of it; none without an

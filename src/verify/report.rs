@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 
 use crate::contract::Scenario;
-use crate::export::{Exporter, Rendered};
+use crate::export::{json_bytes, Exporter, Rendered};
 
 /// The human table of verification reports (`fairground verify`).
 pub struct VerifyTable;
@@ -35,17 +35,13 @@ pub struct VerifyJson;
 
 impl Exporter<VerifyReport> for VerifyJson {
     fn render(&self, report: &VerifyReport) -> anyhow::Result<Vec<Rendered>> {
-        let mut bytes = serde_json::to_vec_pretty(report)?;
-        bytes.push(b'\n');
-        Ok(Rendered::one("verify.json", bytes))
+        Ok(Rendered::one("verify.json", json_bytes(report)?))
     }
 }
 
 impl Exporter<[VerifyReport]> for VerifyJson {
     fn render(&self, reports: &[VerifyReport]) -> anyhow::Result<Vec<Rendered>> {
-        let mut bytes = serde_json::to_vec_pretty(reports)?;
-        bytes.push(b'\n');
-        Ok(Rendered::one("verify.json", bytes))
+        Ok(Rendered::one("verify.json", json_bytes(reports)?))
     }
 }
 

@@ -250,13 +250,6 @@ fn without_summary(c: &Cell) -> bool {
     c.summary.is_none() || rejected(c)
 }
 
-/// ` #2–3`: the cell's rank group, when it has one.
-fn rank_mark(c: &Cell) -> String {
-    c.rank
-        .as_ref()
-        .map_or(String::new(), |r| format!(" {}", r.label()))
-}
-
 /// `; 95% interval 119,118–122,099 req/s (±1.2%)` for a tooltip.
 fn interval_words(c: &Cell) -> String {
     precision_interval(c).map_or(String::new(), |p| format!("; 95% interval {p}"))

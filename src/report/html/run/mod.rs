@@ -21,8 +21,8 @@ use super::table::{Table, Td};
 use crate::contract::Scenario;
 use crate::report::fmt::{bytes, micros, percent, sig3, thousands};
 use crate::report::view::{
-    achieved_rps, latency_figure, noted, precision_interval, precision_mark, rejection_labels,
-    rounds_from_median, Column, RunView,
+    achieved_rps, latency_figure, noted, precision_interval, precision_mark, rank_mark,
+    rejection_labels, rounds_from_median, Column, RunView,
 };
 use crate::results::{histogram, Cell, CheckStatus, Results, Status};
 use crate::stats::Aggregate;
