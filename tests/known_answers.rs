@@ -336,10 +336,14 @@ fn clean_servers_are_accepted_with_every_request_accounted_for() {
         );
         assert_ne!(c.verdict.status, Status::Rejected, "{fw}: {}", why(c));
     }
-    // steady: 8 connections × 20 ms: 400 req/s, and Little's law within 10%.
+    // steady: 8 connections, each request held 20 ms by the server: at most
+    // 400 req/s (2% for the window's edges). Each request also pays the
+    // timer's rounding up to the next millisecond and a round trip through
+    // two containers, which on CI's busy 2-core host cost up to 1.6 ms
+    // (370 req/s seen), so the floor is 85%. Little's law within 10%.
     let s = &cell(r, "steady", stderr).rounds[0];
     assert!(
-        (s.throughput_rps / 400.0 - 1.0).abs() < 0.05,
+        (340.0..=408.0).contains(&s.throughput_rps),
         "{}",
         s.throughput_rps
     );
