@@ -235,6 +235,58 @@ fn console_lines(stderr: &str) -> Vec<&str> {
         .collect()
 }
 
+/// Text as a browser serialises it in its DOM: `&`, `<` and `>` escaped.
+fn dom_text(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// Text made to end a Markdown cell and row, close an HTML attribute and
+/// open elements whose scripts, if they ever ran, would log to the console.
+const HOSTILE: &str =
+    "<script>console.log(\"fairground-hostile-script\")</script> \"q\" 'a' | pipe\n\
+     <img src=x onerror=\"console.log('fairground-hostile-img')\"><b onmouseover=x>b</b>";
+
+/// The run of `dir` again with HOSTILE in every field a framework folder or
+/// a container writes (names shown beside the framework, a failure, a
+/// verify exclusion, a skip, an incident), its reports rewritten by
+/// `fairground report` into a new directory.
+fn hostile_copy(dir: &Path, into: &Path) -> PathBuf {
+    let text = std::fs::read_to_string(dir.join(results::RESULTS_FILE)).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let h = serde_json::Value::String(HOSTILE.into());
+    for f in v["frameworks"].as_array_mut().unwrap() {
+        f["display_name"] = h.clone();
+        f["language"] = h.clone();
+        f["failure"] = h.clone();
+    }
+    let at = v["started_at"].clone();
+    v["incidents"] = serde_json::json!([{
+        "at": at, "framework": HOSTILE, "cell": null, "round": null, "what": HOSTILE
+    }]);
+    v["skipped"] = serde_json::json!([{
+        "framework": HOSTILE, "scenario": null, "reason": HOSTILE
+    }]);
+    std::fs::create_dir_all(into).unwrap();
+    std::fs::write(
+        into.join(results::RESULTS_FILE),
+        serde_json::to_string(&v).unwrap(),
+    )
+    .unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_fairground"))
+        .arg("report")
+        .arg(into)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "fairground report of the hostile copy failed:\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    into.to_path_buf()
+}
+
 /// The markup of the `<svg>` with `id`, if present.
 fn svg_of<'a>(dom: &'a str, id: &str) -> Option<&'a str> {
     let start = dom.find(&format!("<svg id=\"{id}\""))?;
@@ -385,7 +437,7 @@ fn report_html_of_a_real_run_renders_in_chromium_offline_with_every_chart_and_ma
         assert!(row.contains("class=\"row flagged\""), "{row}");
         assert!(row.contains('⚑'), "{row}");
         let reason = c.verdict.reasons[0].to_string();
-        let reason = fairground::report::html::charts::esc(&reason);
+        let reason = dom_text(&reason);
         assert!(row.contains(&reason), "tooltip lacks {reason}: {row}");
     }
     // Rejected cells: no bar, the reason in its place.
@@ -510,5 +562,75 @@ fn report_html_of_a_real_run_renders_in_chromium_offline_with_every_chart_and_ma
     assert!(
         dom.contains("NEW rejects") && dom.contains("<section id=\"not-compared\">"),
         "the dropper's rejected cell is not listed"
+    );
+
+    // Text from framework folders and containers comes out inert: the run
+    // again with markup in every such field, its report.html and a
+    // compare.html of it rendered: nothing logged (the markup's scripts
+    // would log), no element of it in the DOM, the text shown as text.
+    let hostile = hostile_copy(&dir, &tmp.path().join("hostile"));
+    let (dom, stderr, log) = chromium(&ns, &hostile.join("report.html"), &work, None);
+    assert!(
+        dom.contains("<html lang=\"en\" class=\"js\">"),
+        "the hostile page's script did not run to its end"
+    );
+    let console = console_lines(&stderr);
+    assert!(
+        console.is_empty(),
+        "hostile report.html logged: {console:#?}"
+    );
+    assert!(
+        page_requests(&log).is_empty(),
+        "hostile report.html made requests"
+    );
+    assert_eq!(
+        dom.matches("<script").count(),
+        1,
+        "a script element beside the page's own"
+    );
+    for raw in ["<img src=\"x\"", "<img src=x", "<b onmouseover"] {
+        assert!(!dom.contains(raw), "{raw} became an element of report.html");
+    }
+    assert!(
+        dom.contains("&lt;script&gt;console.log("),
+        "the hostile text is not shown as text"
+    );
+    let md = std::fs::read_to_string(hostile.join("results.md")).unwrap();
+    // Markdown passes raw HTML on; an escaped `\<` does not open a tag.
+    let hostile_lines: Vec<&str> = md
+        .lines()
+        .filter(|l| l.contains("fairground-hostile"))
+        .collect();
+    assert!(
+        !hostile_lines.is_empty(),
+        "results.md shows none of the hostile fields"
+    );
+    for line in hostile_lines {
+        let unescaped = line.replace("\\<", "");
+        assert!(
+            !unescaped.contains("<script") && !unescaped.contains("<img"),
+            "results.md passes a tag on: {line}"
+        );
+    }
+    let cmp_page = work.join("compare-hostile.html");
+    let o = Command::new(env!("CARGO_BIN_EXE_fairground"))
+        .arg("compare")
+        .arg(format!("{}:plainfw", hostile.display()))
+        .arg(format!("{}:dropper", hostile.display()))
+        .arg("--html")
+        .arg(&cmp_page)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (dom, stderr, _) = chromium(&ns, &cmp_page, &work, None);
+    let console = console_lines(&stderr);
+    assert!(
+        console.is_empty(),
+        "hostile compare.html logged: {console:#?}"
+    );
+    assert_eq!(
+        dom.matches("<script").count(),
+        1,
+        "compare.html: a script element beside its own"
     );
 }

@@ -6,14 +6,14 @@
 //!
 //! Renders the comparison document only; returns bytes.
 
-use std::fmt::Write as _;
+use maud::{display, html, Markup};
 
 use super::figures::Metric;
 use super::model::{Comparison, Row};
 use super::terminal::{band, call_word, flags, interval, ratio, samples, side_value};
 use super::verdict::Call;
 use crate::export::{Exporter, Rendered};
-use crate::report::html::charts::{esc, forest, Forest, ForestRow, Judged};
+use crate::report::html::charts::{forest, Forest, ForestRow, Judged};
 use crate::report::html::page::{Figure, Page, Section};
 use crate::report::html::table::{Table, Td};
 
@@ -36,54 +36,43 @@ fn call_class(call: Call) -> &'static str {
     }
 }
 
-fn header(cmp: &Comparison) -> String {
+fn header(cmp: &Comparison) -> Markup {
     let s = &cmp.summary;
-    let mut h = format!(
-        "<h1>fairground compare: {} regressed, {} improved, {} within noise, {} inconclusive</h1>\n<ul>\n",
-        s.regressed, s.improved, s.within_noise, s.inconclusive
-    );
-    for (label, side) in [("BASE", &cmp.base), ("NEW", &cmp.new)] {
-        let fw = side
-            .framework
-            .as_deref()
-            .map(|f| format!(", framework <code>{}</code>", esc(f)))
-            .unwrap_or_default();
-        let _ = writeln!(
-            h,
-            "<li><b>{label}</b>: run <code>{}</code> (profile <code>{}</code>, started {}{fw}), <code>{}</code></li>",
-            esc(&side.run_id),
-            esc(&side.profile_name),
-            esc(&side.started_at),
-            esc(&side.path)
-        );
-    }
-    h.push_str("</ul>\n");
-    if s.newly_rejected > 0 {
-        let _ = writeln!(
-            h,
-            "<p class=\"banner\"><b>✗ NEW rejects {} cell(s) BASE measured</b> (see Not compared).</p>",
-            s.newly_rejected
-        );
-    }
-    if cmp.forced {
-        h.push_str(
-            "<p class=\"banner\"><b>† Forced:</b> the runs differ in what changes the figures; every verdict below stands on that:</p>\n<ul>\n",
-        );
-        for d in &cmp.differences {
-            let _ = writeln!(
-                h,
-                "<li><code>{}</code>: BASE {} vs NEW {}</li>",
-                esc(&d.field),
-                esc(&d.base),
-                esc(&d.new)
-            );
+    html! {
+        h1 {
+            "fairground compare: " (s.regressed) " regressed, " (s.improved) " improved, "
+            (s.within_noise) " within noise, " (s.inconclusive) " inconclusive"
         }
-        h.push_str("</ul>\n");
+        ul {
+            @for (label, side) in [("BASE", &cmp.base), ("NEW", &cmp.new)] {
+                li {
+                    b { (label) } ": run " code { (side.run_id) } " (profile "
+                    code { (side.profile_name) } ", started " (side.started_at)
+                    @if let Some(f) = &side.framework { ", framework " code { (f) } }
+                    "), " code { (side.path) }
+                }
+            }
+        }
+        @if s.newly_rejected > 0 {
+            p class="banner" {
+                b { "✗ NEW rejects " (s.newly_rejected) " cell(s) BASE measured" }
+                " (see Not compared)."
+            }
+        }
+        @if cmp.forced {
+            p class="banner" {
+                b { "† Forced:" }
+                " the runs differ in what changes the figures; every verdict below stands on that:"
+            }
+            ul {
+                @for d in &cmp.differences {
+                    li { code { (d.field) } ": BASE " (d.base) " vs NEW " (d.new) }
+                }
+            }
+        }
     }
-    h
 }
 
-/// One metric: its ratio chart and, collapsed, its numbers.
 fn metric_section(cmp: &Comparison, metric: Metric, rows: &[&Row]) -> anyhow::Result<Section> {
     let id = format!("m-{}", metric.label().replace(['/', ' '], "-"));
     let forest_rows: Vec<ForestRow> = rows
@@ -133,14 +122,18 @@ fn metric_section(cmp: &Comparison, metric: Metric, rows: &[&Row]) -> anyhow::Re
             Td::text(&flags(r)),
         ]);
     }
-    let caption = format!("{} per cell, NEW / BASE ({better})", esc(metric.label()));
-    let notes = format!(
-        "<p class=\"footnote\">Dot: ratio of the geometric means over rounds; whisker: its {:.0}% interval; \
-         grey strip: the noise band around ×1. Red: regressed; green: improved; grey: within noise; \
-         hollow: inconclusive. {}.</p>\n",
-        cmp.method.confidence * 100.0,
-        esc(metric.measured())
-    );
+    let caption = html! { (metric.label()) " per cell, NEW / BASE (" (better) ")" };
+    let notes = html! {
+        p class="footnote" {
+            (format!(
+                "Dot: ratio of the geometric means over rounds; whisker: its {:.0}% interval; \
+                 grey strip: the noise band around ×1. Red: regressed; green: improved; grey: \
+                 within noise; hollow: inconclusive. {}.",
+                cmp.method.confidence * 100.0,
+                metric.measured()
+            ))
+        }
+    };
     Ok(Section {
         id,
         heading: metric.label().to_string(),
@@ -156,10 +149,7 @@ fn metric_section(cmp: &Comparison, metric: Metric, rows: &[&Row]) -> anyhow::Re
 }
 
 fn others(cmp: &Comparison) -> Section {
-    let mut body = String::new();
-    if cmp.not_compared.is_empty() {
-        body.push_str("<p>Every cell both runs measured was compared.</p>\n");
-    } else {
+    let not_compared = (!cmp.not_compared.is_empty()).then(|| {
         let mut t = Table::new(&["cell", "BASE", "NEW", "why"]);
         for nc in &cmp.not_compared {
             let cls = if nc.newly_rejected { "rejected" } else { "" };
@@ -173,35 +163,34 @@ fn others(cmp: &Comparison) -> Section {
                 ],
             );
         }
-        body.push_str(
-            "<p>Rejected on a side, so not compared (a rejected cell has no valid figure):</p>\n",
-        );
-        body.push_str(&t.render());
-    }
-    for (label, cells) in [
-        ("Only in BASE", &cmp.only_in_base),
-        ("Only in NEW", &cmp.only_in_new),
-    ] {
-        if !cells.is_empty() {
-            let names: Vec<String> = cells.iter().map(|c| esc(&c.to_string())).collect();
-            let _ = writeln!(body, "<p><b>{label}:</b> {}</p>", names.join("; "));
+        t.render()
+    });
+    let body = html! {
+        @match not_compared {
+            None => p { "Every cell both runs measured was compared." },
+            Some(t) => {
+                p { "Rejected on a side, so not compared (a rejected cell has no valid figure):" }
+                (t)
+            }
         }
-    }
-    if !cmp.unchecked.is_empty() {
-        let _ = writeln!(
-            body,
-            "<p>Not recorded by a run, so not checked for comparability: {}.</p>",
-            esc(&cmp.unchecked.join(", "))
-        );
-    }
-    for (cell, m) in cmp.machine_changes() {
-        let _ = writeln!(
-            body,
-            "<p><b>Machine:</b> {}: {}.</p>",
-            esc(&cell.to_string()),
-            esc(&m.describe())
-        );
-    }
+        @for (label, cells) in [("Only in BASE", &cmp.only_in_base), ("Only in NEW", &cmp.only_in_new)] {
+            @if !cells.is_empty() {
+                p {
+                    b { (label) ":" } " "
+                    (cells.iter().map(|c| c.to_string()).collect::<Vec<_>>().join("; "))
+                }
+            }
+        }
+        @if !cmp.unchecked.is_empty() {
+            p {
+                "Not recorded by a run, so not checked for comparability: "
+                (cmp.unchecked.join(", ")) "."
+            }
+        }
+        @for (cell, m) in cmp.machine_changes() {
+            p { b { "Machine:" } " " (display(cell)) ": " (m.describe()) "." }
+        }
+    };
     Section {
         id: "not-compared".into(),
         heading: "Not compared".into(),
@@ -214,20 +203,23 @@ fn method(cmp: &Comparison) -> Section {
     Section {
         id: "method".into(),
         heading: "Method".into(),
-        body: format!(
-            "<p>Ratio NEW/BASE of the geometric means over rounds; {:.0}% interval: {}; noise band: {}; \
-             at least {} rounds per side for a verdict. A change is named only when the whole interval \
-             lies outside the band. docs/compare.md explains the method and what it was measured to \
-             get wrong.</p>\n",
-            m.confidence * 100.0,
-            esc(&m.interval),
-            esc(&m.band),
-            m.min_rounds
-        ),
+        body: html! {
+            p {
+                (format!(
+                    "Ratio NEW/BASE of the geometric means over rounds; {:.0}% interval: {}; noise \
+                     band: {}; at least {} rounds per side for a verdict. A change is named only \
+                     when the whole interval lies outside the band. docs/compare.md explains the \
+                     method and what it was measured to get wrong.",
+                    m.confidence * 100.0,
+                    m.interval,
+                    m.band,
+                    m.min_rounds
+                ))
+            }
+        },
     }
 }
 
-/// The comparison page (`compare.html`).
 pub struct CompareHtml;
 
 impl Exporter<Comparison> for CompareHtml {
@@ -254,12 +246,13 @@ pub fn to_html(cmp: &Comparison) -> anyhow::Result<Vec<u8>> {
         ),
         header: header(cmp),
         sections,
-        footer: format!(
-            "<p>Written by fairground {}. One file: nothing is fetched; the charts are inline SVG. \
-             The same comparison as JSON: <code>fairground compare --json</code> \
-             (docs/compare.schema.json).</p>\n",
-            esc(&cmp.fairground_version)
-        ),
+        footer: html! {
+            p {
+                "Written by fairground " (cmp.fairground_version) ". One file: nothing is fetched; \
+                 the charts are inline SVG. The same comparison as JSON: "
+                code { "fairground compare --json" } " (docs/compare.schema.json)."
+            }
+        },
     };
     Ok(page.render().into_bytes())
 }

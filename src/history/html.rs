@@ -7,11 +7,10 @@
 //! SVG written here: points, whiskers and rules on a linear axis are all
 //! they need.
 
-use std::fmt::Write as _;
+use maud::{html, Markup};
 
 use super::{fmt_value, History, Series};
 use crate::compare::Call;
-use crate::report::html::charts::esc;
 use crate::report::html::page::{Page, Section};
 use crate::report::html::table::{Table, Td};
 
@@ -34,35 +33,35 @@ pub fn page(h: &History) -> String {
         }
     }
     for (i, (name, list)) in by_cell.iter().enumerate() {
-        let mut body = String::new();
-        for s in list {
-            body.push_str(&chart(h, s));
-        }
         sections.push(Section {
             id: format!("cell-{i}"),
             heading: name.clone(),
-            body,
+            body: html! { @for s in list { (chart(h, s)) } },
         });
     }
     Page {
         title: format!("fairground history ({} runs)", h.summary.runs),
-        header: format!(
-            "<h1>fairground history</h1>\n<p class=\"meta\">{} runs ordered by {}; {} comparable segment(s); {} change point(s), {} confirmed by <code>compare</code>.</p>\n<p>Each point is a run's median over its rounds, its whisker the interval of that median. Change points: {}, α = {}, {} permutations, at least {} runs on each side; each is checked by comparing the runs on either side.</p>\n",
-            h.summary.runs,
-            esc(&h.method.order),
-            h.summary.segments,
-            h.summary.change_points,
-            h.summary.confirmed,
-            esc(&h.method.detector),
-            h.method.alpha,
-            h.method.permutations,
-            h.method.min_segment
-        ),
+        header: html! {
+            h1 { "fairground history" }
+            p class="meta" {
+                (h.summary.runs) " runs ordered by " (h.method.order) "; " (h.summary.segments)
+                " comparable segment(s); " (h.summary.change_points) " change point(s), "
+                (h.summary.confirmed) " confirmed by " code { "compare" } "."
+            }
+            p {
+                "Each point is a run's median over its rounds, its whisker the interval of that \
+                 median. Change points: " (h.method.detector) ", α = " (h.method.alpha) ", "
+                (h.method.permutations) " permutations, at least " (h.method.min_segment)
+                " runs on each side; each is checked by comparing the runs on either side."
+            }
+        },
         sections,
-        footer: format!(
-            "<p>Written by fairground {} (<code>fairground history</code>); history.json holds every figure shown.</p>\n",
-            esc(&h.fairground_version)
-        ),
+        footer: html! {
+            p {
+                "Written by fairground " (h.fairground_version) " (" code { "fairground history" }
+                "); history.json holds every figure shown."
+            }
+        },
     }
     .render()
 }
@@ -84,27 +83,20 @@ fn runs(h: &History) -> Section {
             Td::num(&r.segment.to_string(), r.segment as f64),
         ]);
     }
-    let mut body = t.render();
-    for seg in h.segments.iter().skip(1) {
-        let why: Vec<String> = seg
-            .split_because
-            .iter()
-            .map(|d| {
-                format!(
-                    "<code>{}</code> {} → {}",
-                    esc(&d.field),
-                    esc(&d.base),
-                    esc(&d.new)
-                )
-            })
-            .collect();
-        let _ = writeln!(
-            body,
-            "<p>Series split before run #{}: it is not comparable with the run before ({}).</p>",
-            seg.first_run,
-            why.join("; ")
-        );
-    }
+    let body = html! {
+        (t.render())
+        @for seg in h.segments.iter().skip(1) {
+            p {
+                "Series split before run #" (seg.first_run)
+                ": it is not comparable with the run before ("
+                @for (i, d) in seg.split_because.iter().enumerate() {
+                    @if i > 0 { "; " }
+                    code { (d.field) } " " (d.base) " → " (d.new)
+                }
+                ")."
+            }
+        }
+    };
     Section {
         id: "runs".into(),
         heading: "Runs".into(),
@@ -157,7 +149,7 @@ fn changes(h: &History) -> Section {
         }
     }
     let body = if t.is_empty() {
-        "<p>No change point: every series stays within its own noise.</p>\n".to_string()
+        html! { p { "No change point: every series stays within its own noise." } }
     } else {
         t.render()
     };
@@ -169,7 +161,7 @@ fn changes(h: &History) -> Section {
 }
 
 /// One series: points with whiskers, change points and splits.
-fn chart(h: &History, s: &Series) -> String {
+fn chart(h: &History, s: &Series) -> Markup {
     let n = h.runs.len().max(2);
     let vals: Vec<f64> = s
         .points
@@ -184,7 +176,7 @@ fn chart(h: &History, s: &Series) -> String {
             (a.min(*v), b.max(*v))
         });
     if !lo.is_finite() {
-        return String::new();
+        return html! {};
     }
     if hi - lo < hi.abs() * 1e-9 + 1e-12 {
         lo -= lo.abs() * 0.05 + 1.0;
@@ -194,95 +186,72 @@ fn chart(h: &History, s: &Series) -> String {
     let (lo, hi) = (lo - pad, hi + pad);
     let x = |run: usize| LEFT + (W - LEFT - RIGHT) * (run as f64 + 0.5) / n as f64;
     let y = |v: f64| TOP + (H - TOP - BOTTOM) * (1.0 - (v - lo) / (hi - lo));
-    let mut svg = format!(
-        "<svg viewBox=\"0 0 {W} {H}\" width=\"{W}\" height=\"{H}\" role=\"img\" aria-label=\"{} {} by run\">\n",
-        esc(&s.cell.to_string()),
-        esc(s.metric.label())
-    );
-    let _ = writeln!(
-        svg,
-        "<line x1=\"{LEFT}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#888\"/><line x1=\"{LEFT}\" y1=\"{TOP}\" x2=\"{LEFT}\" y2=\"{}\" stroke=\"#888\"/>",
-        H - BOTTOM,
-        W - RIGHT,
-        H - BOTTOM,
-        H - BOTTOM
-    );
-    for v in [lo + pad, hi - pad] {
-        let _ = writeln!(
-            svg,
-            "<text x=\"{}\" y=\"{:.1}\" font-size=\"10\" text-anchor=\"end\">{}</text>",
-            LEFT - 4.0,
-            y(v) + 3.0,
-            esc(&fmt_value(s.metric, v))
-        );
-    }
-    for seg in h.segments.iter().skip(1) {
-        let sx = x(seg.first_run) - (W - LEFT - RIGHT) / n as f64 / 2.0;
-        let _ = writeln!(
-            svg,
-            "<line x1=\"{sx:.1}\" y1=\"{TOP}\" x2=\"{sx:.1}\" y2=\"{}\" stroke=\"#555\" stroke-dasharray=\"4 3\"><title>not comparable with the run before</title></line>",
-            H - BOTTOM
-        );
-    }
-    for c in &s.change_points {
-        let colour = match (c.confirmed, c.compare_call) {
-            (true, Some(Call::Regressed)) => "#c62828",
-            (true, Some(Call::Improved)) => "#2e7d32",
-            _ => "#9e9e9e",
-        };
-        let cx = x(c.run) - (W - LEFT - RIGHT) / n as f64 / 2.0;
-        let _ = writeln!(
-            svg,
-            "<line x1=\"{cx:.1}\" y1=\"{TOP}\" x2=\"{cx:.1}\" y2=\"{}\" stroke=\"{colour}\" stroke-width=\"2\"><title>change point before run #{}: {:+.1}%, p = {:.3}, {}</title></line>",
-            H - BOTTOM,
-            c.run,
-            (c.ratio - 1.0) * 100.0,
-            c.p_value,
-            if c.confirmed { "confirmed by compare" } else { "not confirmed by compare" }
-        );
-    }
-    for p in &s.points {
-        let px = x(p.run);
-        match (p.median, p.low, p.high) {
-            (Some(m), low, high) if m.is_finite() => {
-                if let (Some(a), Some(b)) = (low, high) {
-                    let _ = writeln!(
-                        svg,
-                        "<line x1=\"{px:.1}\" y1=\"{:.1}\" x2=\"{px:.1}\" y2=\"{:.1}\" stroke=\"#1565c0\"/>",
-                        y(a),
-                        y(b)
-                    );
+    let f1 = |v: f64| format!("{v:.1}");
+    let slot = (W - LEFT - RIGHT) / n as f64 / 2.0;
+    let svg = html! {
+        svg viewBox={ "0 0 " (W) " " (H) } width=(W) height=(H) role="img"
+            aria-label={ (s.cell.to_string()) " " (s.metric.label()) " by run" } {
+            line x1=(LEFT) y1=(H - BOTTOM) x2=(W - RIGHT) y2=(H - BOTTOM) stroke="#888" {}
+            line x1=(LEFT) y1=(TOP) x2=(LEFT) y2=(H - BOTTOM) stroke="#888" {}
+            @for v in [lo + pad, hi - pad] {
+                text x=(LEFT - 4.0) y=(f1(y(v) + 3.0)) font-size="10" text-anchor="end" {
+                    (fmt_value(s.metric, v))
                 }
-                let _ = writeln!(
-                    svg,
-                    "<circle cx=\"{px:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"#1565c0\"><title>run #{}: {} ({} rounds)</title></circle>",
-                    y(m),
-                    p.run,
-                    esc(&fmt_value(s.metric, m)),
-                    p.rounds
-                );
             }
-            _ => {
-                let _ = writeln!(
-                    svg,
-                    "<text x=\"{px:.1}\" y=\"{}\" font-size=\"10\" text-anchor=\"middle\" fill=\"#c62828\">✗<title>run #{}: {:?}, no figure</title></text>",
-                    H - BOTTOM - 4.0,
-                    p.run,
-                    p.status
-                );
+            @for seg in h.segments.iter().skip(1) {
+                @let sx = f1(x(seg.first_run) - slot);
+                line x1=(sx) y1=(TOP) x2=(sx) y2=(H - BOTTOM) stroke="#555" stroke-dasharray="4 3" {
+                    title { "not comparable with the run before" }
+                }
+            }
+            @for c in &s.change_points {
+                @let colour = match (c.confirmed, c.compare_call) {
+                    (true, Some(Call::Regressed)) => "#c62828",
+                    (true, Some(Call::Improved)) => "#2e7d32",
+                    _ => "#9e9e9e",
+                };
+                @let cx = f1(x(c.run) - slot);
+                line x1=(cx) y1=(TOP) x2=(cx) y2=(H - BOTTOM) stroke=(colour) stroke-width="2" {
+                    title {
+                        (format!(
+                            "change point before run #{}: {:+.1}%, p = {:.3}, {}",
+                            c.run,
+                            (c.ratio - 1.0) * 100.0,
+                            c.p_value,
+                            if c.confirmed { "confirmed by compare" } else { "not confirmed by compare" }
+                        ))
+                    }
+                }
+            }
+            @for p in &s.points {
+                @let px = f1(x(p.run));
+                @match (p.median, p.low, p.high) {
+                    (Some(m), low, high) if m.is_finite() => {
+                        @if let (Some(a), Some(b)) = (low, high) {
+                            line x1=(px) y1=(f1(y(a))) x2=(px) y2=(f1(y(b))) stroke="#1565c0" {}
+                        }
+                        circle cx=(px) cy=(f1(y(m))) r="3" fill="#1565c0" {
+                            title {
+                                "run #" (p.run) ": " (fmt_value(s.metric, m)) " (" (p.rounds) " rounds)"
+                            }
+                        }
+                    }
+                    _ => {
+                        text x=(px) y=(H - BOTTOM - 4.0) font-size="10" text-anchor="middle" fill="#c62828" {
+                            "✗" title { "run #" (p.run) ": " (format!("{:?}", p.status)) ", no figure" }
+                        }
+                    }
+                }
+            }
+            text x=((LEFT + W - RIGHT) / 2.0) y=(H - 8.0) font-size="10" text-anchor="middle" {
+                "run # (0–" (n - 1) ")"
             }
         }
+    };
+    html! {
+        figure class="chart" {
+            (svg)
+            figcaption { (s.metric.label()) " (" (s.unit) "), median and interval per run" }
+        }
     }
-    let _ = writeln!(
-        svg,
-        "<text x=\"{}\" y=\"{}\" font-size=\"10\" text-anchor=\"middle\">run # (0–{})</text>\n</svg>",
-        (LEFT + W - RIGHT) / 2.0,
-        H - 8.0,
-        n - 1
-    );
-    format!(
-        "<figure class=\"chart\">{svg}<figcaption>{} ({}), median and interval per run</figcaption></figure>\n",
-        esc(s.metric.label()),
-        esc(&s.unit)
-    )
 }

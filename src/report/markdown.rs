@@ -7,11 +7,12 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
+use super::context::{self, Align, Grid, Text};
 use super::fmt::{cell as esc, micros, percent, thousands};
 use super::view::{
     latency_figure, noted, objective_rows, objectives_tally, precision_interval, precision_mark,
-    rank_mark, rejection_labels, rounds_from_median, Column, RunView, OBJECTIVES_METHOD,
-    OBJECTIVE_HEAD, PRECISION_METHOD,
+    rank_mark, rejection_labels, Column, RunView, OBJECTIVES_METHOD, OBJECTIVE_HEAD,
+    PRECISION_METHOD,
 };
 use super::{Exporter, Rendered};
 use crate::contract::Scenario;
@@ -238,21 +239,34 @@ fn environment(s: &mut String, r: &Results) {
         ),
         (CheckStatus::Pass, _) => s.push_str("Preflight: **pass**.\n\n"),
     }
-    if !env.checks.is_empty() {
-        s.push_str("| check | verdict | measured | threshold | remedy |\n|---|---|---|---|---|\n");
-        for c in &env.checks {
-            let _ = writeln!(
-                s,
-                "| {} | {} | {} | {} | {} |",
-                esc(&c.name),
-                c.status,
-                esc(&c.measured),
-                esc(&c.threshold),
-                esc(c.remedy.as_deref().unwrap_or(""))
-            );
-        }
-        s.push('\n');
+    if let Some(g) = context::checks(r) {
+        grid(s, &g);
     }
+}
+
+/// A grid as a Markdown table, every cell escaped, then a blank line.
+fn grid(s: &mut String, g: &Grid) {
+    for (h, _) in &g.head {
+        let _ = write!(s, "| {h} ");
+    }
+    s.push_str("|\n");
+    for (_, align) in &g.head {
+        s.push_str(match align {
+            Align::Left => "|---",
+            Align::Right => "|--:",
+        });
+    }
+    s.push_str("|\n");
+    for row in &g.rows {
+        for cell in &row.cells {
+            let _ = match cell {
+                Text::Code(c) => write!(s, "| `{}` ", esc(c)),
+                other => write!(s, "| {} ", esc(other.as_str())),
+            };
+        }
+        s.push_str("|\n");
+    }
+    s.push('\n');
 }
 
 /// The run's topology (profile `hosts:`) and each loader's share of every
@@ -269,25 +283,8 @@ fn hosts(s: &mut String, r: &Results) {
         "{}\n",
         crate::report::view::hosts_sentence(t, |c| format!("`{}`", esc(c)), esc)
     );
-    if !t.images.is_empty() {
-        s.push_str("| image | carried to | size | time |\n|---|---|--:|--:|\n");
-        for i in &t.images {
-            let (size, time) = if i.skipped {
-                ("already there".to_string(), String::new())
-            } else {
-                (
-                    crate::units::bytes(i.bytes as f64),
-                    format!("{:.1} s", i.seconds),
-                )
-            };
-            let _ = writeln!(
-                s,
-                "| `{}` | `{}` | {size} | {time} |",
-                esc(&i.tag),
-                esc(&i.endpoint)
-            );
-        }
-        s.push('\n');
+    if let Some(g) = context::carried_images(t) {
+        grid(s, &g);
     }
     for c in &t.clocks {
         let _ = writeln!(
@@ -542,86 +539,45 @@ fn scenario_table(s: &mut String, page: &Page<'_>, scenario: Scenario) {
 }
 
 fn notes(s: &mut String, page: &Page<'_>) {
-    if page.view.notes.is_empty() {
+    let notes = context::notes(&page.view);
+    if notes.is_empty() {
         return;
     }
     s.push_str("## Notes on flagged and rejected cells\n\n");
-    for (n, key) in page.view.notes_in_order() {
-        let Some(c) = page.view.r.cell(key) else {
-            continue;
-        };
+    for note in notes {
         let _ = writeln!(
             s,
             "<a id=\"note-{n}\"></a>**{n}. {}: {}**\n",
-            key, c.verdict.status
+            esc(&note.key.to_string()),
+            note.status,
+            n = note.n
         );
-        for reason in noted(c) {
-            let _ = writeln!(s, "- {}", esc(&reason.to_string()));
-        }
-        if let Some(rounds) = rounds_from_median(c) {
-            let _ = writeln!(s, "- req/s per round: {rounds}");
+        for line in &note.lines {
+            let _ = writeln!(s, "- {}", esc(line));
         }
         s.push('\n');
     }
 }
 
+/// What produced no result, and what was not measured.
 fn exclusions(s: &mut String, r: &Results) {
-    let excluded = RunView::new(r).exclusions();
-    if !excluded.is_empty() {
-        s.push_str("## Excluded by contract verification\n\n| framework | scenario | what verify found |\n|---|---|---|\n");
-        for (f, e) in excluded {
-            let _ = writeln!(s, "| {} | {} | {} |", f.name, e.scenario, esc(&e.reason));
+    for part in context::appendix(r) {
+        let _ = writeln!(s, "## {}\n", part.title);
+        if let Some(intro) = part.intro {
+            let _ = writeln!(s, "{intro}\n");
         }
-        s.push('\n');
+        grid(s, &part.grid);
     }
-    let failed: Vec<_> = r
-        .frameworks
-        .iter()
-        .filter(|f| f.failure.is_some())
-        .collect();
-    if !failed.is_empty() {
-        s.push_str("## Frameworks that produced no results\n\n| framework | why |\n|---|---|\n");
-        for f in failed {
-            let _ = writeln!(
-                s,
-                "| {} | {} |",
-                f.name,
-                esc(f.failure.as_deref().unwrap_or(""))
-            );
-        }
-        s.push('\n');
-    }
-    if !r.skipped.is_empty() {
-        s.push_str("## Skipped\n\n| framework | scenario | reason |\n|---|---|---|\n");
-        for k in &r.skipped {
-            let sc = k
-                .scenario
-                .map(|x| x.to_string())
-                .unwrap_or_else(|| "all".into());
-            let _ = writeln!(s, "| {} | {sc} | {} |", k.framework, esc(&k.reason));
-        }
-        s.push('\n');
-    }
-    if !r.incidents.is_empty() {
-        s.push_str("## Incidents\n\nWhat went wrong during the run and was recorded.\n\n| time (UTC) | framework | cell | round | what |\n|---|---|---|--:|---|\n");
-        for i in &r.incidents {
-            let _ = writeln!(
-                s,
-                "| {} | {} | {} | {} | {} |",
-                i.at.format("%H:%M:%S"),
-                i.framework,
-                i.cell.as_ref().map(|k| k.to_string()).unwrap_or_default(),
-                i.round.map(|n| (n + 1).to_string()).unwrap_or_default(),
-                esc(&i.what)
-            );
-        }
-        s.push('\n');
-    }
-    let left = r.remaining();
+    let left = context::not_measured(r);
     if !left.is_empty() {
-        s.push_str("## Not measured\n\nPlanned but not measured (resume with `fairground run --resume <this directory>`):\n\n");
+        let (before, code, after) = context::NOT_MEASURED_INTRO;
+        let _ = writeln!(
+            s,
+            "## {}\n\n{before}`{code}`{after}\n",
+            context::NOT_MEASURED
+        );
         for k in left {
-            let _ = writeln!(s, "- {k}");
+            let _ = writeln!(s, "- {}", esc(&k));
         }
         s.push('\n');
     }

@@ -7,6 +7,7 @@
 //! Exporters only render what results.json holds; they measure and judge
 //! nothing, and never touch the disk (only [`write_run`] does).
 
+mod context;
 mod csv;
 pub mod fmt;
 mod hgrm;

@@ -5,9 +5,9 @@
 //!
 //! It lays out what it is given; it knows nothing of results.
 
-use std::fmt::Write as _;
+use maud::{html, Markup, PreEscaped, DOCTYPE};
 
-use super::charts::{esc, hex, series_style, Mark};
+use super::charts::{hex, series_style, Mark};
 
 /// The page's style sheet (screen and print).
 const CSS: &str = include_str!("page.css");
@@ -28,8 +28,8 @@ pub struct Section {
     pub id: String,
     /// Heading, plain text.
     pub heading: String,
-    /// Content, HTML.
-    pub body: String,
+    /// Content.
+    pub body: Markup,
 }
 
 /// A whole page.
@@ -37,96 +37,107 @@ pub struct Section {
 pub struct Page {
     /// Document title, plain text.
     pub title: String,
-    /// Content above the table of contents, HTML.
-    pub header: String,
+    /// Content above the table of contents.
+    pub header: Markup,
     /// Sections in order.
     pub sections: Vec<Section>,
-    /// Footer, HTML.
-    pub footer: String,
+    /// Footer.
+    pub footer: Markup,
 }
 
 impl Page {
-    /// The complete document.
+    /// The complete document. Every value is escaped by the template;
+    /// only the page's own style sheet and script go in as they are.
     pub fn render(&self) -> String {
-        let mut s = String::with_capacity(64 * 1024);
-        let _ = write!(
-            s,
-            "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
-             <meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">\n\
-             <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
-             <title>{}</title>\n<style>\n{CSS}</style>\n</head>\n<body>\n<header>\n{}</header>\n",
-            esc(&self.title),
-            self.header
-        );
-        s.push_str("<nav aria-label=\"contents\"><ol>\n");
-        for sec in &self.sections {
-            let _ = writeln!(
-                s,
-                "<li><a href=\"#{}\">{}</a></li>",
-                esc(&sec.id),
-                esc(&sec.heading)
-            );
+        html! {
+            (DOCTYPE)
+            html lang="en" {
+                head {
+                    meta charset="utf-8";
+                    meta http-equiv="Content-Security-Policy" content=(CSP);
+                    meta name="viewport" content="width=device-width, initial-scale=1";
+                    title { (self.title) }
+                    style { (PreEscaped(CSS)) }
+                }
+                body {
+                    header { (self.header) }
+                    nav aria-label="contents" {
+                        ol {
+                            @for sec in &self.sections {
+                                li { a href={ "#" (sec.id) } { (sec.heading) } }
+                            }
+                        }
+                    }
+                    main {
+                        @for sec in &self.sections {
+                            section id=(sec.id) {
+                                h2 { (sec.heading) }
+                                (sec.body)
+                            }
+                        }
+                    }
+                    footer { (self.footer) }
+                    script { (PreEscaped(JS)) }
+                }
+            }
         }
-        s.push_str("</ol></nav>\n<main>\n");
-        for sec in &self.sections {
-            let _ = write!(
-                s,
-                "<section id=\"{}\">\n<h2>{}</h2>\n{}</section>\n",
-                esc(&sec.id),
-                esc(&sec.heading),
-                sec.body
-            );
-        }
-        let _ = write!(
-            s,
-            "</main>\n<footer>\n{}</footer>\n<script>\n{JS}</script>\n</body>\n</html>\n",
-            self.footer
-        );
-        s
+        .into_string()
     }
 }
 
 /// A chart with its caption, legend, footnotes and, collapsed below it,
 /// the table of its numbers.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Figure {
-    /// Caption, HTML.
-    pub caption: String,
+    /// Caption.
+    pub caption: Markup,
     /// The chart, an `<svg>`.
-    pub svg: String,
-    /// Legend, HTML (see [`legend`]).
-    pub legend: String,
-    /// Footnotes under the chart, HTML.
-    pub notes: String,
-    /// The chart's numbers, an HTML table.
-    pub numbers: String,
+    pub svg: Markup,
+    /// Legend (see [`legend`]); empty for none.
+    pub legend: Markup,
+    /// Footnotes under the chart; empty for none.
+    pub notes: Markup,
+    /// The chart's numbers, a table; empty for none.
+    pub numbers: Markup,
     /// Extra class (e.g. `small` for the timelines).
     pub class: &'static str,
 }
 
+impl Default for Figure {
+    fn default() -> Figure {
+        Figure {
+            caption: html! {},
+            svg: html! {},
+            legend: html! {},
+            notes: html! {},
+            numbers: html! {},
+            class: "",
+        }
+    }
+}
+
 impl Figure {
     /// The `<figure>` element.
-    pub fn render(&self) -> String {
+    pub fn render(&self) -> Markup {
         let class = if self.class.is_empty() {
             "chart".to_string()
         } else {
             format!("chart {}", self.class)
         };
-        let mut s = format!(
-            "<figure class=\"{class}\">\n<figcaption>{}</figcaption>\n{}\n",
-            self.caption, self.svg
-        );
-        s.push_str(&self.legend);
-        s.push_str(&self.notes);
-        if !self.numbers.is_empty() {
-            let _ = write!(
-                s,
-                "<details class=\"numbers\"><summary>Numbers</summary>\n{}</details>\n",
-                self.numbers
-            );
+        html! {
+            figure class=(class) {
+                figcaption { (self.caption) }
+                (self.svg)
+                (self.legend)
+                (self.notes)
+                @if !self.numbers.0.is_empty() {
+                    details class="numbers" {
+                        summary { "Numbers" }
+                        (self.numbers)
+                    }
+                }
+            }
         }
-        s.push_str("</figure>\n");
-        s
     }
 }
 
@@ -144,45 +155,39 @@ pub struct LegendItem {
 
 /// A legend for line charts: a swatch per series; with the script on, a
 /// click hides or shows the series.
-pub fn legend(items: &[LegendItem]) -> String {
-    let mut s = String::from("<ul class=\"legend\">");
-    for it in items {
-        let (colour, dash) = series_style(it.style);
-        let dash = dash
-            .map(|d| format!(" stroke-dasharray=\"{d}\""))
-            .unwrap_or_default();
-        let flag = match it.mark {
-            Mark::Plain => "",
-            Mark::Flagged => " ⚑",
-            Mark::Rejected => " ✗",
-        };
-        let _ = write!(
-            s,
-            "<li><button type=\"button\" data-series=\"{}\" aria-pressed=\"true\">\
-             <svg width=\"28\" height=\"10\" aria-hidden=\"true\"><line x1=\"1\" y1=\"5\" x2=\"27\" y2=\"5\" \
-             stroke=\"{}\" stroke-width=\"3\"{dash}/></svg>{}{flag}</button></li>",
-            it.style,
-            hex(colour),
-            esc(&it.name)
-        );
+pub fn legend(items: &[LegendItem]) -> Markup {
+    html! {
+        ul class="legend" {
+            @for it in items {
+                @let (colour, dash) = series_style(it.style);
+                li {
+                    button type="button" data-series=(it.style) aria-pressed="true" {
+                        svg width="28" height="10" aria-hidden="true" {
+                            line x1="1" y1="5" x2="27" y2="5" stroke=(hex(colour))
+                                stroke-width="3" stroke-dasharray=[dash] {}
+                        }
+                        (it.name)
+                        @match it.mark {
+                            Mark::Plain => {},
+                            Mark::Flagged => " ⚑",
+                            Mark::Rejected => " ✗",
+                        }
+                    }
+                }
+            }
+        }
     }
-    s.push_str("</ul>\n");
-    s
 }
 
 /// A swatch legend for a bar chart's series.
-pub fn swatches(names: &[&str], colours: &[plotters::style::RGBColor]) -> String {
-    let mut s = String::from("<ul class=\"legend swatches\">");
-    for (name, c) in names.iter().zip(colours) {
-        let _ = write!(
-            s,
-            "<li><span class=\"swatch\" style=\"background:{}\"></span>{}</li>",
-            hex(*c),
-            esc(name)
-        );
+pub fn swatches(names: &[&str], colours: &[plotters::style::RGBColor]) -> Markup {
+    html! {
+        ul class="legend swatches" {
+            @for (name, c) in names.iter().zip(colours) {
+                li { span class="swatch" style={ "background:" (hex(*c)) } {} (name) }
+            }
+        }
     }
-    s.push_str("</ul>\n");
-    s
 }
 
 #[cfg(test)]
@@ -193,20 +198,20 @@ mod tests {
     fn the_shell_forbids_every_fetch_and_lists_its_sections() {
         let page = Page {
             title: "t <x>".into(),
-            header: "<h1>h</h1>".into(),
+            header: maud::html! { h1 { "h" } },
             sections: vec![Section {
                 id: "a".into(),
                 heading: "A & B".into(),
-                body: "<p>x</p>".into(),
+                body: maud::html! { p { "x" } },
             }],
-            footer: String::new(),
+            footer: maud::html! {},
         }
         .render();
         assert!(page.starts_with("<!DOCTYPE html>"));
         assert!(page.contains("<title>t &lt;x&gt;</title>"));
         assert!(page.contains("content=\"default-src 'none';"));
         assert!(page.contains("<li><a href=\"#a\">A &amp; B</a></li>"));
-        assert!(page.contains("<section id=\"a\">\n<h2>A &amp; B</h2>"));
+        assert!(page.contains("<section id=\"a\"><h2>A &amp; B</h2>"));
         // No URL with a scheme anywhere: nothing could be fetched.
         assert!(!page.contains("http:") && !page.contains("https:"));
     }

@@ -3,14 +3,12 @@
 //!
 //! It renders what it is given; it knows nothing of results.
 
-use std::fmt::Write as _;
-
-use super::charts::esc;
+use maud::{html, Markup};
 
 /// One table cell.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Td {
-    html: String,
+    html: Markup,
     sort: Option<f64>,
     class: String,
 }
@@ -18,24 +16,22 @@ pub struct Td {
 impl Td {
     /// Plain text (escaped).
     pub fn text(s: &str) -> Td {
-        Td {
-            html: esc(s),
-            ..Td::default()
-        }
+        Td::html(html! { (s) })
     }
 
-    /// Markup as given (the caller escaped what needs it).
-    pub fn html(s: impl Into<String>) -> Td {
+    /// Markup (built by a template, so escaped where it holds text).
+    pub fn html(html: Markup) -> Td {
         Td {
-            html: s.into(),
-            ..Td::default()
+            html,
+            sort: None,
+            class: String::new(),
         }
     }
 
     /// A number: its text (with unit) and the value it sorts by.
     pub fn num(text: &str, value: f64) -> Td {
         Td {
-            html: esc(text),
+            html: html! { (text) },
             sort: value.is_finite().then_some(value),
             class: "num".into(),
         }
@@ -45,11 +41,7 @@ impl Td {
     pub fn opt(value: Option<f64>, fmt: impl Fn(f64) -> String) -> Td {
         match value {
             Some(v) => Td::num(&fmt(v), v),
-            None => Td {
-                html: "–".into(),
-                class: "num".into(),
-                ..Td::default()
-            },
+            None => Td::text("–").class("num"),
         }
     }
 
@@ -113,32 +105,22 @@ impl Table {
     }
 
     /// The `<table>`; sortable by any column when the script runs.
-    pub fn render(&self) -> String {
-        let mut s = String::from("<table class=\"sortable\">\n<thead><tr>");
-        for h in &self.head {
-            let _ = write!(s, "<th scope=\"col\">{}</th>", esc(h));
-        }
-        s.push_str("</tr></thead>\n<tbody>\n");
-        for (class, cells) in &self.rows {
-            if class.is_empty() {
-                s.push_str("<tr>");
-            } else {
-                let _ = write!(s, "<tr class=\"{}\">", esc(class));
-            }
-            for c in cells {
-                s.push_str("<td");
-                if !c.class.is_empty() {
-                    let _ = write!(s, " class=\"{}\"", c.class);
+    pub fn render(&self) -> Markup {
+        html! {
+            table class="sortable" {
+                thead { tr { @for h in &self.head { th scope="col" { (h) } } } }
+                tbody {
+                    @for (class, cells) in &self.rows {
+                        tr class=[(!class.is_empty()).then_some(class)] {
+                            @for c in cells {
+                                td class=[(!c.class.is_empty()).then_some(&c.class)]
+                                    data-sort=[c.sort] { (c.html) }
+                            }
+                        }
+                    }
                 }
-                if let Some(v) = c.sort {
-                    let _ = write!(s, " data-sort=\"{v}\"");
-                }
-                let _ = write!(s, ">{}</td>", c.html);
             }
-            s.push_str("</tr>\n");
         }
-        s.push_str("</tbody>\n</table>\n");
-        s
     }
 }
 
@@ -154,7 +136,7 @@ mod tests {
             vec![Td::text("a<b"), Td::num("1,200 req/s", 1200.0)],
         );
         t.row(vec![Td::text("c"), Td::opt(None, |v| v.to_string())]);
-        let html = t.render();
+        let html = t.render().into_string();
         assert!(html.contains("<tr class=\"flagged\"><td>a&lt;b</td><td class=\"num\" data-sort=\"1200\">1,200 req/s</td></tr>"), "{html}");
         assert!(html.contains("<td class=\"num\">–</td>"), "{html}");
     }

@@ -54,7 +54,7 @@ pub fn bar_colours(n: usize) -> Vec<RGBColor> {
 }
 
 /// Draw a horizontal bar chart.
-pub fn bars(c: &BarChart<'_>) -> Result<String, ChartError> {
+pub fn bars(c: &BarChart<'_>) -> Result<Markup, ChartError> {
     let n = c.rows.len().max(1);
     let k = c.series.len().max(1);
     let bar_h: u32 = if k == 1 { 16 } else { 9 };
@@ -171,10 +171,11 @@ pub fn bars(c: &BarChart<'_>) -> Result<String, ChartError> {
         })?;
         groups.push(Group {
             class: format!("row {}", row.mark.class()),
-            attrs: format!(" data-label=\"{}\"", esc(&row.label)),
+            label: Some(row.label.clone()),
             title: row.title.clone(),
             link: row.link.clone(),
             body,
+            ..Group::default()
         });
     }
     Ok(svg(c.id, c.label, size, &frame, &groups))

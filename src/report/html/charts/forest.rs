@@ -119,7 +119,7 @@ fn ratio_ticks(lo: f64, hi: f64) -> Vec<f64> {
 }
 
 /// Draw a ratio chart.
-pub fn forest(c: &Forest<'_>) -> Result<String, ChartError> {
+pub fn forest(c: &Forest<'_>) -> Result<Markup, ChartError> {
     let n = c.rows.len().max(1);
     let row_h: u32 = 24;
     let label_w = column_width(c.rows.iter().map(|r| r.label.as_str()), 260);
@@ -206,10 +206,11 @@ pub fn forest(c: &Forest<'_>) -> Result<String, ChartError> {
         })?;
         groups.push(Group {
             class: format!("row {}", row.judged.class()),
-            attrs: format!(" data-label=\"{}\"", esc(&row.label)),
+            label: Some(row.label.clone()),
             title: row.title.clone(),
             link: None,
             body,
+            ..Group::default()
         });
     }
     Ok(svg(c.id, c.label, size, &frame, &groups))
@@ -274,7 +275,8 @@ mod tests {
             axis: "NEW / BASE",
             rows: &rows,
         })
-        .unwrap();
+        .unwrap()
+        .into_string();
         assert_eq!(svg.matches("<g class=\"row ").count(), 3);
         assert!(svg.contains("class=\"row worse\""));
         assert!(svg.contains("class=\"row better\""));
@@ -293,7 +295,8 @@ mod tests {
             axis: "NEW / BASE",
             rows: &rows,
         })
-        .unwrap();
+        .unwrap()
+        .into_string();
         assert!(svg.contains("<circle"), "{svg}");
     }
 }

@@ -66,7 +66,7 @@ fn lines_on<X, Y>(
     x: impl Fn() -> X,
     y: impl Fn() -> Y,
     series: &[Series],
-) -> Result<String, ChartError>
+) -> Result<Markup, ChartError>
 where
     X: AsRangedCoord<Value = f64>,
     Y: AsRangedCoord<Value = f64>,
@@ -137,15 +137,13 @@ where
             }
             Ok(())
         })?;
-        let dash_attr = dash
-            .map(|d| format!(" stroke-dasharray=\"{d}\""))
-            .unwrap_or_default();
         groups.push(Group {
             class: format!("series {}", s.mark.class()),
-            attrs: format!(" data-series=\"{}\"{dash_attr}", s.style),
+            series: Some((s.style, dash)),
             title: s.title.clone(),
             link: None,
             body,
+            ..Group::default()
         });
     }
     Ok(svg(id, label, size, &frame, &groups))
@@ -179,7 +177,7 @@ pub fn spectrum(
     label: &str,
     y: YAxis<'_>,
     series: &[Series],
-) -> Result<String, ChartError> {
+) -> Result<Markup, ChartError> {
     let size = (WIDTH, 400);
     let (lo, hi) = y_bounds(series, y.log);
     let x = || {
@@ -212,7 +210,7 @@ pub fn by_level(
     levels: &[f64],
     y: YAxis<'_>,
     series: &[Series],
-) -> Result<String, ChartError> {
+) -> Result<Markup, ChartError> {
     let size = (WIDTH, 360);
     let (lo, hi) = y_bounds(series, false);
     let first = levels.iter().copied().fold(f64::INFINITY, f64::min);

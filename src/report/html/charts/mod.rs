@@ -15,8 +15,7 @@
 //! and marks, already sorted and formatted, so the run page and a future
 //! comparison page draw with the same functions. It does no I/O.
 
-use std::fmt::Write as _;
-
+use maud::{html, Markup, PreEscaped, Render};
 use plotters::coord::ranged1d::AsRangedCoord;
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -136,64 +135,66 @@ fn layer(
     Ok(buf[start.min(end)..end].to_string())
 }
 
-/// One `<g>` of a chart: a row or a series, with its tooltip, class and
-/// link.
+/// One `<g>` of a chart: a row or a series, with its tooltip, class,
+/// link and the data the page's script reads.
+#[derive(Default)]
 struct Group {
     class: String,
-    attrs: String,
+    /// `data-label`: the row's label (bars, forest).
+    label: Option<String>,
+    /// `data-series`: the series' style index (lines), and its dash.
+    series: Option<(usize, Option<&'static str>)>,
+    /// `data-round`: the round, from 1 (timelines).
+    round: Option<usize>,
     title: String,
     link: Option<String>,
+    /// What plotters drew for this group: SVG it wrote and escaped.
     body: String,
 }
 
-impl Group {
-    fn write(&self, out: &mut String) {
-        if let Some(href) = &self.link {
-            let _ = write!(out, "<a href=\"{}\">", esc(href));
-        }
-        let _ = write!(out, "<g class=\"{}\"{}>", self.class, self.attrs);
-        if !self.title.is_empty() {
-            let _ = write!(out, "<title>{}</title>", esc(&self.title));
-        }
-        out.push_str(&self.body);
-        out.push_str("</g>");
-        if self.link.is_some() {
-            out.push_str("</a>");
+impl Render for Group {
+    fn render(&self) -> Markup {
+        let g = html! {
+            g class=(self.class)
+                data-label=[self.label.as_deref()]
+                data-series=[self.series.map(|s| s.0)]
+                stroke-dasharray=[self.series.and_then(|s| s.1)]
+                data-round=[self.round] {
+                @if !self.title.is_empty() { title { (self.title) } }
+                (PreEscaped(&self.body))
+            }
+        };
+        match &self.link {
+            Some(href) => html! { a href=(href) { (g) } },
+            None => g,
         }
     }
 }
 
-/// Assemble the layers into one `<svg>` element.
-fn svg(id: &str, label: &str, size: (u32, u32), frame: &str, groups: &[Group]) -> String {
-    let mut out = format!(
-        "<svg id=\"{}\" class=\"chart\" viewBox=\"0 0 {w} {h}\" width=\"{w}\" height=\"{h}\" role=\"img\" aria-label=\"{}\">\n<g class=\"frame\">{frame}</g>\n",
-        esc(id),
-        esc(label),
-        w = size.0,
-        h = size.1,
-    );
-    for g in groups {
-        g.write(&mut out);
-        out.push('\n');
-    }
-    out.push_str("</svg>");
-    out
-}
-
-/// Escape text for HTML and SVG (element content and quoted attributes).
-pub fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
+/// The `<svg>` element of a chart of `size`: `class`, `id` and `label`
+/// (for screen readers), the content as given.
+fn svg_element(id: &str, class: &str, label: &str, size: (u32, u32), content: Markup) -> Markup {
+    html! {
+        svg id=(id) class=(class) viewBox={ "0 0 " (size.0) " " (size.1) }
+            width=(size.0) height=(size.1) role="img" aria-label=(label) {
+            (content)
         }
     }
-    out
+}
+
+/// Assemble the layers into one `<svg>` element: the frame plotters drew,
+/// then each group.
+fn svg(id: &str, label: &str, size: (u32, u32), frame: &str, groups: &[Group]) -> Markup {
+    svg_element(
+        id,
+        "chart",
+        label,
+        size,
+        html! {
+            g class="frame" { (PreEscaped(frame)) }
+            @for g in groups { (g) }
+        },
+    )
 }
 
 fn text_style(pt: f64, colour: &'static RGBColor, pos: Pos) -> TextStyle<'static> {
@@ -310,7 +311,8 @@ mod tests {
             rows: &rows,
             tick: compact,
         })
-        .unwrap();
+        .unwrap()
+        .into_string();
         assert!(
             svg.starts_with("<svg id=\"rps-x\" class=\"chart\""),
             "{svg}"
@@ -370,7 +372,8 @@ mod tests {
             },
             &[s],
         )
-        .unwrap();
+        .unwrap()
+        .into_string();
         let series = svg.split("<g class=\"series flagged\"").nth(1).unwrap();
         // One line (the 1000–10000 run); the lone first point is a dot only.
         assert_eq!(series.matches("<polyline").count(), 1, "{series}");
@@ -395,7 +398,8 @@ mod tests {
             window_s: 3.0,
             rounds: &rounds,
         })
-        .unwrap();
+        .unwrap()
+        .into_string();
         assert!(svg.contains("<g class=\"window\"><title>measured window: 3 s</title>"));
         assert!(!svg.contains("not recorded"));
         let line = svg.split("data-round=\"1\"").nth(1).unwrap();
@@ -417,7 +421,8 @@ mod tests {
                 rounds: &[],
             }
         })
-        .unwrap();
+        .unwrap()
+        .into_string();
         assert!(without.contains("not recorded"));
     }
 

@@ -30,7 +30,7 @@ pub struct Timeline<'a> {
 
 /// Draw a timeline. Seconds run from −warm-up to the window's end, the
 /// window starting at 0; a second's figure is drawn at its middle.
-pub fn timeline(t: &Timeline<'_>) -> Result<String, ChartError> {
+pub fn timeline(t: &Timeline<'_>) -> Result<Markup, ChartError> {
     let size = (300, 150);
     let max = t
         .rounds
@@ -88,10 +88,10 @@ pub fn timeline(t: &Timeline<'_>) -> Result<String, ChartError> {
     })?;
     let mut groups = vec![Group {
         class: "window".into(),
-        attrs: String::new(),
         title: format!("measured window: {} s", t.window_s),
         link: None,
         body: shade,
+        ..Group::default()
     }];
     for (i, round) in t.rounds.iter().enumerate() {
         let (colour, _) = series_style(i);
@@ -120,27 +120,24 @@ pub fn timeline(t: &Timeline<'_>) -> Result<String, ChartError> {
         })?;
         groups.push(Group {
             class: "series".into(),
-            attrs: format!(" data-round=\"{}\"", i + 1),
+            round: Some(i + 1),
             title: format!("round {}", i + 1),
             link: None,
             body,
+            ..Group::default()
         });
     }
     // The frame goes over the shading so the grid stays visible.
-    let (shade_group, rest) = groups.split_at(1);
-    let mut out = format!(
-        "<svg id=\"{}\" class=\"chart timeline\" viewBox=\"0 0 {w} {h}\" width=\"{w}\" height=\"{h}\" role=\"img\" aria-label=\"{}\">\n",
-        esc(t.id),
-        esc(t.label),
-        w = size.0,
-        h = size.1,
-    );
-    shade_group[0].write(&mut out);
-    let _ = write!(out, "\n<g class=\"frame\">{frame}</g>\n");
-    for g in rest {
-        g.write(&mut out);
-        out.push('\n');
-    }
-    out.push_str("</svg>");
-    Ok(out)
+    let (shade, rest) = groups.split_at(1);
+    Ok(svg_element(
+        t.id,
+        "chart timeline",
+        t.label,
+        size,
+        html! {
+            (shade[0])
+            g class="frame" { (PreEscaped(&frame)) }
+            @for g in rest { (g) }
+        },
+    ))
 }

@@ -17,8 +17,8 @@ pub(super) struct BarMetric {
     axis: &'static str,
     /// Series names: one bar each per framework.
     series: &'static [&'static str],
-    /// Caption, HTML.
-    caption: &'static str,
+    /// Caption: the title, and the words in brackets after it.
+    caption: (&'static str, &'static str),
     /// The numbers table's columns.
     headers: &'static [&'static str],
     /// Best first is the largest value.
@@ -45,8 +45,10 @@ pub(super) const THROUGHPUT: BarMetric = BarMetric {
     label: "req/s by framework",
     axis: "req/s: 2xx responses per second of the window, median of rounds",
     series: &["req/s"],
-    caption: "req/s by framework <span class=\"sub\">(higher is better; whiskers: \
-              min–max across rounds)</span>",
+    caption: (
+        "req/s by framework",
+        "higher is better; whiskers: min–max across rounds",
+    ),
     headers: &[
         "framework",
         "verdict",
@@ -77,9 +79,10 @@ pub(super) const LATENCY: BarMetric = BarMetric {
     label: "latency at a fixed rate by framework",
     axis: "latency from the scheduled send, all rounds merged",
     series: &["p50", "p99", "p99.9"],
-    caption:
-        "Latency at a fixed rate by framework <span class=\"sub\">(lower is better; sorted by p99; \
-              the rate achieved beside)</span>",
+    caption: (
+        "Latency at a fixed rate by framework",
+        "lower is better; sorted by p99; the rate achieved beside",
+    ),
     headers: &[
         "framework",
         "verdict",
@@ -109,9 +112,10 @@ pub(super) const CPU: BarMetric = BarMetric {
     label: "server CPU per request by framework",
     axis: "server CPU time per 2xx response, µs (cgroup CPU delta / 2xx, median of rounds)",
     series: &["CPU µs per request"],
-    caption:
-        "Server CPU per request <span class=\"sub\">(lower is better; holds even when the loader \
-              was the bottleneck)</span>",
+    caption: (
+        "Server CPU per request",
+        "lower is better; holds even when the loader was the bottleneck",
+    ),
     headers: &[
         "framework",
         "verdict",
@@ -134,8 +138,10 @@ pub(super) const MEMORY: BarMetric = BarMetric {
     label: "server memory by framework",
     axis: "server memory, MiB (cgroup memory.current; peak: high-water mark or highest sample)",
     series: &["idle, before any load", "under load (median)", "peak"],
-    caption:
-        "Server memory <span class=\"sub\">(lower is better; sorted by memory under load)</span>",
+    caption: (
+        "Server memory",
+        "lower is better; sorted by memory under load",
+    ),
     headers: &[
         "framework",
         "verdict",
@@ -154,7 +160,7 @@ pub(super) const MEMORY: BarMetric = BarMetric {
 
 /// The figure of `m` for the cells of `col`: the chart, its notes and the
 /// table of its numbers.
-pub(super) fn bars(ctx: &Ctx<'_>, col: Column, m: &BarMetric) -> anyhow::Result<String> {
+pub(super) fn bars(ctx: &Ctx<'_>, col: Column, m: &BarMetric) -> anyhow::Result<Markup> {
     let cells = ctx.cells(col);
     let mut rows = Vec::new();
     let mut t = Table::new(m.headers);
@@ -196,10 +202,10 @@ pub(super) fn bars(ctx: &Ctx<'_>, col: Column, m: &BarMetric) -> anyhow::Result<
     let legend = if m.series.len() > 1 {
         swatches(m.series, &bar_colours(m.series.len()))
     } else {
-        String::new()
+        html! {}
     };
     Ok(Figure {
-        caption: m.caption.into(),
+        caption: caption(m.caption.0, m.caption.1),
         svg,
         legend,
         notes: footnotes(ctx, &cells, true),

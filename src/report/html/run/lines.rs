@@ -3,7 +3,7 @@
 
 use super::*;
 
-pub(super) fn spectrum(ctx: &Ctx<'_>, col: Column) -> anyhow::Result<String> {
+pub(super) fn spectrum(ctx: &Ctx<'_>, col: Column) -> anyhow::Result<Markup> {
     let cells = ctx.cells(col);
     let mut series = Vec::new();
     let mut items = Vec::new();
@@ -98,9 +98,12 @@ pub(super) fn spectrum(ctx: &Ctx<'_>, col: Column) -> anyhow::Result<String> {
         "from the send"
     };
     Ok(Figure {
-        caption: format!(
-            "Latency percentile spectrum <span class=\"sub\">(lower is better; {from}, all rounds merged; \
-             each line stops where its sample count runs out)</span>"
+        caption: caption(
+            "Latency percentile spectrum",
+            &format!(
+                "lower is better; {from}, all rounds merged; each line stops where its sample \
+                 count runs out"
+            ),
         ),
         svg,
         legend: legend(&items),
@@ -117,7 +120,7 @@ pub(super) fn scaling(
     ctx: &Ctx<'_>,
     scenario: Scenario,
     cols: &[Column],
-) -> anyhow::Result<String> {
+) -> anyhow::Result<Markup> {
     let levels: Vec<f64> = cols.iter().map(|c| f64::from(c.concurrency)).collect();
     let mut series = Vec::new();
     let mut items = Vec::new();
@@ -179,7 +182,7 @@ pub(super) fn scaling(
                             ctx.marker(c)
                         );
                         row.push(
-                            Td::html(format!("{}{}", thousands(v), ctx.marker_html(c)))
+                            Td::html(html! { (thousands(v)) (ctx.marker_html(c)) })
                                 .class("num")
                                 .sorted(v),
                         );
@@ -219,10 +222,10 @@ pub(super) fn scaling(
         &series,
     )?;
     Ok(Figure {
-        caption:
-            "Throughput against concurrency <span class=\"sub\">(req/s, median of rounds; hollow \
-                  points flagged; a gap is a rejected cell)</span>"
-                .into(),
+        caption: caption(
+            "Throughput against concurrency",
+            "req/s, median of rounds; hollow points flagged; a gap is a rejected cell",
+        ),
         svg,
         legend: legend(&items),
         notes: footnotes_named(ctx, &all, false, |c| {
@@ -236,25 +239,20 @@ pub(super) fn scaling(
 
 /// A small timeline per cell: req/s per second, one line per round, the
 /// measured window shaded.
-pub(super) fn timelines(ctx: &Ctx<'_>, col: Column) -> anyhow::Result<String> {
+pub(super) fn timelines(ctx: &Ctx<'_>, col: Column) -> anyhow::Result<Markup> {
     let cells: Vec<&Cell> = ctx
         .cells(col)
         .into_iter()
         .filter(|c| !c.rounds.is_empty())
         .collect();
     if cells.is_empty() {
-        return Ok(String::new());
+        return Ok(html! {});
     }
-    let mut s = String::from(
-        "<h4>Timelines <span class=\"muted\">(2xx req/s per second over the warm-up and the \
-         measured window, which is shaded)</span></h4>\n",
-    );
     let rounds_max = cells.iter().map(|c| c.rounds.len()).max().unwrap_or(0);
     let names: Vec<String> = (1..=rounds_max).map(|i| format!("round {i}")).collect();
     let name_refs: Vec<&str> = names.iter().map(String::as_str).collect();
     let colours: Vec<_> = (0..rounds_max).map(|i| charts::series_style(i).0).collect();
-    s.push_str(&swatches(&name_refs, &colours));
-    s.push_str("<div class=\"grid\">\n");
+    let mut figures = Vec::new();
     for c in cells {
         let rounds: Vec<TimelineRound> = c
             .rounds
@@ -293,18 +291,12 @@ pub(super) fn timelines(ctx: &Ctx<'_>, col: Column) -> anyhow::Result<String> {
         }
         let verdict = match c.verdict.status {
             Status::Rejected => ctx.rejected_html(c),
-            Status::Flagged => format!(
-                "<span class=\"flagged\">flagged</span>{}",
-                ctx.marker_html(c)
-            ),
-            Status::Accepted => format!("accepted{}", ctx.dagger),
+            Status::Flagged => html! { span class="flagged" { "flagged" } (ctx.marker_html(c)) },
+            Status::Accepted => html! { "accepted" (ctx.dagger) },
         };
-        s.push_str(
-            &Figure {
-                caption: format!(
-                    "{} <span class=\"sub\">{verdict}</span>",
-                    esc(&c.key.framework)
-                ),
+        figures.push(
+            Figure {
+                caption: html! { (c.key.framework) " " span class="sub" { (verdict) } },
                 svg,
                 numbers: t.render(),
                 class: "small",
@@ -313,6 +305,14 @@ pub(super) fn timelines(ctx: &Ctx<'_>, col: Column) -> anyhow::Result<String> {
             .render(),
         );
     }
-    s.push_str("</div>\n");
-    Ok(s)
+    Ok(html! {
+        h4 {
+            "Timelines "
+            span class="muted" {
+                "(2xx req/s per second over the warm-up and the measured window, which is shaded)"
+            }
+        }
+        (swatches(&name_refs, &colours))
+        div class="grid" { @for f in &figures { (f) } }
+    })
 }

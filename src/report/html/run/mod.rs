@@ -12,9 +12,10 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use anyhow::Context as _;
+use maud::{display, html, Markup};
 
 use super::charts::{
-    self, bar_colours, esc, BarChart, BarRow, Mark, Series, Timeline, TimelineRound, YAxis,
+    self, bar_colours, BarChart, BarRow, Mark, Series, Timeline, TimelineRound, YAxis,
 };
 use super::page::{legend, swatches, Figure, LegendItem, Page, Section};
 use super::table::{Table, Td};
@@ -22,7 +23,7 @@ use crate::contract::Scenario;
 use crate::report::fmt::{bytes, micros, percent, sig3, thousands};
 use crate::report::view::{
     achieved_rps, latency_figure, noted, precision_interval, precision_mark, rank_mark,
-    rejection_labels, rounds_from_median, Column, RunView,
+    rejection_labels, Column, RunView,
 };
 use crate::results::{histogram, Cell, CheckStatus, Results, Status};
 use crate::stats::Aggregate;
@@ -85,14 +86,13 @@ impl<'a> Ctx<'a> {
     }
 
     /// The marker as HTML, the note number a link.
-    fn marker_html(&self, c: &Cell) -> String {
-        let flag = match (self.mark(c), self.view.note(&c.key)) {
-            (Mark::Flagged, Some(n)) => {
-                format!(" <a class=\"flagged\" href=\"#note-{n}\">⚑{n}</a>")
+    fn marker_html(&self, c: &Cell) -> Markup {
+        html! {
+            (self.dagger)
+            @if let (Mark::Flagged, Some(n)) = (self.mark(c), self.view.note(&c.key)) {
+                " " a class="flagged" href={ "#note-" (n) } { "⚑" (n) }
             }
-            _ => String::new(),
-        };
-        format!("{}{flag}", self.dagger)
+        }
     }
 
     /// What a rejected cell shows instead of its number, plain text.
@@ -105,11 +105,13 @@ impl<'a> Ctx<'a> {
         format!("✗ {}{n}", rejection_labels(c).join(", "))
     }
 
-    fn rejected_html(&self, c: &Cell) -> String {
-        let labels = esc(&rejection_labels(c).join(", "));
-        match self.view.note(&c.key) {
-            Some(n) => format!("<a class=\"rejected\" href=\"#note-{n}\">✗ {labels} [{n}]</a>"),
-            None => format!("<span class=\"rejected\">✗ {labels}</span>"),
+    fn rejected_html(&self, c: &Cell) -> Markup {
+        let labels = rejection_labels(c).join(", ");
+        html! {
+            @match self.view.note(&c.key) {
+                Some(n) => a class="rejected" href={ "#note-" (n) } { "✗ " (labels) " [" (n) "]" },
+                None => span class="rejected" { "✗ " (labels) },
+            }
         }
     }
 
@@ -153,12 +155,20 @@ impl<'a> Ctx<'a> {
 
     fn verdict_td(&self, c: &Cell) -> Td {
         let status = c.verdict.status.to_string();
-        let html = match self.view.note(&c.key) {
-            Some(n) => format!("{status} <a href=\"#note-{n}\">[{n}]</a>"),
-            None => status.clone(),
+        let html = html! {
+            (status)
+            @if let Some(n) = self.view.note(&c.key) {
+                " " a href={ "#note-" (n) } { "[" (n) "]" }
+            }
         };
         Td::html(html).class(&status)
     }
+}
+
+/// A figure's caption: its title, and in a smaller hand the words in
+/// brackets after it.
+fn caption(title: &str, sub: &str) -> Markup {
+    html! { (title) " " span class="sub" { "(" (sub) ")" } }
 }
 
 /// Bytes in a MiB.
@@ -189,78 +199,72 @@ pub fn page(r: &Results) -> anyhow::Result<String> {
         title: format!("fairground results: {} ({})", r.profile_name, r.run_id),
         header: header(&ctx),
         sections,
-        footer: format!(
-            "<p>Written by fairground {} from results.json of run <code>{}</code>. \
-             One file: no fonts, styles or scripts are fetched; the charts are inline SVG \
-             drawn with plotters. docs/results.md explains every figure and gate.</p>\n",
-            esc(&r.fairground_version),
-            esc(&r.run_id)
-        ),
+        footer: html! {
+            p {
+                "Written by fairground " (r.fairground_version) " from results.json of run "
+                code { (r.run_id) }
+                ". One file: no fonts, styles or scripts are fetched; the charts are inline SVG \
+                 drawn with plotters. docs/results.md explains every figure and gate."
+            }
+        },
     }
     .render())
 }
 
-fn header(ctx: &Ctx<'_>) -> String {
+fn header(ctx: &Ctx<'_>) -> Markup {
     let r = ctx.r;
-    let mut s = format!(
-        "<h1>fairground results: profile <code>{}</code></h1>\n<p class=\"meta\">Run <code>{}</code>, fairground {}. Started {}",
-        esc(&r.profile_name),
-        esc(&r.run_id),
-        esc(&r.fairground_version),
-        r.started_at.format("%Y-%m-%d %H:%M:%S UTC")
-    );
-    match r.finished_at {
-        Some(end) => {
-            let mins = (end - r.started_at).num_seconds() as f64 / 60.0;
-            let _ = write!(
-                s,
-                ", finished {} ({mins:.0} min).",
-                end.format("%Y-%m-%d %H:%M:%S UTC")
-            );
-        }
-        None => s.push_str("; not finished."),
-    }
-    let _ = writeln!(
-        s,
-        "</p>\n<p>Cells: {} planned, {} measured: <span class=\"count-accepted\">{} accepted</span>, \
-         <span class=\"count-flagged\">{} flagged</span>, <span class=\"count-rejected\">{} rejected</span>.</p>",
-        r.plan.len(),
-        r.cells.len(),
-        ctx.view.count(Status::Accepted),
-        ctx.view.count(Status::Flagged),
-        ctx.view.count(Status::Rejected)
-    );
     let left = r.remaining();
-    if r.interrupted || !left.is_empty() {
-        let _ = writeln!(
-            s,
-            "<p class=\"banner\"><strong>Incomplete</strong>: {} planned cell(s) were not measured{} (listed under Notes).</p>",
-            left.len(),
-            if r.interrupted { "; the run was interrupted" } else { "" }
-        );
+    html! {
+        h1 { "fairground results: profile " code { (r.profile_name) } }
+        p class="meta" {
+            "Run " code { (r.run_id) } ", fairground " (r.fairground_version) ". Started "
+            (display(r.started_at.format("%Y-%m-%d %H:%M:%S UTC")))
+            @match r.finished_at {
+                Some(end) => {
+                    ", finished " (display(end.format("%Y-%m-%d %H:%M:%S UTC"))) " ("
+                    (format!("{:.0}", (end - r.started_at).num_seconds() as f64 / 60.0)) " min)."
+                }
+                None => "; not finished.",
+            }
+        }
+        p {
+            "Cells: " (r.plan.len()) " planned, " (r.cells.len()) " measured: "
+            span class="count-accepted" { (ctx.view.count(Status::Accepted)) " accepted" } ", "
+            span class="count-flagged" { (ctx.view.count(Status::Flagged)) " flagged" } ", "
+            span class="count-rejected" { (ctx.view.count(Status::Rejected)) " rejected" } "."
+        }
+        @if r.interrupted || !left.is_empty() {
+            p class="banner" {
+                strong { "Incomplete" } ": " (left.len()) " planned cell(s) were not measured"
+                @if r.interrupted { "; the run was interrupted" }
+                " (listed under Notes)."
+            }
+        }
+        @if r.environment.forced {
+            p class="banner" {
+                strong { "† Environment NOT accepted." }
+                " Preflight failed and the run went ahead anyway (" code { "--accept-env" }
+                ", or the profile's " code { "preflight: warn" } "). Every figure is marked † \
+                 and flagged; do not compare it with results from an accepted environment."
+            }
+        }
+        div class="markers" {
+            p {
+                strong { "How to read it." } " " (rounds_sentence(r)) " req/s counts 2xx responses \
+                 only, per second of the measured window; whiskers span the lowest to the highest \
+                 round. Latency percentiles come from every round's HDR histogram merged, measured \
+                 from the send (from the scheduled send at a fixed rate: no coordinated omission). \
+                 Server CPU and memory are the server container's cgroup, sampled every 250 ms in \
+                 the window."
+            }
+            p {
+                strong { "⚑" } " flagged: the number is real, read its note before comparing. "
+                strong { "✗" } " rejected: not a valid measurement; its reason replaces the number. "
+                strong { "†" } " environment not accepted. Hover a bar or line for its verdict; \
+                 numbers link to their notes."
+            }
+        }
     }
-    if r.environment.forced {
-        s.push_str(
-            "<p class=\"banner\"><strong>† Environment NOT accepted.</strong> Preflight failed and the run \
-             went ahead anyway (<code>--accept-env</code>, or the profile's <code>preflight: warn</code>). \
-             Every figure is marked † and flagged; do not compare it with results from an accepted \
-             environment.</p>\n",
-        );
-    }
-    let _ = writeln!(
-        s,
-        "<div class=\"markers\"><p><strong>How to read it.</strong> {} req/s counts 2xx responses \
-         only, per second of the measured window; whiskers span the lowest to the highest round. \
-         Latency percentiles come from every round's HDR histogram merged, measured from the send \
-         (from the scheduled send at a fixed rate: no coordinated omission). Server CPU and memory \
-         are the server container's cgroup, sampled every 250 ms in the window.</p>\n\
-         <p><strong>⚑</strong> flagged: the number is real, read its note before comparing. \
-         <strong>✗</strong> rejected: not a valid measurement; its reason replaces the number. \
-         <strong>†</strong> environment not accepted. Hover a bar or line for its verdict; \
-         numbers link to their notes.</p></div>",
-        rounds_sentence(r)
-    );
-    s
 }
 
 /// Which figures are medians of how many rounds.
@@ -314,48 +318,36 @@ fn objectives(r: &Results) -> Section {
         t.row_with_class(
             class,
             vec![
-                Td::html(format!("<code>{}</code>", esc(row.objective))),
+                Td::html(html! { code { (row.objective) } }),
                 Td::text(row.framework),
                 Td::text(&row.column),
-                Td::html(format!("<strong>{}</strong>", esc(&row.verdict))),
+                Td::html(html! { strong { (row.verdict) } }),
                 Td::text(&row.interval),
                 Td::text(row.why),
             ],
         );
     }
     // The method paragraph is Markdown-flavoured: only its ** and ` marks.
-    let method = esc(OBJECTIVES_METHOD);
-    let method = bold_and_code(&method);
     Section {
         id: "objectives".into(),
         heading: format!("Objectives: {}", objectives_tally(r)),
-        body: format!("<p>{method}</p>\n{}", t.render()),
+        body: html! { p { (bold_and_code(OBJECTIVES_METHOD)) } (t.render()) },
     }
 }
 
-/// `**x**` → `<strong>x</strong>` and `` `x` `` → `<code>x</code>` in
-/// already-escaped text.
-fn bold_and_code(s: &str) -> String {
-    let mut out = String::new();
-    for (i, part) in s.split("**").enumerate() {
-        let part: String = part
-            .split('`')
-            .enumerate()
-            .map(|(j, p)| {
-                if j % 2 == 1 {
-                    format!("<code>{p}</code>")
-                } else {
-                    p.to_string()
+/// `**x**` → `<strong>x</strong>` and `` `x` `` → `<code>x</code>`, the
+/// text itself escaped.
+fn bold_and_code(s: &str) -> Markup {
+    html! {
+        @for (i, part) in s.split("**").enumerate() {
+            @let inner = html! {
+                @for (j, p) in part.split('`').enumerate() {
+                    @if j % 2 == 1 { code { (p) } } @else { (p) }
                 }
-            })
-            .collect();
-        if i % 2 == 1 {
-            let _ = write!(out, "<strong>{part}</strong>");
-        } else {
-            out.push_str(&part);
+            };
+            @if i % 2 == 1 { strong { (inner) } } @else { (inner) }
         }
     }
-    out
 }
 
 fn summary(ctx: &Ctx<'_>) -> Section {
@@ -364,33 +356,34 @@ fn summary(ctx: &Ctx<'_>) -> Section {
         .columns(None)
         .into_iter()
         .partition(Column::fixed_rate);
-    let mut body = String::new();
-    if !closed.is_empty() {
-        body.push_str(
-            "<p>req/s, the median of each cell's rounds. Click a heading to sort. #N is the cell's \
-             rank group in its column: frameworks whose rounds cannot be told apart share places \
-             (#1–3). ±N% is the half-width of the 95% interval of the figure over the cell's \
-             rounds (hover it for the interval); none below 3 rounds.</p>\n",
-        );
-        body.push_str(&summary_table(ctx, &closed, |c| {
-            c.summary
-                .as_ref()
-                .map(|s| (thousands(s.throughput_rps.median), s.throughput_rps.median))
-        }));
-    }
-    if !fixed.is_empty() {
-        body.push_str(
-            "<p>Latency at a fixed rate: p50 / p99 / p99.9 from each request's scheduled send \
-             (no coordinated omission), all rounds merged, then the rate achieved (median of \
-             rounds). Every framework that keeps up shows the target as its req/s, so latency is \
-             what ranks them; the table sorts by p99.</p>\n",
-        );
-        body.push_str(&summary_table(ctx, &fixed, |c| {
-            let l = &c.summary.as_ref()?.latency;
-            let p99 = l.rank_value(l.p99_us)?;
-            Some((latency_figure(c)?, p99))
-        }));
-    }
+    let body = html! {
+        @if !closed.is_empty() {
+            p {
+                "req/s, the median of each cell's rounds. Click a heading to sort. #N is the \
+                 cell's rank group in its column: frameworks whose rounds cannot be told apart \
+                 share places (#1–3). ±N% is the half-width of the 95% interval of the figure \
+                 over the cell's rounds (hover it for the interval); none below 3 rounds."
+            }
+            (summary_table(ctx, &closed, |c| {
+                c.summary
+                    .as_ref()
+                    .map(|s| (thousands(s.throughput_rps.median), s.throughput_rps.median))
+            }))
+        }
+        @if !fixed.is_empty() {
+            p {
+                "Latency at a fixed rate: p50 / p99 / p99.9 from each request's scheduled send \
+                 (no coordinated omission), all rounds merged, then the rate achieved (median of \
+                 rounds). Every framework that keeps up shows the target as its req/s, so latency \
+                 is what ranks them; the table sorts by p99."
+            }
+            (summary_table(ctx, &fixed, |c| {
+                let l = &c.summary.as_ref()?.latency;
+                let p99 = l.rank_value(l.p99_us)?;
+                Some((latency_figure(c)?, p99))
+            }))
+        }
+    };
     Section {
         id: "summary".into(),
         heading: "Summary".into(),
@@ -402,7 +395,7 @@ fn summary_table(
     ctx: &Ctx<'_>,
     cols: &[Column],
     figure: impl Fn(&Cell) -> Option<(String, f64)>,
-) -> String {
+) -> Markup {
     let mut head = vec!["framework".to_string()];
     head.extend(cols.iter().map(|c| c.label()));
     let head: Vec<&str> = head.iter().map(String::as_str).collect();
@@ -421,31 +414,25 @@ fn summary_table(
                         } else {
                             ""
                         };
-                        let rank = c.rank.as_ref().map_or(String::new(), |r| {
-                            format!(
-                                " <span class=\"rank\" title=\"rank group by {}: places {} to {} of {}; frameworks whose rounds cannot be told apart share places\">{}</span>",
-                                esc(&r.by),
-                                r.low,
-                                r.high,
-                                r.of,
-                                esc(&r.label())
-                            )
-                        });
-                        let precision = precision_interval(c).map_or(String::new(), |range| {
-                            format!(
-                                " <span class=\"ci\" title=\"95% interval: {}\">{}</span>",
-                                esc(&range),
-                                esc(precision_mark(c).trim())
-                            )
-                        });
-                        Td::html(format!(
-                            "{}{precision}{rank}{}",
-                            esc(&text),
-                            ctx.marker_html(c)
-                        ))
-                            .class("num")
-                            .class(class)
-                            .sorted(v)
+                        let html = html! {
+                            (text)
+                            @if let Some(range) = precision_interval(c) {
+                                " "
+                                span class="ci" title={ "95% interval: " (range) } {
+                                    (precision_mark(c).trim())
+                                }
+                            }
+                            @if let Some(r) = &c.rank {
+                                " "
+                                span class="rank" title=(format!(
+                                    "rank group by {}: places {} to {} of {}; frameworks whose \
+                                     rounds cannot be told apart share places",
+                                    r.by, r.low, r.high, r.of
+                                )) { (r.label()) }
+                            }
+                            (ctx.marker_html(c))
+                        };
+                        Td::html(html).class("num").class(class).sorted(v)
                     }
                     None => Td::text("–"),
                 },
@@ -461,56 +448,52 @@ fn summary_table(
 
 fn scenario_section(ctx: &Ctx<'_>, scenario: Scenario) -> anyhow::Result<Section> {
     let cols = ctx.view.columns(Some(scenario));
-    let mut body = String::new();
+    let mut parts: Vec<Markup> = Vec::new();
     let closed: Vec<Column> = cols.iter().copied().filter(|c| !c.fixed_rate()).collect();
     if closed.len() > 1 {
-        body.push_str(&scaling(ctx, scenario, &closed)?);
+        parts.push(scaling(ctx, scenario, &closed)?);
     }
     for col in cols {
-        let _ = writeln!(
-            body,
-            "<h3 id=\"{}\">{} · {}</h3>",
-            esc(&col.slug()),
-            esc(&scenario.to_string()),
-            esc(&col_title(col))
-        );
-        let skipped: Vec<String> = ctx
+        let missing: Vec<String> = ctx
             .view
             .frameworks()
             .into_iter()
             .filter(|fw| ctx.view.find(fw, col).is_none())
             .map(|fw| match ctx.view.skipped_reason(fw, scenario) {
-                Some(why) => format!("{} (skipped: {})", esc(fw), esc(why)),
-                None => format!("{} ({})", esc(fw), ctx.view.missing(fw, col).text()),
+                Some(why) => format!("{fw} (skipped: {why})"),
+                None => format!("{fw} ({})", ctx.view.missing(fw, col).text()),
             })
             .collect();
-        if !skipped.is_empty() {
-            let _ = writeln!(
-                body,
-                "<p class=\"muted\">Not in these charts: {}.</p>",
-                skipped.join("; ")
-            );
-        }
-        if col.fixed_rate() {
-            body.push_str(&bars(ctx, col, &LATENCY)?);
-        } else {
-            body.push_str(&bars(ctx, col, &THROUGHPUT)?);
-        }
-        body.push_str(&spectrum(ctx, col)?);
-        body.push_str(&bars(ctx, col, &CPU)?);
-        body.push_str(&bars(ctx, col, &MEMORY)?);
-        body.push_str(&timelines(ctx, col)?);
+        parts.push(html! {
+            h3 id=(col.slug()) { (display(scenario)) " · " (col_title(col)) }
+            @if !missing.is_empty() {
+                p class="muted" { "Not in these charts: " (missing.join("; ")) "." }
+            }
+        });
+        parts.push(bars(
+            ctx,
+            col,
+            if col.fixed_rate() {
+                &LATENCY
+            } else {
+                &THROUGHPUT
+            },
+        )?);
+        parts.push(spectrum(ctx, col)?);
+        parts.push(bars(ctx, col, &CPU)?);
+        parts.push(bars(ctx, col, &MEMORY)?);
+        parts.push(timelines(ctx, col)?);
     }
     Ok(Section {
         id: format!("scenario-{scenario}"),
         heading: scenario.to_string(),
-        body,
+        body: html! { @for p in &parts { (p) } },
     })
 }
 
 /// Footnotes under a chart: its flagged and rejected cells, linked to
 /// their notes.
-fn footnotes(ctx: &Ctx<'_>, cells: &[&Cell], rejected_drawn: bool) -> String {
+fn footnotes(ctx: &Ctx<'_>, cells: &[&Cell], rejected_drawn: bool) -> Markup {
     footnotes_named(ctx, cells, rejected_drawn, |c| c.key.framework.clone())
 }
 
@@ -519,51 +502,49 @@ fn footnotes_named(
     cells: &[&Cell],
     rejected_drawn: bool,
     name: impl Fn(&Cell) -> String,
-) -> String {
-    let mut s = String::new();
-    let flagged: Vec<String> = cells
+) -> Markup {
+    let flagged: Vec<&&Cell> = cells
         .iter()
         .filter(|c| ctx.mark(c) == Mark::Flagged)
-        .map(|c| {
-            let labels: Vec<&str> = c
-                .verdict
-                .labels(true)
-                .into_iter()
-                .filter(|l| *l != crate::results::Reason::EnvironmentNotAccepted.label())
-                .collect();
-            let n = ctx.view.note(&c.key).unwrap_or(0);
-            format!(
-                "<a href=\"#note-{n}\">⚑{n}</a> {}: {}",
-                esc(&name(c)),
-                esc(&labels.join(", "))
-            )
-        })
         .collect();
-    if !flagged.is_empty() {
-        let _ = writeln!(
-            s,
-            "<p class=\"footnote flagged\">Flagged (the number stands, read the note first): {}.</p>",
-            flagged.join("; ")
-        );
-    }
-    let rejected: Vec<String> = cells
+    let rejected: Vec<&&Cell> = cells
         .iter()
         .filter(|c| c.verdict.status == Status::Rejected)
-        .map(|c| format!("{} {}", esc(&name(c)), ctx.rejected_html(c)))
         .collect();
-    if !rejected.is_empty() {
-        let _ = writeln!(
-            s,
-            "<p class=\"footnote rejected\">Rejected ({}): {}.</p>",
-            if rejected_drawn {
-                "no bar: the reason replaces the number"
-            } else {
-                "not drawn: not a valid measurement"
-            },
-            rejected.join("; ")
-        );
+    let labels = |c: &Cell| -> String {
+        c.verdict
+            .labels(true)
+            .into_iter()
+            .filter(|l| *l != crate::results::Reason::EnvironmentNotAccepted.label())
+            .collect::<Vec<&str>>()
+            .join(", ")
+    };
+    html! {
+        @if !flagged.is_empty() {
+            p class="footnote flagged" {
+                "Flagged (the number stands, read the note first): "
+                @for (i, c) in flagged.iter().enumerate() {
+                    @if i > 0 { "; " }
+                    @let n = ctx.view.note(&c.key).unwrap_or(0);
+                    a href={ "#note-" (n) } { "⚑" (n) } " " (name(c)) ": " (labels(c))
+                }
+                "."
+            }
+        }
+        @if !rejected.is_empty() {
+            p class="footnote rejected" {
+                "Rejected ("
+                @if rejected_drawn { "no bar: the reason replaces the number" }
+                @else { "not drawn: not a valid measurement" }
+                "): "
+                @for (i, c) in rejected.iter().enumerate() {
+                    @if i > 0 { "; " }
+                    (name(c)) " " (ctx.rejected_html(c))
+                }
+                "."
+            }
+        }
     }
-    s
 }
 
 #[cfg(test)]
@@ -606,6 +587,6 @@ mod tests {
         assert!(page.contains("<section id=\"hosts\">"), "no hosts section");
         assert!(page.contains("through its published port"));
         assert!(page.contains("fairground/fairground:abc"));
-        assert!(page.contains("e1000 (emulated), carries the run&#39;s traffic"));
+        assert!(page.contains("e1000 (emulated), carries the run's traffic"));
     }
 }
