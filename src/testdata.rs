@@ -178,6 +178,30 @@ fn phases(rounds: f64) -> PhaseTimes {
 }
 
 /// A complete three-framework run exercising every verdict the report shows.
+/// A two-daemon topology: a server host and one loader host reached over
+/// TLS, fairground's image carried to the loader, no clocks or preflight.
+pub(crate) fn sample_topology() -> Topology {
+    Topology {
+        server: "tcp://10.0.0.1:2376 (TLS)".into(),
+        loaders: vec!["tcp://10.0.0.2:2376 (TLS)".into()],
+        server_address: "10.0.0.1".into(),
+        server_address_source: "as set in the profile".into(),
+        traffic_path: "published port".into(),
+        loader_network: "host network of each loader's host".into(),
+        server_resources: "Docker stats API".into(),
+        images: vec![CarriedImage {
+            endpoint: "tcp://10.0.0.2:2376 (TLS)".into(),
+            tag: "fairground/fairground:abc".into(),
+            id: "sha256:1".into(),
+            bytes: 12 << 20,
+            seconds: 0.7,
+            skipped: false,
+        }],
+        clocks: Vec::new(),
+        preflight: Vec::new(),
+    }
+}
+
 pub(crate) fn sample_results() -> Results {
     use Scenario::{Json, Param, Plaintext};
     let thresholds = Thresholds::default();

@@ -28,6 +28,8 @@ pub enum Text {
     Code(String),
     /// A figure: its text and the value it sorts by.
     Num(String, f64),
+    /// A verdict word (`pass`, `warn`, `fail`), styled as one.
+    Verdict(String),
 }
 
 impl Text {
@@ -38,7 +40,7 @@ impl Text {
     /// The words, whatever the kind.
     pub fn as_str(&self) -> &str {
         match self {
-            Text::Plain(s) | Text::Code(s) | Text::Num(s, _) => s,
+            Text::Plain(s) | Text::Code(s) | Text::Num(s, _) | Text::Verdict(s) => s,
         }
     }
 }
@@ -110,7 +112,7 @@ pub fn checks(r: &Results) -> Option<Grid> {
             status.clone(),
             vec![
                 Text::plain(&c.name),
-                Text::plain(status),
+                Text::Verdict(status),
                 Text::plain(&c.measured),
                 Text::plain(&c.threshold),
                 Text::plain(c.remedy.as_deref().unwrap_or("")),

@@ -586,30 +586,12 @@ fn exclusions(s: &mut String, r: &Results) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::{CarriedImage, LoaderShare, Topology};
+    use crate::results::LoaderShare;
 
     #[test]
     fn a_multi_host_run_shows_its_hosts_and_each_loaders_part() {
         let mut r = crate::testdata::sample_results();
-        r.topology = Some(Topology {
-            server: "tcp://10.0.0.1:2376 (TLS)".into(),
-            loaders: vec!["tcp://10.0.0.2:2376 (TLS)".into()],
-            server_address: "10.0.0.1".into(),
-            server_address_source: "as set in the profile".into(),
-            traffic_path: "published port".into(),
-            loader_network: "host network of each loader's host".into(),
-            server_resources: "Docker stats API".into(),
-            images: vec![CarriedImage {
-                endpoint: "tcp://10.0.0.2:2376 (TLS)".into(),
-                tag: "fairground/fairground:abc".into(),
-                id: "sha256:1".into(),
-                bytes: 12 << 20,
-                seconds: 0.7,
-                skipped: false,
-            }],
-            clocks: Vec::new(),
-            preflight: Vec::new(),
-        });
+        r.topology = Some(crate::testdata::sample_topology());
         r.cells[0].rounds[0].loaders = vec![LoaderShare {
             endpoint: "tcp://10.0.0.2:2376 (TLS)".into(),
             connections_requested: 50,

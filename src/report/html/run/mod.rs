@@ -549,7 +549,7 @@ fn footnotes_named(
 
 #[cfg(test)]
 mod tests {
-    use crate::results::{CarriedImage, HostCheck, HostPreflight, Topology};
+    use crate::results::{HostCheck, HostPreflight, Topology};
 
     #[test]
     fn a_multi_host_run_has_a_hosts_section_and_a_one_daemon_run_none() {
@@ -557,22 +557,6 @@ mod tests {
         let one = super::page(&r).unwrap();
         assert!(!one.contains("<section id=\"hosts\">"));
         r.topology = Some(Topology {
-            server: "tcp://10.0.0.1:2376 (TLS)".into(),
-            loaders: vec!["tcp://10.0.0.2:2376 (TLS)".into()],
-            server_address: "10.0.0.1".into(),
-            server_address_source: "as set in the profile".into(),
-            traffic_path: "published port".into(),
-            loader_network: "host network of each loader's host".into(),
-            server_resources: "Docker stats API".into(),
-            images: vec![CarriedImage {
-                endpoint: "tcp://10.0.0.2:2376 (TLS)".into(),
-                tag: "fairground/fairground:abc".into(),
-                id: "sha256:1".into(),
-                bytes: 12 << 20,
-                seconds: 0.7,
-                skipped: false,
-            }],
-            clocks: Vec::new(),
             preflight: vec![HostPreflight {
                 endpoint: "tcp://10.0.0.2:2376 (TLS)".into(),
                 verdict: "fail".into(),
@@ -582,6 +566,7 @@ mod tests {
                     measured: "eth0: e1000 (emulated), carries the run's traffic".into(),
                 }],
             }],
+            ..crate::testdata::sample_topology()
         });
         let page = super::page(&r).unwrap();
         assert!(page.contains("<section id=\"hosts\">"), "no hosts section");

@@ -104,6 +104,7 @@ fn grid(g: &context::Grid) -> Markup {
                 context::Text::Plain(s) => Td::text(s),
                 context::Text::Code(s) => Td::html(html! { code { (s) } }),
                 context::Text::Num(s, v) => Td::num(s, *v),
+                context::Text::Verdict(s) => Td::text(s).class("verdict"),
             })
             .collect();
         t.row_with_class(&row.class, cells);
