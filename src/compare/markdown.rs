@@ -54,16 +54,7 @@ pub fn to_markdown(cmp: &Comparison) -> Vec<u8> {
         s.regressed, s.improved, s.within_noise, s.inconclusive
     );
     for (label, side) in [("BASE", &cmp.base), ("NEW", &cmp.new)] {
-        let fw = side
-            .framework
-            .as_deref()
-            .map(|f| format!(", framework `{f}`"))
-            .unwrap_or_default();
-        let _ = writeln!(
-            out,
-            "- {label}: run `{}` (profile `{}`, started {}{fw})",
-            side.run_id, side.profile_name, side.started_at
-        );
+        let _ = writeln!(out, "- {label}: {}", side.describe(|c| format!("`{c}`")));
     }
     if cmp.forced {
         let _ = writeln!(

@@ -64,6 +64,24 @@ pub struct Side {
     pub framework: Option<String>,
 }
 
+impl Side {
+    /// `run R (profile P, started T, framework F)`, each name through
+    /// `code` (backticks in Markdown, as it is on a terminal).
+    pub fn describe(&self, code: impl Fn(&str) -> String) -> String {
+        let fw = self
+            .framework
+            .as_deref()
+            .map(|f| format!(", framework {}", code(f)))
+            .unwrap_or_default();
+        format!(
+            "run {} (profile {}, started {}{fw})",
+            code(&self.run_id),
+            code(&self.profile_name),
+            self.started_at
+        )
+    }
+}
+
 /// The statistical method, recorded with every comparison.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Method {

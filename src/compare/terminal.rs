@@ -111,16 +111,7 @@ pub fn to_terminal(cmp: &Comparison, colour: bool) -> Vec<u8> {
     };
     let mut out = String::new();
     for (label, s) in [("BASE", &cmp.base), ("NEW ", &cmp.new)] {
-        let fw = s
-            .framework
-            .as_deref()
-            .map(|f| format!(", framework {f}"))
-            .unwrap_or_default();
-        let _ = writeln!(
-            out,
-            "{label} {}: run {} (profile {}, started {}{fw})",
-            s.path, s.run_id, s.profile_name, s.started_at
-        );
+        let _ = writeln!(out, "{label} {}: {}", s.path, s.describe(str::to_string));
     }
     let _ = writeln!(
         out,
