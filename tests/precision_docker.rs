@@ -86,8 +86,12 @@ fn a_steady_cell_stops_at_min_and_a_jittery_one_goes_on_to_max_saying_its_precis
     let p = steady.precision.as_ref().expect("steady has an interval");
     assert_eq!(steady.rounds.len(), 3, "steady stops at min\n{stderr}");
     assert!(p.met() && p.reached <= 0.05, "{p:?}");
-    // The interval holds the known answer: 8 connections / 10 ms.
-    assert!(p.low <= 800.0 * 1.01 && p.high >= 800.0 * 0.95, "{p:?}");
+    // The interval is consistent with the known answer: 8 connections /
+    // 10 ms is the most the server allows (the interval starts below it);
+    // each request also pays the timer's rounding and a round trip through
+    // two containers, up to 1.6 ms on CI's busy host (known_answers), so it
+    // reaches at least 85% of it.
+    assert!(p.low <= 800.0 * 1.01 && p.high >= 800.0 * 0.85, "{p:?}");
 
     let jittery = cell("jittery");
     let p = jittery.precision.as_ref().expect("jittery has an interval");

@@ -411,15 +411,7 @@ impl Engine for DockerEngine {
                 if on_host {
                     return Some(port);
                 }
-                inspect
-                    .network_settings
-                    .as_ref()?
-                    .ports
-                    .as_ref()?
-                    .get(&format!("{port}/tcp"))?
-                    .as_ref()?
-                    .iter()
-                    .find_map(|b| b.host_port.as_deref()?.parse().ok())
+                host_port(inspect.network_settings.as_ref(), port)
             }),
             companion: None,
         })
@@ -570,6 +562,21 @@ impl DockerEngine {
             .ok_or_else(|| anyhow::anyhow!("container {} has no PID (not running?)", h.name))?;
         Ok(self.cgroup.for_pid(pid)?.read()?)
     }
+}
+
+/// The host port the daemon bound for a container's `port`/tcp, as its
+/// inspection reports it (a published port the daemon picked).
+pub(super) fn host_port(
+    settings: Option<&bollard::models::NetworkSettings>,
+    port: u16,
+) -> Option<u16> {
+    settings?
+        .ports
+        .as_ref()?
+        .get(&format!("{port}/tcp"))?
+        .as_ref()?
+        .iter()
+        .find_map(|b| b.host_port.as_deref()?.parse().ok())
 }
 
 #[cfg(test)]

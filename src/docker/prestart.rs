@@ -21,8 +21,8 @@
 use std::time::{Duration, Instant};
 
 use super::container::{is_joined, joined_network, ContainerSpec, Role, HOST_NETWORK};
-use super::daemon::cold_start_ms;
 use super::daemon::DockerEngine;
+use super::daemon::{cold_start_ms, host_port};
 use super::engine::{Engine, Handle, Readiness, ReadyCheck, ReadyStart};
 use super::error::DockerError;
 use super::RunId;
@@ -129,16 +129,9 @@ impl DockerEngine {
                 .and_then(|n| n.networks.as_ref())
                 .and_then(|n| n.get(net).and_then(|e| e.ip_address.clone()))
                 .filter(|ip| !ip.is_empty());
-            let published = probe.publish.and_then(|port| {
-                settings
-                    .as_ref()?
-                    .ports
-                    .as_ref()?
-                    .get(&format!("{port}/tcp"))?
-                    .as_ref()?
-                    .iter()
-                    .find_map(|b| b.host_port.as_deref()?.parse().ok())
-            });
+            let published = probe
+                .publish
+                .and_then(|port| host_port(settings.as_ref(), port));
             (ip, published)
         };
         let ip =
