@@ -15,6 +15,7 @@ command -v iptables >/dev/null || need+=(iptables)  # docker tests: isolation ru
 command -v chromium >/dev/null || need+=(chromium)
 command -v unshare >/dev/null || need+=(util-linux)  # the browser test's network namespace; nsenter
 command -v ss >/dev/null || need+=(iproute2)  # tests/connections_10k.rs reads listen backlogs
+command -v curl >/dev/null || need+=(curl)  # tests/serve.rs: an independent https, h2 and h2c client
 if ((${#need[@]})); then
   echo "installing host packages: ${need[*]}" >&2
   if [[ $(id -u) -ne 0 ]]; then SUDO=sudo; else SUDO=; fi

@@ -8,6 +8,8 @@
 //! This module owns request templates and response expectations. It does no
 //! I/O and must not depend on any other fairground module.
 
+pub mod db;
+
 use std::fmt;
 use std::str::FromStr;
 
@@ -91,6 +93,76 @@ impl fmt::Display for Scenario {
             Scenario::Validate => f.write_str("validate"),
             Scenario::Middleware(n) => write!(f, "middleware-{n}"),
         }
+    }
+}
+
+/// How a server is spoken to: HTTP/1.1 or HTTP/2, over plain TCP or TLS.
+/// Names as a profile, a manifest and the command line write them.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+    clap::ValueEnum,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Protocol {
+    /// HTTP/1.1 on plain TCP.
+    #[default]
+    Http1,
+    /// HTTP/1.1 over TLS (ALPN `http/1.1`).
+    Https,
+    /// HTTP/2 over TLS, agreed by ALPN `h2`.
+    H2,
+    /// HTTP/2 with prior knowledge on plain TCP.
+    H2c,
+}
+
+impl Protocol {
+    /// Every protocol, in the order cells are listed.
+    pub const ALL: [Protocol; 4] = [
+        Protocol::Http1,
+        Protocol::Https,
+        Protocol::H2,
+        Protocol::H2c,
+    ];
+
+    /// Whether it runs over TLS.
+    pub fn is_tls(self) -> bool {
+        matches!(self, Protocol::Https | Protocol::H2)
+    }
+
+    /// Whether it is HTTP/2.
+    pub fn is_http2(self) -> bool {
+        matches!(self, Protocol::H2 | Protocol::H2c)
+    }
+
+    /// The ALPN protocol a client asks for over TLS (none on plain TCP).
+    pub fn alpn(self) -> Option<&'static [u8]> {
+        match self {
+            Protocol::Https => Some(b"http/1.1"),
+            Protocol::H2 => Some(b"h2"),
+            Protocol::Http1 | Protocol::H2c => None,
+        }
+    }
+}
+
+impl fmt::Display for Protocol {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Protocol::Http1 => "http1",
+            Protocol::Https => "https",
+            Protocol::H2 => "h2",
+            Protocol::H2c => "h2c",
+        })
     }
 }
 

@@ -26,5 +26,6 @@ pub mod roles;
 pub(crate) mod stats;
 #[cfg(test)]
 pub(crate) mod testdata;
+pub mod tls;
 pub mod units;
 pub mod verify;

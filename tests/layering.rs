@@ -22,6 +22,7 @@ const LAYERS: &[&str] = &[
     "export",
     "markup",
     "contract",
+    "tls",
     // What the machine is.
     "host",
     // What runs inside containers: the loader, the reference server, the prober.

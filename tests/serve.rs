@@ -15,8 +15,14 @@ struct Serve {
 
 impl Serve {
     fn start() -> Serve {
+        Serve::start_with(&[])
+    }
+
+    /// With extra flags (`--protocol`, `--tls-cert`, `--tls-key`).
+    fn start_with(extra: &[&str]) -> Serve {
         let mut child = Command::new(env!("CARGO_BIN_EXE_fairground"))
             .args(["serve", "--port", "0", "--threads", "2"])
+            .args(extra)
             .stdout(Stdio::piped())
             .spawn()
             .expect("start fairground serve");
@@ -25,16 +31,12 @@ impl Serve {
         BufReader::new(child.stdout.take().unwrap())
             .read_line(&mut line)
             .unwrap();
-        let addr = line
-            .split("http://")
-            .nth(1)
-            .and_then(|rest| rest.split_whitespace().next())
+        let base = line
+            .split_whitespace()
+            .find(|w| w.contains("://"))
             .unwrap_or_else(|| panic!("no address in {line:?}"))
             .to_string();
-        Serve {
-            child,
-            base: format!("http://{addr}"),
-        }
+        Serve { child, base }
     }
 }
 
@@ -169,4 +171,111 @@ fn unknown_paths_are_404() {
         let resp = c.get(format!("{}{path}", serve.base)).send().unwrap();
         assert_eq!(resp.status().as_u16(), 404, "{path}");
     }
+}
+
+/// curl's answer to `GET /` on `url`: the HTTP version it spoke and the
+/// body. curl is an independent client: Debian's is built with nghttp2.
+fn curl(url: &str, args: &[&str]) -> (String, String) {
+    let out = Command::new("curl")
+        .args(["--silent", "--show-error", "--max-time", "5"])
+        .args(args)
+        .args(["--write-out", "\n%{http_version}", url])
+        .output()
+        .expect("run curl");
+    assert!(
+        out.status.success(),
+        "curl {args:?} {url}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let (body, version) = text.rsplit_once('\n').unwrap();
+    (version.to_string(), body.to_string())
+}
+
+/// Whether curl with HTTP/2 is here; on CI it must be (make deps).
+fn curl_with_http2() -> bool {
+    let ok = Command::new("curl")
+        .arg("--version")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).contains("HTTP2"))
+        .unwrap_or(false);
+    if !ok {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "curl with HTTP/2 is missing on CI (make deps installs it)"
+        );
+        eprintln!("SKIPPED: curl with HTTP/2 is not installed (make deps installs it)");
+    }
+    ok
+}
+
+#[test]
+fn speaks_https_h2_and_h2c_with_the_runs_certificate() {
+    if !curl_with_http2() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let certs = fairground::tls::RunCerts::make(&["localhost".into(), "127.0.0.1".into()]).unwrap();
+    let files = certs.write(dir.path()).unwrap();
+    let ca = files.ca.to_str().unwrap();
+    let tls = [
+        "--tls-cert",
+        files.chain.to_str().unwrap(),
+        "--tls-key",
+        files.key.to_str().unwrap(),
+    ];
+    let with = |protocol: &str| {
+        let mut a = vec!["--protocol", protocol];
+        a.extend(tls);
+        Serve::start_with(&a)
+    };
+    // h2: HTTP/2 by ALPN, and HTTP/1.1 to a client that asks for it.
+    let h2 = with("h2");
+    assert!(h2.base.starts_with("https://"), "{}", h2.base);
+    let url = format!("{}/", h2.base);
+    assert_eq!(
+        curl(&url, &["--cacert", ca, "--http2"]),
+        ("2".to_string(), contract::PLAINTEXT_BODY.to_string())
+    );
+    assert_eq!(curl(&url, &["--cacert", ca, "--http1.1"]).0, "1.1");
+    // The run's CA alone vouches for it: curl's own trust store does not.
+    let untrusted = Command::new("curl")
+        .args(["--silent", "--max-time", "5", &url])
+        .status()
+        .unwrap();
+    assert_eq!(
+        untrusted.code(),
+        Some(60),
+        "curl trusted a certificate of no CA it knows"
+    );
+    // https: HTTP/1.1 only, even to a client that would rather speak h2.
+    let https = with("https");
+    let url = format!("{}/json", https.base);
+    let (version, body) = curl(&url, &["--cacert", ca, "--http2"]);
+    assert_eq!(version, "1.1");
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&body).unwrap(),
+        serde_json::from_str::<serde_json::Value>(contract::JSON_BODY).unwrap()
+    );
+    // h2c: HTTP/2 with prior knowledge on plain TCP.
+    let h2c = Serve::start_with(&["--protocol", "h2c"]);
+    assert!(h2c.base.starts_with("http://"), "{}", h2c.base);
+    let (version, body) = curl(&format!("{}/", h2c.base), &["--http2-prior-knowledge"]);
+    assert_eq!(
+        (version.as_str(), body.as_str()),
+        ("2", contract::PLAINTEXT_BODY)
+    );
+}
+
+#[test]
+fn a_tls_protocol_without_a_certificate_is_refused_at_the_command_line() {
+    let out = Command::new(env!("CARGO_BIN_EXE_fairground"))
+        .args(["serve", "--port", "0", "--protocol", "h2"])
+        .env_remove("FAIRGROUND_TLS_CERT")
+        .env_remove("FAIRGROUND_TLS_KEY")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--tls-cert") && err.contains("h2"), "{err}");
 }

@@ -8,10 +8,11 @@ use std::time::Duration;
 use anyhow::Context;
 
 use super::UsageError;
+use crate::contract::Protocol;
 use crate::exit::ExitCode;
 use crate::roles::load::args::LoadArgs;
 use crate::roles::ready::wait;
-use crate::roles::serve::start;
+use crate::roles::serve::{start_with, Wire};
 
 /// Entry point of `fairground load`.
 pub fn load(args: &LoadArgs) -> anyhow::Result<ExitCode> {
@@ -85,6 +86,18 @@ pub struct ServeArgs {
     /// Worker threads, each with its own listener (default: CPUs available).
     #[arg(short, long)]
     pub threads: Option<usize>,
+    /// What to speak: http1 (HTTP/1.1), https (TLS, HTTP/1.1), h2 (TLS,
+    /// HTTP/2 agreed by ALPN; HTTP/1.1 to clients that ask for it), h2c
+    /// (HTTP/2 with prior knowledge, plain TCP).
+    #[arg(long, value_enum, default_value_t = Protocol::Http1)]
+    pub protocol: Protocol,
+    /// Certificate chain to present for https and h2 (PEM; a run mounts
+    /// its own and sets the variable).
+    #[arg(long, env = "FAIRGROUND_TLS_CERT", value_name = "PEM")]
+    pub tls_cert: Option<std::path::PathBuf>,
+    /// Private key of that certificate (PEM).
+    #[arg(long, env = "FAIRGROUND_TLS_KEY", value_name = "PEM")]
+    pub tls_key: Option<std::path::PathBuf>,
 }
 
 /// Entry point of `fairground serve`: serve until SIGINT or SIGTERM.
@@ -92,11 +105,32 @@ pub fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     let threads = args
         .threads
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    let server = start(args.bind, args.port, threads)?;
+    let tls = match (args.protocol.is_tls(), &args.tls_cert, &args.tls_key) {
+        (false, _, _) => None,
+        (true, Some(cert), Some(key)) => Some(crate::tls::server_config_from_files(
+            cert,
+            key,
+            args.protocol,
+        )?),
+        (true, _, _) => {
+            return Err(UsageError(format!(
+                "--protocol {} needs --tls-cert and --tls-key (or FAIRGROUND_TLS_CERT and \
+                 FAIRGROUND_TLS_KEY): a certificate chain and its key, PEM",
+                args.protocol
+            ))
+            .into())
+        }
+    };
+    let server = start_with(args.bind, args.port, threads, Wire::of(args.protocol, tls)?)?;
+    let scheme = if args.protocol.is_tls() {
+        "https"
+    } else {
+        "http"
+    };
     // A line the orchestrator and tests can wait for.
     println!(
-        "fairground serve listening on http://{} ({threads} threads)",
-        server.addr
+        "fairground serve listening on {scheme}://{} ({}, {threads} threads)",
+        server.addr, args.protocol
     );
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -8,9 +8,14 @@
 //! Shape: one OS thread per `--threads`, each with a current-thread tokio
 //! runtime and its own `SO_REUSEPORT` listener, so the kernel spreads
 //! connections across threads and no task ever crosses a thread.
+//!
+//! It speaks every [`Protocol`]: HTTP/1.1, HTTP/2 with prior knowledge
+//! (h2c), and TLS (rustls) followed by what ALPN agreed: HTTP/2 for `h2`,
+//! HTTP/1.1 otherwise.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 use anyhow::Context;
 use bytes::Bytes;
@@ -18,8 +23,9 @@ use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use hyper::header::{HeaderValue, CONTENT_TYPE};
 use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
 
-use crate::contract::{self, Scenario};
+use crate::contract::{self, Protocol, Scenario};
 
 const TEXT_PLAIN: &str = "text/plain; charset=utf-8";
 const APPLICATION_JSON: &str = "application/json";
@@ -44,8 +50,44 @@ impl Server {
     }
 }
 
-/// Start the server on `threads` threads; returns once every listener is bound.
+/// How the server speaks on its listeners.
+#[derive(Clone)]
+pub enum Wire {
+    /// HTTP/1.1 on plain TCP.
+    Http1,
+    /// HTTP/2 with prior knowledge on plain TCP.
+    H2c,
+    /// TLS with this configuration (its ALPN list says what is offered),
+    /// then HTTP/2 when ALPN agreed `h2`, HTTP/1.1 otherwise.
+    Tls(Arc<rustls::ServerConfig>),
+}
+
+impl Wire {
+    /// The wire of `protocol`; TLS ones need the server's configuration.
+    pub fn of(protocol: Protocol, tls: Option<Arc<rustls::ServerConfig>>) -> anyhow::Result<Wire> {
+        Ok(match (protocol, tls) {
+            (Protocol::Http1, _) => Wire::Http1,
+            (Protocol::H2c, _) => Wire::H2c,
+            (Protocol::Https | Protocol::H2, Some(config)) => Wire::Tls(config),
+            (p, None) => anyhow::bail!("{p} needs a certificate and its key"),
+        })
+    }
+}
+
+/// Start an HTTP/1.1 server on `threads` threads; returns once every
+/// listener is bound.
 pub fn start(bind: std::net::IpAddr, port: u16, threads: usize) -> anyhow::Result<Server> {
+    start_with(bind, port, threads, Wire::Http1)
+}
+
+/// Start the server speaking `wire` on `threads` threads; returns once
+/// every listener is bound.
+pub fn start_with(
+    bind: std::net::IpAddr,
+    port: u16,
+    threads: usize,
+    wire: Wire,
+) -> anyhow::Result<Server> {
     let threads = threads.max(1);
     // Bind the first listener to learn the port when 0 was asked for, then
     // bind the others to the same port with SO_REUSEPORT.
@@ -61,6 +103,7 @@ pub fn start(bind: std::net::IpAddr, port: u16, threads: usize) -> anyhow::Resul
     for (i, std_listener) in listeners.into_iter().enumerate() {
         let (tx, rx) = tokio::sync::oneshot::channel();
         shutdown.push(tx);
+        let wire = wire.clone();
         let handle = std::thread::Builder::new()
             .name(format!("serve-{i}"))
             .spawn(move || {
@@ -68,7 +111,7 @@ pub fn start(bind: std::net::IpAddr, port: u16, threads: usize) -> anyhow::Resul
                     .enable_all()
                     .build()
                     .expect("tokio runtime");
-                rt.block_on(accept_loop(std_listener, rx));
+                rt.block_on(accept_loop(std_listener, rx, wire));
             })?;
         handles.push(handle);
     }
@@ -96,10 +139,17 @@ fn bind_reuseport(addr: SocketAddr) -> std::io::Result<std::net::TcpListener> {
 async fn accept_loop(
     listener: std::net::TcpListener,
     mut stop: tokio::sync::oneshot::Receiver<()>,
+    wire: Wire,
 ) {
     let listener = tokio::net::TcpListener::from_std(listener).expect("listener into tokio");
-    let mut http = hyper::server::conn::http1::Builder::new();
-    http.keep_alive(true).pipeline_flush(true);
+    let mut http1 = hyper::server::conn::http1::Builder::new();
+    http1.keep_alive(true).pipeline_flush(true);
+    let http2 = hyper::server::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new());
+    let acceptor = match &wire {
+        Wire::Tls(config) => Some(tokio_rustls::TlsAcceptor::from(config.clone())),
+        Wire::Http1 | Wire::H2c => None,
+    };
+    let h2c = matches!(wire, Wire::H2c);
     loop {
         tokio::select! {
             _ = &mut stop => return,
@@ -110,12 +160,28 @@ async fn accept_loop(
                     Err(_) => { tokio::time::sleep(std::time::Duration::from_millis(5)).await; continue; }
                 };
                 let _ = stream.set_nodelay(true);
-                let conn = http.serve_connection(
-                    hyper_util::rt::TokioIo::new(stream),
-                    hyper::service::service_fn(handle),
-                );
-                // On a current-thread runtime the task stays on this thread.
-                tokio::spawn(conn);
+                let service = hyper::service::service_fn(handle);
+                // On a current-thread runtime every task stays on this thread.
+                match &acceptor {
+                    Some(acceptor) => {
+                        let (acceptor, http1, http2) = (acceptor.clone(), http1.clone(), http2.clone());
+                        tokio::spawn(async move {
+                            // A failed handshake is the client's to report.
+                            let Ok(tls) = acceptor.accept(stream).await else { return };
+                            if tls.get_ref().1.alpn_protocol() == Some(b"h2".as_slice()) {
+                                let _ = http2.serve_connection(TokioIo::new(tls), service).await;
+                            } else {
+                                let _ = http1.serve_connection(TokioIo::new(tls), service).await;
+                            }
+                        });
+                    }
+                    None if h2c => {
+                        tokio::spawn(http2.serve_connection(TokioIo::new(stream), service));
+                    }
+                    None => {
+                        tokio::spawn(http1.serve_connection(TokioIo::new(stream), service));
+                    }
+                }
             }
         }
     }

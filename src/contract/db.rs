@@ -1,0 +1,324 @@
+//! The database half of the contract (issue 20): the data every framework
+//! reads and writes, the `queries` parameter's rules, and the fortunes page,
+//! as TechEmpower's test rules specified them, so its clients and rules
+//! carry over.
+//!
+//! - `world(id int primary key, randomnumber int)`: exactly [`WORLD_ROWS`]
+//!   rows, ids 1 to 10,000, random numbers 1 to 10,000.
+//! - `fortune(id int primary key, message text)`: [`FORTUNES`], the 12
+//!   published rows (a `<script>` row, a Japanese row, rows with an em
+//!   dash and an apostrophe), to which every request adds [`ADDED_FORTUNE`]
+//!   with id 0 before sorting by message.
+//!
+//! Pure functions: nothing here talks to a database.
+
+use rand::Rng;
+
+/// Rows of `world`.
+pub const WORLD_ROWS: u32 = 10_000;
+/// Largest `randomnumber` (the smallest is 1).
+pub const MAX_RANDOM_NUMBER: u32 = 10_000;
+/// Most rows one `queries` or `updates` request asks for.
+pub const MAX_QUERIES: u16 = 500;
+
+/// The `fortune` table: TechEmpower's published rows, verbatim.
+pub const FORTUNES: [(i32, &str); 12] = [
+    (1, "fortune: No such file or directory"),
+    (
+        2,
+        "A computer scientist is someone who fixes things that aren't broken.",
+    ),
+    (3, "After enough decimal places, nobody gives a damn."),
+    (
+        4,
+        "A bad random number generator: 1, 1, 1, 1, 1, 4.33e+67, 1, 1, 1",
+    ),
+    (
+        5,
+        "A computer program does what you tell it to do, not what you want it to do.",
+    ),
+    (
+        6,
+        "Emacs is a nice operating system, but I prefer UNIX. — Tom Christaensen",
+    ),
+    (7, "Any program that runs right is obsolete."),
+    (
+        8,
+        "A list is only as strong as its weakest link. — Donald Knuth",
+    ),
+    (9, "Feature: A bug with seniority."),
+    (10, "Computers make very fast, very accurate mistakes."),
+    (
+        11,
+        "<script>alert(\"This should not be displayed in a browser alert box.\");</script>",
+    ),
+    (12, "フレームワークのベンチマーク"),
+];
+
+/// The row a fortunes handler adds at request time (id 0).
+pub const ADDED_FORTUNE: &str = "Additional fortune added at request time.";
+
+/// Content type of the fortunes page.
+pub const FORTUNES_CONTENT_TYPE: &str = "text/html; charset=utf-8";
+
+/// How many rows `?queries=RAW` asks for: a missing, empty or non-numeric
+/// value, or one below 1, is 1; above [`MAX_QUERIES`] is [`MAX_QUERIES`].
+pub fn queries_count(raw: Option<&str>) -> u16 {
+    match raw.map(str::trim).and_then(|s| s.parse::<i64>().ok()) {
+        Some(n) if n > i64::from(MAX_QUERIES) => MAX_QUERIES,
+        Some(n) if n >= 1 => n as u16,
+        _ => 1,
+    }
+}
+
+/// A `world` id, uniformly from 1 to [`WORLD_ROWS`].
+pub fn random_world_id(rng: &mut impl Rng) -> u32 {
+    rng.random_range(1..=WORLD_ROWS)
+}
+
+/// A `randomnumber`, uniformly from 1 to [`MAX_RANDOM_NUMBER`].
+pub fn random_number(rng: &mut impl Rng) -> u32 {
+    rng.random_range(1..=MAX_RANDOM_NUMBER)
+}
+
+/// The SQL that creates and fills both tables from nothing, `world`'s
+/// numbers drawn from `rng` (so a run can say which seed it used). One
+/// transaction; `pg_stat_statements` is created when the server loads it.
+pub fn seed_sql(rng: &mut impl Rng) -> String {
+    let mut sql = String::from(
+        "BEGIN;\n\
+         CREATE EXTENSION IF NOT EXISTS pg_stat_statements;\n\
+         DROP TABLE IF EXISTS world;\n\
+         DROP TABLE IF EXISTS fortune;\n\
+         CREATE TABLE world (id integer PRIMARY KEY, randomnumber integer NOT NULL);\n\
+         CREATE TABLE fortune (id integer PRIMARY KEY, message text NOT NULL);\n\
+         INSERT INTO world (id, randomnumber) VALUES\n",
+    );
+    let rows: Vec<String> = (1..=WORLD_ROWS)
+        .map(|id| format!("({id},{})", random_number(rng)))
+        .collect();
+    sql.push_str(&rows.join(",\n"));
+    sql.push_str(";\nINSERT INTO fortune (id, message) VALUES\n");
+    let rows: Vec<String> = FORTUNES
+        .iter()
+        .map(|(id, m)| format!("({id},'{}')", m.replace('\'', "''")))
+        .collect();
+    sql.push_str(&rows.join(",\n"));
+    sql.push_str(";\nCOMMIT;\n");
+    sql
+}
+
+/// Every fortune a page must show: the table's rows and the added one,
+/// sorted by message (byte order, as TechEmpower's reference did).
+pub fn expected_fortunes() -> Vec<(i32, String)> {
+    let mut rows: Vec<(i32, String)> = FORTUNES
+        .iter()
+        .map(|(id, m)| (*id, m.to_string()))
+        .collect();
+    rows.push((0, ADDED_FORTUNE.to_string()));
+    rows.sort_by(|a, b| a.1.cmp(&b.1));
+    rows
+}
+
+/// `s` escaped for HTML text: `& < > " '`.
+fn html_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 16);
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The fortunes page as TechEmpower specified it: a table of id and
+/// message, one row per fortune, every message escaped.
+pub fn fortunes_page(rows: &[(i32, String)]) -> String {
+    let mut page = String::from(
+        "<!DOCTYPE html><html><head><title>Fortunes</title></head><body><table>\
+         <tr><th>id</th><th>message</th></tr>",
+    );
+    for (id, message) in rows {
+        page.push_str(&format!(
+            "<tr><td>{id}</td><td>{}</td></tr>",
+            html_escape(message)
+        ));
+    }
+    page.push_str("</table></body></html>");
+    page
+}
+
+/// `s` with the character references a page may use decoded: the named
+/// ones HTML escaping produces, and decimal and hexadecimal ones.
+fn html_unescape(s: &str) -> Result<String, String> {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(i) = rest.find('&') {
+        out.push_str(&rest[..i]);
+        let tail = &rest[i..];
+        let end = tail
+            .find(';')
+            .ok_or_else(|| format!("an `&` that starts no character reference: {tail:.20}"))?;
+        let name = &tail[1..end];
+        let c = match name {
+            "amp" => '&',
+            "lt" => '<',
+            "gt" => '>',
+            "quot" => '"',
+            "apos" => '\'',
+            _ => {
+                let code = if let Some(hex) = name.strip_prefix("#x").or(name.strip_prefix("#X")) {
+                    u32::from_str_radix(hex, 16).ok()
+                } else if let Some(dec) = name.strip_prefix('#') {
+                    dec.parse().ok()
+                } else {
+                    None
+                };
+                code.and_then(char::from_u32)
+                    .ok_or_else(|| format!("unknown character reference `&{name};`"))?
+            }
+        };
+        out.push(c);
+        rest = &tail[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// The rows of the first `<table>` of `page`: each `<tr>`'s `<td>` cells,
+/// their text decoded. Tags are matched without regard to case or
+/// attributes; rows of `<th>` cells (the header) are skipped.
+fn table_rows(page: &str) -> Result<Vec<Vec<String>>, String> {
+    let lower = page.to_ascii_lowercase();
+    let start = lower.find("<table").ok_or("no <table>")?;
+    let end = lower[start..]
+        .find("</table>")
+        .map(|e| start + e)
+        .ok_or("no </table>")?;
+    let (table, table_lower) = (&page[start..end], &lower[start..end]);
+    let mut rows = Vec::new();
+    for (at, _) in table_lower.match_indices("<tr") {
+        let row_end = table_lower[at..]
+            .find("</tr>")
+            .map(|e| at + e)
+            .unwrap_or(table.len());
+        let (row, row_lower) = (&table[at..row_end], &table_lower[at..row_end]);
+        let mut cells = Vec::new();
+        for (td, _) in row_lower.match_indices("<td") {
+            let open = row_lower[td..].find('>').ok_or("an unclosed <td")? + td + 1;
+            let close = row_lower[open..]
+                .find("</td>")
+                .map(|e| open + e)
+                .unwrap_or(row.len());
+            cells.push(html_unescape(row[open..close].trim())?);
+        }
+        if !cells.is_empty() {
+            rows.push(cells);
+        }
+    }
+    Ok(rows)
+}
+
+/// Whether `page` is a true fortunes page: every fortune of the table and
+/// the added one, each once, in message order, ids matching, and no
+/// message's markup left unescaped (the `<script>` row shown as text).
+pub fn check_fortunes(page: &str) -> Result<(), String> {
+    if page.contains("<script>") {
+        return Err("the <script> fortune is not escaped: a browser would run it".into());
+    }
+    let rows = table_rows(page)?;
+    let expected = expected_fortunes();
+    if rows.len() != expected.len() {
+        return Err(format!(
+            "{} fortune rows, expected {} (the table's 12 and the one added at request time)",
+            rows.len(),
+            expected.len()
+        ));
+    }
+    for (i, (row, (id, message))) in rows.iter().zip(&expected).enumerate() {
+        let [got_id, got_message] = row.as_slice() else {
+            return Err(format!(
+                "row {}: {} cells, expected id and message",
+                i + 1,
+                row.len()
+            ));
+        };
+        if got_id != &id.to_string() || got_message != message {
+            return Err(format!(
+                "row {}: id {got_id:?} message {got_message:?}, expected id {id} message {message:?} \
+                 (rows sorted by message)",
+                i + 1
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+
+    #[test]
+    fn queries_follow_techempowers_rules() {
+        for (raw, n) in [
+            (None, 1),
+            (Some(""), 1),
+            (Some("foo"), 1),
+            (Some("0"), 1),
+            (Some("-3"), 1),
+            (Some("1"), 1),
+            (Some("20"), 20),
+            (Some("500"), 500),
+            (Some("501"), 500),
+            (Some("99999999999"), 500),
+        ] {
+            assert_eq!(queries_count(raw), n, "{raw:?}");
+        }
+    }
+
+    #[test]
+    fn the_reference_page_passes_and_each_way_of_lying_fails() {
+        let good = fortunes_page(&expected_fortunes());
+        check_fortunes(&good).unwrap();
+        // Another escaping of the same text passes too.
+        check_fortunes(&good.replace("&quot;", "&#34;").replace("&#39;", "&#x27;")).unwrap();
+        // Unescaped: the script would run.
+        let raw = good.replace("&lt;script&gt;", "<script>");
+        assert!(check_fortunes(&raw).unwrap_err().contains("not escaped"));
+        // The added row missing.
+        let rows: Vec<(i32, String)> = expected_fortunes()
+            .into_iter()
+            .filter(|(id, _)| *id != 0)
+            .collect();
+        assert!(check_fortunes(&fortunes_page(&rows))
+            .unwrap_err()
+            .contains("12 fortune rows"));
+        // Sorted by id instead of message.
+        let mut by_id = expected_fortunes();
+        by_id.sort_by_key(|(id, _)| *id);
+        assert!(check_fortunes(&fortunes_page(&by_id))
+            .unwrap_err()
+            .contains("sorted by message"));
+    }
+
+    #[test]
+    fn the_seed_fills_both_tables_and_quotes_the_apostrophe() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        let sql = seed_sql(&mut rng);
+        assert_eq!(
+            sql.matches("),\n(").count() + 2,
+            WORLD_ROWS as usize + FORTUNES.len()
+        );
+        assert!(sql.contains(
+            "(2,'A computer scientist is someone who fixes things that aren''t broken.')"
+        ));
+        assert!(sql.contains("(10000,"));
+        assert!(!sql.contains("(10001,"));
+    }
+}
