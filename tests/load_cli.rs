@@ -70,7 +70,7 @@ fn progress_prints_one_json_line_per_second_on_stderr() {
     let human = String::from_utf8_lossy(&out.stdout);
     assert!(human.contains("Requests/sec (2xx):"), "{human}");
     assert!(
-        human.contains("Errors: connect 0, read 0, write 0, timeout 0, parse 0"),
+        human.contains("Errors: connect 0, read 0, write 0, timeout 0, parse 0, tls 0"),
         "{human}"
     );
 }

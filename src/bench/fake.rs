@@ -86,6 +86,7 @@ pub(crate) fn measurement(concurrency: u32, rps: f64) -> Measured {
         },
         latency: LatencySummary::of(&h),
         uncorrected_latency: None,
+        tls: None,
         rate: None,
         answers: AnswerChecks {
             checked: ok / 1000,

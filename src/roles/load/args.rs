@@ -9,6 +9,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Args;
 
+use super::config::TlsClient;
 use super::{CustomRequest, LoadConfig};
 use crate::contract::Scenario;
 
@@ -84,6 +85,14 @@ pub struct LoadArgs {
     /// the start barrier of several loaders sharing one measured window.
     #[arg(long)]
     pub start_at_unix_ns: Option<u64>,
+    /// https URLs: the certificate of the CA that signed the server's
+    /// (PEM). The loader trusts it alone.
+    #[arg(long, value_name = "PEM")]
+    pub tls_ca: Option<std::path::PathBuf>,
+    /// https URLs: the name the server's certificate must carry (default:
+    /// the URL's IP address).
+    #[arg(long, value_name = "NAME", requires = "tls_ca")]
+    pub tls_name: Option<String>,
 }
 
 impl LoadArgs {
@@ -159,6 +168,12 @@ impl LoadArgs {
         if let Some(t) = self.start_at_unix_ns {
             a.extend(["--start-at-unix-ns".into(), t.to_string()]);
         }
+        if let Some(ca) = &self.tls_ca {
+            a.extend(["--tls-ca".into(), ca.display().to_string()]);
+        }
+        if let Some(name) = &self.tls_name {
+            a.extend(["--tls-name".into(), name.clone()]);
+        }
         a
     }
 
@@ -200,6 +215,21 @@ impl LoadArgs {
         cfg.progress = self.progress;
         cfg.seed = self.seed;
         cfg.start_at_unix_ns = self.start_at_unix_ns;
+        if let Some(ca) = &self.tls_ca {
+            anyhow::ensure!(
+                cfg.target.tls,
+                "--tls-ca is for https URLs; --url {} is plain http",
+                self.url
+            );
+            let pem = std::fs::read(ca)
+                .with_context(|| format!("--tls-ca {}: cannot read it", ca.display()))?;
+            let ip = cfg.target.addr.ip().to_string();
+            let name = self.tls_name.as_deref().unwrap_or(&ip);
+            cfg.tls = Some(
+                TlsClient::new(&pem, name, crate::contract::Protocol::Https)
+                    .with_context(|| format!("--tls-ca {}", ca.display()))?,
+            );
+        }
         cfg.validate()?;
         Ok(cfg)
     }
@@ -242,6 +272,10 @@ mod tests {
         a.progress = true;
         a.seed = 42;
         a.start_at_unix_ns = Some(1_800_000_000_000_000_000);
+        assert_eq!(parse_back(&a), a);
+        let mut a = LoadArgs::new("https://10.0.0.2:8443");
+        a.tls_ca = Some("/run/fairground/tls/ca.pem".into());
+        a.tls_name = Some("server".into());
         assert_eq!(parse_back(&a), a);
     }
 

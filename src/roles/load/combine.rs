@@ -30,6 +30,7 @@ pub fn combine(reports: &[LoadReport]) -> anyhow::Result<LoadReport> {
     let mut out = first.clone();
     let mut hist = histogram::new_histogram();
     let mut hist_unc = histogram::new_histogram();
+    let mut handshakes = histogram::new_histogram();
     let (mut answered, mut response_bytes) = (0u64, 0.0f64);
     let mut measured = 0.0;
     let mut throttling: Option<Throttling> = None;
@@ -39,6 +40,10 @@ pub fn combine(reports: &[LoadReport]) -> anyhow::Result<LoadReport> {
             .with_context(|| format!("loader {}'s latency histogram", i + 1))?;
         if let Some(u) = &r.uncorrected_latency {
             add(&mut hist_unc, &u.histogram)?;
+        }
+        if let Some(t) = &r.tls {
+            add(&mut handshakes, &t.handshake.histogram)
+                .with_context(|| format!("loader {}'s handshake histogram", i + 1))?;
         }
         measured += r.measured_s;
         let a = r.requests.answered.total();
@@ -107,6 +112,16 @@ pub fn combine(reports: &[LoadReport]) -> anyhow::Result<LoadReport> {
             a.target_rps += b.target_rps;
             a.max_schedule_lag_us = a.max_schedule_lag_us.max(b.max_schedule_lag_us);
         }
+        if let (Some(a), Some(b)) = (out.tls.as_mut(), r.tls.as_ref()) {
+            a.handshakes += b.handshakes;
+            a.failed += b.failed;
+            if b.last_error.is_some() {
+                a.last_error.clone_from(&b.last_error);
+            }
+        }
+    }
+    if let Some(t) = out.tls.as_mut() {
+        t.handshake = LatencySummary::of(&handshakes);
     }
     out.measured_s = measured / reports.len() as f64;
     let per_s = |n: u64| {

@@ -47,10 +47,46 @@ pub struct LoadConfig {
     /// Wall-clock instant (unix ns) to wait for before connecting: the
     /// start barrier that lets loaders on several hosts share one window.
     pub start_at_unix_ns: Option<u64>,
+    /// https: how to speak TLS to the target (required for an https URL).
+    pub tls: Option<TlsClient>,
     /// Fault injection for the accounting check's own test: one answered
     /// window request is dropped without being counted anywhere.
     #[cfg(test)]
     pub(crate) drop_one_record: bool,
+}
+
+/// How the loader speaks TLS to an https target: a client configuration
+/// that trusts the run's CA alone, and the name the server's certificate
+/// must carry (the target's IP address unless told otherwise).
+#[derive(Debug, Clone)]
+pub struct TlsClient {
+    /// rustls client configuration (ALPN `http/1.1`).
+    pub config: std::sync::Arc<rustls::ClientConfig>,
+    /// The name verified against the certificate, and sent as SNI when it
+    /// is a DNS name.
+    pub name: rustls::pki_types::ServerName<'static>,
+}
+
+impl PartialEq for TlsClient {
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.config, &other.config) && self.name == other.name
+    }
+}
+
+impl TlsClient {
+    /// A client for `protocol` that trusts the CA in `ca_pem` and checks
+    /// the certificate against `name`.
+    pub fn new(
+        ca_pem: &[u8],
+        name: &str,
+        protocol: crate::contract::Protocol,
+    ) -> anyhow::Result<TlsClient> {
+        Ok(TlsClient {
+            config: crate::tls::client_config(ca_pem, protocol)?,
+            name: rustls::pki_types::ServerName::try_from(name.to_string())
+                .map_err(|_| anyhow::anyhow!("`{name}` is neither a DNS name nor an IP address"))?,
+        })
+    }
 }
 
 impl Default for LoadConfig {
@@ -72,6 +108,7 @@ impl Default for LoadConfig {
             progress: false,
             seed: 0x5eed,
             start_at_unix_ns: None,
+            tls: None,
             #[cfg(test)]
             drop_one_record: false,
         }
@@ -167,6 +204,13 @@ impl LoadConfig {
         }
         if self.max_requests == Some(0) {
             bail!("--requests must be at least 1");
+        }
+        if self.target.tls && self.tls.is_none() {
+            bail!(
+                "--url {}: an https URL needs --tls-ca, the certificate of the CA that signed \
+                 the server's (PEM)",
+                self.url
+            );
         }
         if let Some((window, cv)) = self.until_stable {
             if window.is_zero() || !(cv > 0.0 && cv.is_finite()) {

@@ -45,7 +45,7 @@ use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use super::histogram::new_histogram;
@@ -104,6 +104,9 @@ pub struct LoadPlan {
     pub seed: u64,
     /// Seconds the window lasts, rounded up: the per-second windows.
     pub window_seconds: usize,
+    /// https: the client configuration and the name the server's
+    /// certificate must carry; `None` for plain HTTP.
+    pub tls: Option<super::config::TlsClient>,
     /// Fault injection (tests only): drop one answered window request
     /// without counting it, to prove the accounting check can fail.
     #[cfg(test)]
@@ -232,6 +235,15 @@ pub struct ThreadStats {
     pub answers: AnswerChecks,
     /// When this thread's connections all finished (ns), if they did.
     pub finished_ns: Option<u64>,
+    /// https: time (ns) from each TCP connection to its TLS handshake's end.
+    pub handshakes: Histogram<u64>,
+    /// https: handshakes that failed over the whole run.
+    pub tls_failed: u64,
+    /// https: the last failed handshake's error.
+    pub tls_last_error: Option<String>,
+    /// https: what the last completed handshake agreed: TLS version,
+    /// cipher suite, ALPN protocol.
+    pub tls_agreed: Option<(String, String, Option<String>)>,
 }
 
 impl ThreadStats {
@@ -258,6 +270,10 @@ impl ThreadStats {
             max_lag_ns: 0,
             answers: AnswerChecks::default(),
             finished_ns: None,
+            handshakes: new_histogram(),
+            tls_failed: 0,
+            tls_last_error: None,
+            tls_agreed: None,
         }
     }
 }
@@ -656,6 +672,30 @@ impl Worker {
     fn closed(&self) {
         self.shared.open.fetch_sub(1, Ordering::Relaxed);
     }
+
+    /// A TLS handshake took `ns` and agreed what `conn` says.
+    fn handshake_done(&self, ns: u64, conn: &rustls::ClientConnection) {
+        let mut s = self.stats.borrow_mut();
+        let _ = s.handshakes.record(ns.max(1));
+        s.tls_agreed = Some((
+            conn.protocol_version()
+                .map_or_else(|| "?".into(), |v| format!("{v:?}")),
+            conn.negotiated_cipher_suite()
+                .map_or_else(|| "?".into(), |c| format!("{:?}", c.suite())),
+            conn.alpn_protocol()
+                .map(|p| String::from_utf8_lossy(p).into_owned()),
+        ));
+    }
+
+    /// A TLS handshake failed at `t` with `why`.
+    fn handshake_failed(&self, t: u64, why: String) {
+        {
+            let mut s = self.stats.borrow_mut();
+            s.tls_failed += 1;
+            s.tls_last_error = Some(why);
+        }
+        self.stray_error(ErrorKind::Tls, t);
+    }
 }
 
 /// How often the timeout sweeper looks: `timeout`/20, from 1 ms to 50 ms.
@@ -799,13 +839,49 @@ pub async fn connection(w: Rc<Worker>, global: usize, local: usize) {
                 continue;
             }
         };
-        backoff = FIRST_BACKOFF;
         // Requests are written whole; Nagle would only delay them.
         let _ = stream.set_nodelay(true);
-        w.opened(local, !established, connected_at);
-        established = true;
-        conn.free_at = now_ns();
-        let end = conn.drive(&w, stream).await;
+        let end = match &plan.tls {
+            None => {
+                backoff = FIRST_BACKOFF;
+                w.opened(local, !established, connected_at);
+                established = true;
+                conn.free_at = now_ns();
+                conn.drive(&w, stream).await
+            }
+            Some(tls) => {
+                // The connection counts as open once it can carry a
+                // request: after its handshake.
+                let connector = tokio_rustls::TlsConnector::from(Arc::clone(&tls.config));
+                // From here: the first attempt waited for the gate above.
+                let shake_start = now_ns();
+                let shaken = tokio::time::timeout(
+                    plan.connect_timeout,
+                    connector.connect(tls.name.clone(), stream),
+                )
+                .await;
+                let done_at = now_ns();
+                let stream = match shaken {
+                    Ok(Ok(s)) => s,
+                    failed => {
+                        let why = match failed {
+                            Ok(Err(e)) => e.to_string(),
+                            _ => "the TLS handshake timed out".to_string(),
+                        };
+                        w.handshake_failed(done_at, why);
+                        tokio::time::sleep(backoff).await;
+                        backoff = (backoff * 2).min(MAX_BACKOFF);
+                        continue;
+                    }
+                };
+                backoff = FIRST_BACKOFF;
+                w.handshake_done(done_at.saturating_sub(shake_start), stream.get_ref().1);
+                w.opened(local, !established, done_at);
+                established = true;
+                conn.free_at = now_ns();
+                conn.drive(&w, stream).await
+            }
+        };
         w.disarm_timeout(local);
         w.closed();
         if end == ConnEnd::Finished {
@@ -914,7 +990,11 @@ impl ConnState {
         }
     }
 
-    async fn drive(&mut self, w: &Worker, mut stream: TcpStream) -> ConnEnd {
+    async fn drive<S: AsyncRead + AsyncWrite + Unpin>(
+        &mut self,
+        w: &Worker,
+        mut stream: S,
+    ) -> ConnEnd {
         let plan = &*w.plan;
         let head = plan.set.is_head();
         let mut parser = ResponseParser::new();

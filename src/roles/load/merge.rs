@@ -54,6 +54,10 @@ pub(super) fn merge(
     let mut windows_lat_ns = windows_ok.clone();
     let mut windows_lat_n = windows_ok.clone();
     let mut answers = report::AnswerChecks::default();
+    let mut handshakes = histogram::new_histogram();
+    let mut tls_failed = 0u64;
+    let mut tls_last_error = None;
+    let mut tls_agreed = None;
     for s in &stats {
         responses.merge(&s.responses);
         requests.merge(&s.requests);
@@ -92,7 +96,32 @@ pub(super) fn merge(
         if answers.example.is_none() {
             answers.example.clone_from(&s.answers.example);
         }
+        handshakes
+            .add(&s.handshakes)
+            .expect("histograms share bounds");
+        tls_failed += s.tls_failed;
+        if s.tls_last_error.is_some() {
+            tls_last_error.clone_from(&s.tls_last_error);
+        }
+        if s.tls_agreed.is_some() {
+            tls_agreed.clone_from(&s.tls_agreed);
+        }
     }
+    let tls = cfg.tls.as_ref().map(|_| {
+        let (version, cipher_suite, alpn) = match tls_agreed {
+            Some((v, c, a)) => (Some(v), Some(c), a),
+            None => (None, None, None),
+        };
+        report::TlsReport {
+            handshakes: handshakes.len(),
+            failed: tls_failed,
+            handshake: histogram::LatencySummary::of(&handshakes),
+            version,
+            cipher_suite,
+            alpn,
+            last_error: tls_last_error,
+        }
+    });
     let measured_s = window.end_mono_ns.saturating_sub(window.start_mono_ns) as f64 / 1e9;
     let per_s = |n: u64| {
         if measured_s > 0.0 {
@@ -176,6 +205,7 @@ pub(super) fn merge(
         latency: histogram::LatencySummary::of(&hist),
         uncorrected_latency: cfg.rate.map(|_| histogram::LatencySummary::of(&hist_unc)),
         rate,
+        tls,
         answers,
         loader: report::LoaderUsage::default(),
         windows,

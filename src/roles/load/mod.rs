@@ -176,6 +176,7 @@ pub fn run(cfg: &LoadConfig) -> anyhow::Result<LoadReport> {
         connect_timeout: cfg.connect_timeout,
         seed: cfg.seed,
         window_seconds: duration_ns.div_ceil(1_000_000_000) as usize,
+        tls: cfg.tls.clone(),
         #[cfg(test)]
         drop_one_record: cfg.drop_one_record,
     });
@@ -507,5 +508,85 @@ mod tests {
             "exactly the dropped record is missing: {q:?}"
         );
         server.stop();
+    }
+
+    /// The reference server over TLS with a run's certificate for 127.0.0.1.
+    fn tls_server(certs: &crate::tls::RunCerts) -> crate::roles::serve::Server {
+        let config = crate::tls::server_config(
+            certs.chain_pem.as_bytes(),
+            certs.key_pem.as_bytes(),
+            crate::contract::Protocol::Https,
+        )
+        .unwrap();
+        crate::roles::serve::start_with(
+            "127.0.0.1".parse().unwrap(),
+            0,
+            1,
+            crate::roles::serve::Wire::Tls(config),
+        )
+        .unwrap()
+    }
+
+    fn https_load(url: &str, ca: &str) -> LoadReport {
+        let mut c = LoadConfig::new(url)
+            .unwrap()
+            .scenario(Scenario::Plaintext)
+            .connections(4)
+            .duration(Duration::from_millis(300))
+            .timeout(Duration::from_millis(500))
+            .connect_timeout(Duration::from_millis(500));
+        c.tls = Some(
+            config::TlsClient::new(ca.as_bytes(), "127.0.0.1", crate::contract::Protocol::Https)
+                .unwrap(),
+        );
+        run(&c).unwrap()
+    }
+
+    /// https: every connection does one handshake, agrees HTTP/1.1, and
+    /// every request is answered and checked as over plain HTTP.
+    #[test]
+    fn https_handshakes_once_per_connection_and_answers_like_http() {
+        let certs = crate::tls::RunCerts::make(&["127.0.0.1".into()]).unwrap();
+        let server = tls_server(&certs);
+        let r = https_load(&format!("https://{}", server.addr), &certs.ca_pem);
+        server.stop();
+        assert!(
+            r.requests.balanced() && r.requests.sent > 0,
+            "{:?}",
+            r.requests
+        );
+        assert_eq!(r.errors_whole_run.total(), 0, "{:?}", r.errors_whole_run);
+        assert_eq!(r.connections.serving, 4, "{:?}", r.connections);
+        assert!(
+            r.answers.checked > 0 && r.answers.wrong == 0,
+            "{:?}",
+            r.answers
+        );
+        let t = r.tls.expect("an https run reports its TLS");
+        assert_eq!((t.handshakes, t.failed), (4, 0), "{t:?}");
+        assert_eq!(t.alpn.as_deref(), Some("http/1.1"), "{t:?}");
+        assert!(t.version.is_some() && t.handshake.p50_us > 0, "{t:?}");
+    }
+
+    /// A server whose certificate another CA signed is never measured:
+    /// every attempt is a TLS error, no connection is established.
+    #[test]
+    fn https_refuses_a_certificate_the_run_did_not_make() {
+        let ours = crate::tls::RunCerts::make(&["127.0.0.1".into()]).unwrap();
+        let theirs = crate::tls::RunCerts::make(&["127.0.0.1".into()]).unwrap();
+        let server = tls_server(&theirs);
+        let r = https_load(&format!("https://{}", server.addr), &ours.ca_pem);
+        server.stop();
+        assert_eq!(r.connections.established, 0, "{:?}", r.connections);
+        assert!(r.errors_whole_run.tls > 0, "{:?}", r.errors_whole_run);
+        assert_eq!(r.responses.total(), 0);
+        let t = r.tls.expect("an https run reports its TLS");
+        assert_eq!(t.handshakes, 0, "{t:?}");
+        assert!(
+            t.last_error
+                .as_deref()
+                .is_some_and(|e| e.contains("certificate")),
+            "{t:?}"
+        );
     }
 }

@@ -28,6 +28,9 @@ pub enum ErrorKind {
     Timeout,
     /// The response could not be parsed as HTTP/1.1.
     Parse,
+    /// The TLS handshake failed (a certificate the run's CA did not sign,
+    /// no protocol in common, a handshake that timed out).
+    Tls,
 }
 
 /// Error counts by kind. Read, write, timeout and parse errors count lost
@@ -48,6 +51,15 @@ pub struct ErrorCounts {
     pub timeout: u64,
     /// Requests lost to a response that is not valid HTTP/1.1.
     pub parse: u64,
+    /// Failed TLS handshakes (https only): connection attempts, like
+    /// `connect`, placed by when they failed. Left out when 0, so plain
+    /// HTTP reports and results read as they always did.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub tls: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl ErrorCounts {
@@ -60,12 +72,13 @@ impl ErrorCounts {
             ErrorKind::Write => self.write += n,
             ErrorKind::Timeout => self.timeout += n,
             ErrorKind::Parse => self.parse += n,
+            ErrorKind::Tls => self.tls += n,
         }
     }
 
     /// All errors of every kind.
     pub fn total(&self) -> u64 {
-        self.connect + self.read + self.write + self.timeout + self.parse
+        self.connect + self.read + self.write + self.timeout + self.parse + self.tls
     }
 
     /// Sum of two counts.
@@ -75,6 +88,7 @@ impl ErrorCounts {
         self.write += o.write;
         self.timeout += o.timeout;
         self.parse += o.parse;
+        self.tls += o.tls;
     }
 }
 
@@ -283,6 +297,26 @@ impl Connections {
     }
 }
 
+/// TLS as the loader saw it, over the whole run (https targets only).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TlsReport {
+    /// Handshakes completed.
+    pub handshakes: u64,
+    /// Handshakes that failed (each also counted in `errors_whole_run.tls`).
+    pub failed: u64,
+    /// Time from the TCP connection to the end of the TLS handshake, one
+    /// sample per connection made.
+    pub handshake: LatencySummary,
+    /// TLS version the server agreed (the last handshake's).
+    pub version: Option<String>,
+    /// Cipher suite it agreed.
+    pub cipher_suite: Option<String>,
+    /// Protocol it agreed under ALPN, if any.
+    pub alpn: Option<String>,
+    /// The last failed handshake, in rustls's words.
+    pub last_error: Option<String>,
+}
+
 /// Bytes on the wire during the measured period.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct WireBytes {
@@ -469,6 +503,9 @@ pub struct LoadReport {
     pub uncorrected_latency: Option<LatencySummary>,
     /// Fixed rate only: target vs achieved rate and schedule lag.
     pub rate: Option<RateReport>,
+    /// https only: handshakes, their time, and what the server agreed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<TlsReport>,
     /// Answers checked against the contract under load.
     pub answers: AnswerChecks,
     /// CPU and memory of the loader itself (window).
@@ -559,9 +596,26 @@ impl LoadReport {
         let e = &self.errors;
         writeln!(
             w,
-            "  Errors: connect {}, read {}, write {}, timeout {}, parse {}",
-            e.connect, e.read, e.write, e.timeout, e.parse
+            "  Errors: connect {}, read {}, write {}, timeout {}, parse {}, tls {}",
+            e.connect, e.read, e.write, e.timeout, e.parse, e.tls
         )?;
+        if let Some(t) = &self.tls {
+            writeln!(
+                w,
+                "  TLS: {} handshakes ({} failed), p50 {} p99 {}; {} {} ALPN {}{}",
+                t.handshakes,
+                t.failed,
+                crate::units::micros(t.handshake.p50_us as f64),
+                crate::units::micros(t.handshake.p99_us as f64),
+                t.version.as_deref().unwrap_or("?"),
+                t.cipher_suite.as_deref().unwrap_or("?"),
+                t.alpn.as_deref().unwrap_or("none"),
+                t.last_error
+                    .as_deref()
+                    .map(|e| format!("; last failure: {e}"))
+                    .unwrap_or_default()
+            )?;
+        }
         let q = &self.requests;
         writeln!(
             w,

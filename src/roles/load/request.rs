@@ -20,7 +20,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use anyhow::{bail, Context};
+use anyhow::bail;
 use rand::{Rng, SeedableRng};
 
 use crate::contract::{self, Scenario};
@@ -38,15 +38,19 @@ pub struct Target {
     pub authority: String,
     /// Path (and query) of the URL; for scenarios, a prefix of their paths.
     pub path: String,
+    /// `https://`: TLS on every connection.
+    pub tls: bool,
 }
 
 impl Target {
-    /// Parse `http://IP[:PORT][/path]`. Host names are refused: the loader
-    /// runs in a scratch container without name resolution.
+    /// Parse `http[s]://IP[:PORT][/path]`. Host names are refused: the
+    /// loader runs in a scratch container without name resolution.
     pub fn parse(url: &str) -> anyhow::Result<Self> {
-        let rest = url
-            .strip_prefix("http://")
-            .with_context(|| format!("--url `{url}`: only http:// URLs are supported"))?;
+        let (rest, tls) = match (url.strip_prefix("http://"), url.strip_prefix("https://")) {
+            (Some(rest), _) => (rest, false),
+            (_, Some(rest)) => (rest, true),
+            _ => bail!("--url `{url}`: only http:// and https:// URLs are supported"),
+        };
         let (authority, path) = match rest.find(['/', '?']) {
             Some(i) if rest.as_bytes()[i] == b'/' => (&rest[..i], rest[i..].to_string()),
             Some(i) => (&rest[..i], format!("/{}", &rest[i..])),
@@ -55,10 +59,10 @@ impl Target {
         let addr = authority
             .parse::<SocketAddr>()
             .or_else(|_| {
-                // No port: HTTP's default.
+                // No port: the scheme's default.
                 let host = authority.trim_start_matches('[').trim_end_matches(']');
                 host.parse::<std::net::IpAddr>()
-                    .map(|ip| SocketAddr::new(ip, 80))
+                    .map(|ip| SocketAddr::new(ip, if tls { 443 } else { 80 }))
             })
             .map_err(|_| {
                 anyhow::anyhow!(
@@ -73,6 +77,7 @@ impl Target {
             addr,
             authority: authority.to_string(),
             path,
+            tls,
         })
     }
 
@@ -396,7 +401,10 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("IP address"), "{err}");
-        assert!(Target::parse("https://127.0.0.1").is_err());
+        let tls = Target::parse("https://127.0.0.1").unwrap();
+        assert!(tls.tls && tls.addr.port() == 443);
+        assert!(!target().tls);
+        assert!(Target::parse("ftp://127.0.0.1").is_err());
     }
 
     #[test]
