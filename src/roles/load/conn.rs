@@ -834,8 +834,7 @@ pub async fn connection(w: Rc<Worker>, global: usize, local: usize) {
             Ok(Ok(s)) => s,
             Ok(Err(_)) | Err(_) => {
                 w.stray_error(ErrorKind::Connect, now_ns());
-                tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(MAX_BACKOFF);
+                back_off(&mut backoff).await;
                 continue;
             }
         };
@@ -844,44 +843,36 @@ pub async fn connection(w: Rc<Worker>, global: usize, local: usize) {
         let end = match &plan.tls {
             None => {
                 backoff = FIRST_BACKOFF;
-                w.opened(local, !established, connected_at);
-                established = true;
-                conn.free_at = now_ns();
-                conn.drive(&w, stream).await
+                conn.serve(&w, stream, !established, connected_at).await
             }
             Some(tls) => {
                 // The connection counts as open once it can carry a
-                // request: after its handshake.
-                let connector = tokio_rustls::TlsConnector::from(Arc::clone(&tls.config));
-                // From here: the first attempt waited for the gate above.
+                // request: after its handshake. From here: the first
+                // attempt waited for the gate above.
                 let shake_start = now_ns();
                 let shaken = tokio::time::timeout(
                     plan.connect_timeout,
-                    connector.connect(tls.name.clone(), stream),
+                    tokio_rustls::TlsConnector::from(Arc::clone(&tls.config))
+                        .connect(tls.name.clone(), stream),
                 )
-                .await;
+                .await
+                .map_err(|_| "the TLS handshake timed out".to_string())
+                .and_then(|r| r.map_err(|e| e.to_string()));
                 let done_at = now_ns();
                 let stream = match shaken {
-                    Ok(Ok(s)) => s,
-                    failed => {
-                        let why = match failed {
-                            Ok(Err(e)) => e.to_string(),
-                            _ => "the TLS handshake timed out".to_string(),
-                        };
+                    Ok(s) => s,
+                    Err(why) => {
                         w.handshake_failed(done_at, why);
-                        tokio::time::sleep(backoff).await;
-                        backoff = (backoff * 2).min(MAX_BACKOFF);
+                        back_off(&mut backoff).await;
                         continue;
                     }
                 };
                 backoff = FIRST_BACKOFF;
                 w.handshake_done(done_at.saturating_sub(shake_start), stream.get_ref().1);
-                w.opened(local, !established, done_at);
-                established = true;
-                conn.free_at = now_ns();
-                conn.drive(&w, stream).await
+                conn.serve(&w, stream, !established, done_at).await
             }
         };
+        established = true;
         w.disarm_timeout(local);
         w.closed();
         if end == ConnEnd::Finished {
@@ -906,7 +897,28 @@ struct ConnState {
     local: usize,
 }
 
+/// Wait `backoff` after a failed attempt, then double it (up to
+/// [`MAX_BACKOFF`]).
+async fn back_off(backoff: &mut Duration) {
+    tokio::time::sleep(*backoff).await;
+    *backoff = (*backoff * 2).min(MAX_BACKOFF);
+}
+
 impl ConnState {
+    /// Serve requests on `stream`, open since `at` (its first open when
+    /// `first`), until it ends.
+    async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
+        &mut self,
+        w: &Worker,
+        stream: S,
+        first: bool,
+        at: u64,
+    ) -> ConnEnd {
+        w.opened(self.local, first, at);
+        self.free_at = now_ns();
+        self.drive(w, stream).await
+    }
+
     /// Lose every request in flight to an error of `kind` at `t`.
     fn lose_inflight(&mut self, w: &Worker, kind: ErrorKind, t: u64) {
         loop {
