@@ -33,6 +33,25 @@ pub const MAX_PARAM_ID: u64 = 999_999_999;
 /// Largest body the echo scenario sends; frameworks must accept at least this.
 pub const MAX_ECHO_BODY: usize = 64 * 1024;
 
+/// Port a framework serves `https` and `h2` on inside its container (TLS;
+/// ALPN picks the protocol), set as [`TLS_PORT_ENV`].
+pub const TLS_PORT: u16 = 8443;
+/// Port a framework serves `h2c` on (HTTP/2 with prior knowledge), set as
+/// [`H2C_PORT_ENV`].
+pub const H2C_PORT: u16 = 8082;
+/// Environment variable holding [`TLS_PORT`].
+pub const TLS_PORT_ENV: &str = "FAIRGROUND_TLS_PORT";
+/// Environment variable holding [`H2C_PORT`].
+pub const H2C_PORT_ENV: &str = "FAIRGROUND_H2C_PORT";
+/// Folder, inside a server container, holding the run's certificate chain
+/// ([`crate::tls::CHAIN_FILE`]) and key ([`crate::tls::KEY_FILE`]).
+pub const TLS_DIR: &str = "/run/fairground/tls";
+/// Environment variable holding the path of the certificate chain (PEM:
+/// the server's certificate, then the run CA's).
+pub const TLS_CERT_ENV: &str = "FAIRGROUND_TLS_CERT";
+/// Environment variable holding the path of the private key (PEM, PKCS#8).
+pub const TLS_KEY_ENV: &str = "FAIRGROUND_TLS_KEY";
+
 /// A benchmark scenario: one endpoint of the contract.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Scenario {
@@ -50,7 +69,25 @@ pub enum Scenario {
     /// `GET /mw/{N}` through a chain of N middleware layers; layer `i` reads
     /// `x-test` and sets response header `x-mw-{i}` to its value.
     Middleware(u16),
+    /// `GET /db` → one random `world` row, `{"id":…,"randomNumber":…}`.
+    Db,
+    /// `GET /queries?queries=N` → an array of N random `world` rows. In a
+    /// manifest, `queries` (N = [`ANY_COUNT`]) declares every N.
+    Queries(u16),
+    /// `GET /fortunes` → the fortune table and one added row, sorted, as
+    /// an HTML page ([`db::fortunes_page`]).
+    Fortunes,
+    /// `GET /updates?queries=N` → N random `world` rows, each given a new
+    /// random number that is written back and returned. In a manifest,
+    /// `updates` declares every N.
+    Updates(u16),
 }
+
+/// The count of a manifest's `queries` or `updates`: every N.
+pub const ANY_COUNT: u16 = 0;
+/// Rows per request verification asks of a `queries` or `updates` family
+/// (TechEmpower's most quoted count).
+pub const VERIFY_COUNT: u16 = 20;
 
 impl Scenario {
     /// Every fixed-name scenario (middleware chains are parametrised).
@@ -62,11 +99,68 @@ impl Scenario {
         Scenario::Validate,
     ];
 
+    /// The database scenarios as a manifest declares them (every count).
+    pub const DATABASE: [Scenario; 4] = [
+        Scenario::Db,
+        Scenario::Queries(ANY_COUNT),
+        Scenario::Fortunes,
+        Scenario::Updates(ANY_COUNT),
+    ];
+
     /// The names a profile or manifest may use, for messages and suggestions.
     pub fn known_names() -> Vec<String> {
         let mut names: Vec<String> = Self::FIXED.iter().map(|s| s.to_string()).collect();
         names.push("middleware-N".to_string());
+        names.extend(["db", "queries-N", "fortunes", "updates-N"].map(String::from));
         names
+    }
+
+    /// Whether the scenario reads or writes the database.
+    pub fn needs_database(self) -> bool {
+        matches!(
+            self,
+            Scenario::Db | Scenario::Queries(_) | Scenario::Fortunes | Scenario::Updates(_)
+        )
+    }
+
+    /// Whether a manifest that declares `self` serves `cell`: the same
+    /// scenario, or `queries` / `updates` (every count) for any count.
+    pub fn covers(self, cell: Scenario) -> bool {
+        match (self, cell) {
+            (Scenario::Queries(ANY_COUNT), Scenario::Queries(_))
+            | (Scenario::Updates(ANY_COUNT), Scenario::Updates(_)) => true,
+            _ => self == cell,
+        }
+    }
+
+    /// The scenario verification checks for a manifest's declaration: a
+    /// family (`queries`, `updates`) at [`VERIFY_COUNT`] rows, anything
+    /// else as it is.
+    pub fn verified(self) -> Scenario {
+        match self {
+            Scenario::Queries(ANY_COUNT) => Scenario::Queries(VERIFY_COUNT),
+            Scenario::Updates(ANY_COUNT) => Scenario::Updates(VERIFY_COUNT),
+            s => s,
+        }
+    }
+
+    /// Whether this names a whole family (`queries` or `updates` without a
+    /// count): a manifest may declare one, a cell cannot be one.
+    pub fn is_family(self) -> bool {
+        matches!(
+            self,
+            Scenario::Queries(ANY_COUNT) | Scenario::Updates(ANY_COUNT)
+        )
+    }
+
+    /// World rows one request of the scenario reads (and, for updates,
+    /// writes): what `pg_stat_statements` must count at least, per request.
+    pub fn rows_per_request(self) -> u16 {
+        match self {
+            Scenario::Db => 1,
+            Scenario::Queries(n) | Scenario::Updates(n) => n,
+            _ => 0,
+        }
     }
 
     /// HTTP method of the scenario's request.
@@ -92,6 +186,12 @@ impl fmt::Display for Scenario {
             Scenario::Echo => f.write_str("echo"),
             Scenario::Validate => f.write_str("validate"),
             Scenario::Middleware(n) => write!(f, "middleware-{n}"),
+            Scenario::Db => f.write_str("db"),
+            Scenario::Queries(ANY_COUNT) => f.write_str("queries"),
+            Scenario::Queries(n) => write!(f, "queries-{n}"),
+            Scenario::Fortunes => f.write_str("fortunes"),
+            Scenario::Updates(ANY_COUNT) => f.write_str("updates"),
+            Scenario::Updates(n) => write!(f, "updates-{n}"),
         }
     }
 }
@@ -127,6 +227,12 @@ pub enum Protocol {
 }
 
 impl Protocol {
+    /// Whether this is `http1` (serde's `skip_serializing_if`: records
+    /// before protocols existed read back as http1).
+    pub fn is_http1(&self) -> bool {
+        *self == Protocol::Http1
+    }
+
     /// Every protocol, in the order cells are listed.
     pub const ALL: [Protocol; 4] = [
         Protocol::Http1,
@@ -169,8 +275,10 @@ impl fmt::Display for Protocol {
 /// Why a scenario name was not understood.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ScenarioParseError {
-    #[error("unknown scenario `{0}`; known: plaintext, json, param, echo, validate, middleware-N (N from 0 to {MAX_MIDDLEWARE})")]
+    #[error("unknown scenario `{0}`; known: plaintext, json, param, echo, validate, middleware-N (N from 0 to {MAX_MIDDLEWARE}), db, queries-N, fortunes, updates-N (N from 1 to {max})", max = db::MAX_QUERIES)]
     Unknown(String),
+    #[error("`{0}`: the number of rows must be a whole number from 1 to {max} (`queries` and `updates` alone, in a framework manifest, declare every number)", max = db::MAX_QUERIES)]
+    BadCount(String),
     #[error(
         "`{0}`: the middleware chain length must be a whole number from 0 to {MAX_MIDDLEWARE}"
     )]
@@ -187,6 +295,21 @@ impl FromStr for Scenario {
             "param" => Ok(Scenario::Param),
             "echo" => Ok(Scenario::Echo),
             "validate" => Ok(Scenario::Validate),
+            "db" => Ok(Scenario::Db),
+            "fortunes" => Ok(Scenario::Fortunes),
+            "queries" => Ok(Scenario::Queries(ANY_COUNT)),
+            "updates" => Ok(Scenario::Updates(ANY_COUNT)),
+            _ if s.starts_with("queries-") || s.starts_with("updates-") => {
+                let (family, n) = s.split_once('-').expect("checked above");
+                match n.parse::<u16>() {
+                    Ok(n) if (1..=db::MAX_QUERIES).contains(&n) => Ok(if family == "queries" {
+                        Scenario::Queries(n)
+                    } else {
+                        Scenario::Updates(n)
+                    }),
+                    _ => Err(ScenarioParseError::BadCount(s.to_string())),
+                }
+            }
             _ => match s.strip_prefix("middleware-") {
                 Some(n) => match n.parse::<u16>() {
                     Ok(n) if n <= MAX_MIDDLEWARE => Ok(Scenario::Middleware(n)),
@@ -219,8 +342,8 @@ impl schemars::JsonSchema for Scenario {
     fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
         schemars::json_schema!({
             "type": "string",
-            "description": "A contract scenario: plaintext, json, param, echo, validate or middleware-N",
-            "pattern": "^(plaintext|json|param|echo|validate|middleware-[0-9]{1,2})$"
+            "description": "A contract scenario: plaintext, json, param, echo, validate, middleware-N, db, queries-N, fortunes or updates-N",
+            "pattern": "^(plaintext|json|param|echo|validate|middleware-[0-9]{1,2}|db|fortunes|(queries|updates)(-[0-9]{1,3})?)$"
         })
     }
 }
@@ -385,6 +508,10 @@ pub fn sample_request(scenario: Scenario, rng: &mut impl Rng) -> Request {
             headers: vec![(MW_REQUEST_HEADER.to_string(), random_word(rng, 8, 16))],
             body: None,
         },
+        Scenario::Db => get(db::DB_PATH),
+        Scenario::Queries(n) => get(&db::queries_path(db::QUERIES_PATH, n)),
+        Scenario::Fortunes => get(db::FORTUNES_PATH),
+        Scenario::Updates(n) => get(&db::queries_path(db::UPDATES_PATH, n)),
     }
 }
 
@@ -411,6 +538,7 @@ fn post(path: &str, body: serde_json::Value) -> Request {
 pub fn expected_content_type(scenario: Scenario) -> &'static str {
     match scenario {
         Scenario::Plaintext | Scenario::Middleware(_) => "text/plain",
+        Scenario::Fortunes => "text/html",
         _ => "application/json",
     }
 }
@@ -422,6 +550,12 @@ pub enum ExpectedBody {
     Exact(&'static str),
     /// Any JSON text that parses to this value.
     Json(serde_json::Value),
+    /// `world` rows as JSON, ids and numbers in range: one object
+    /// (`None`) or an array of exactly this many. Whether the numbers are
+    /// the stored ones only the database can say (verify reads it).
+    World(Option<u16>),
+    /// The fortunes page ([`db::check_fortunes`]).
+    Fortunes,
 }
 
 /// The expected status and body of a correct answer to a valid `request`.
@@ -455,6 +589,12 @@ pub fn expected_response(scenario: Scenario, request: &Request) -> (u16, Expecte
                 Err(_) => (400, ExpectedBody::Json(serde_json::Value::Null)),
             }
         }
+        Scenario::Db => (200, ExpectedBody::World(None)),
+        Scenario::Queries(_) | Scenario::Updates(_) => (
+            200,
+            ExpectedBody::World(Some(db::count_in_path(&request.path))),
+        ),
+        Scenario::Fortunes => (200, ExpectedBody::Fortunes),
     }
 }
 
@@ -481,6 +621,12 @@ pub fn check_body(body: &[u8], expected: &ExpectedBody) -> Result<(), String> {
                     quote_bytes(want.to_string().as_bytes())
                 ))
             }
+        }
+        ExpectedBody::World(count) => db::check_world(body, *count).map(|_| ()),
+        ExpectedBody::Fortunes => {
+            let page =
+                std::str::from_utf8(body).map_err(|_| "the page is not UTF-8".to_string())?;
+            db::check_fortunes(page)
         }
     }
 }
@@ -566,6 +712,12 @@ mod tests {
             "validate",
             "middleware-0",
             "middleware-10",
+            "db",
+            "queries",
+            "queries-20",
+            "fortunes",
+            "updates",
+            "updates-500",
         ] {
             let s: Scenario = name.parse().unwrap();
             assert_eq!(s.to_string(), name);
@@ -586,6 +738,35 @@ mod tests {
             "middleware-x".parse::<Scenario>(),
             Err(ScenarioParseError::BadMiddleware(_))
         ));
+    }
+
+    #[test]
+    fn database_scenarios_parse_with_counts_and_families_cover_them() {
+        assert_eq!("queries-1".parse(), Ok(Scenario::Queries(1)));
+        assert_eq!("updates".parse(), Ok(Scenario::Updates(ANY_COUNT)));
+        for bad in ["queries-0", "queries-501", "updates-x", "queries-"] {
+            assert!(
+                matches!(
+                    bad.parse::<Scenario>(),
+                    Err(ScenarioParseError::BadCount(_))
+                ),
+                "{bad}"
+            );
+        }
+        assert!(Scenario::Queries(ANY_COUNT).covers(Scenario::Queries(20)));
+        assert!(!Scenario::Queries(ANY_COUNT).covers(Scenario::Updates(20)));
+        assert!(!Scenario::Queries(5).covers(Scenario::Queries(20)));
+        assert!(Scenario::Db.covers(Scenario::Db));
+        assert!(Scenario::Updates(20).needs_database() && !Scenario::Json.needs_database());
+        let mut rng = rand::rngs::StdRng::seed_from_u64(1);
+        assert_eq!(
+            sample_request(Scenario::Queries(20), &mut rng).path,
+            "/queries?queries=20"
+        );
+        assert_eq!(
+            sample_request(Scenario::Updates(3), &mut rng).path,
+            "/updates?queries=3"
+        );
     }
 
     #[test]

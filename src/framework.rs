@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::contract::Scenario;
+use crate::contract::{Protocol, Scenario};
 use crate::exit::{ExitCode, ExitCodeOf};
 
 /// Name of the manifest file inside each framework folder.
@@ -51,6 +51,12 @@ pub struct Manifest {
     pub readiness: String,
     /// Contract scenarios this framework implements.
     pub scenarios: Vec<Scenario>,
+    /// Protocols it serves (docs/contract.md, "Protocols"): `http1` on
+    /// `port`; `https` and `h2` over TLS on [`crate::contract::TLS_PORT`]
+    /// with the run's certificate; `h2c` on [`crate::contract::H2C_PORT`].
+    /// Absent: `[http1]`.
+    #[serde(default = "default_protocols", skip_serializing_if = "is_http1_only")]
+    pub protocols: Vec<Protocol>,
     /// How the server uses the CPUs it is given (workers, threads, event loop).
     pub workers: String,
     /// Whether the server runs with a read-only root filesystem.
@@ -108,6 +114,14 @@ fn default_true() -> bool {
     true
 }
 
+fn default_protocols() -> Vec<Protocol> {
+    vec![Protocol::Http1]
+}
+
+fn is_http1_only(p: &[Protocol]) -> bool {
+    p == [Protocol::Http1]
+}
+
 /// A manifest together with where it was found.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Framework {
@@ -136,7 +150,23 @@ impl Framework {
 
     /// Whether the framework declares `scenario`.
     pub fn supports(&self, scenario: Scenario) -> bool {
-        self.manifest.scenarios.contains(&scenario)
+        self.manifest.scenarios.iter().any(|s| s.covers(scenario))
+    }
+
+    /// Whether the framework declares a database scenario.
+    pub fn declares_database(&self) -> bool {
+        self.manifest.scenarios.iter().any(|s| s.needs_database())
+    }
+
+    /// Whether the framework declares it serves `protocol`.
+    pub fn serves(&self, protocol: Protocol) -> bool {
+        self.manifest.protocols.contains(&protocol)
+    }
+
+    /// Whether it serves anything over TLS (and so gets the run's
+    /// certificate).
+    pub fn needs_tls(&self) -> bool {
+        self.manifest.protocols.iter().any(|p| p.is_tls())
     }
 }
 
@@ -207,6 +237,15 @@ pub enum FrameworkError {
         /// The manifest.
         path: PathBuf,
     },
+    #[error(
+        "{}: `protocols` must list `http1` (readiness and verification reach every \
+         server over it) and each protocol once; known: http1, https, h2, h2c",
+        path.display()
+    )]
+    Protocols {
+        /// The manifest.
+        path: PathBuf,
+    },
 }
 
 impl ExitCodeOf for FrameworkError {
@@ -220,6 +259,7 @@ impl ExitCodeOf for FrameworkError {
             FrameworkError::NoScenarios { .. } => ExitCode::BadInput,
             FrameworkError::Readiness { .. } => ExitCode::BadInput,
             FrameworkError::Limits { .. } => ExitCode::BadInput,
+            FrameworkError::Protocols { .. } => ExitCode::BadInput,
         }
     }
 }
@@ -266,6 +306,13 @@ fn check(dir: &Path, path: PathBuf, text: &str) -> Result<Framework, FrameworkEr
         if l.max_connections == 0 || l.why.trim().is_empty() {
             return Err(FrameworkError::Limits { path });
         }
+    }
+    let mut protocols = manifest.protocols.clone();
+    protocols.sort_unstable();
+    protocols.dedup();
+    if !manifest.protocols.contains(&Protocol::Http1) || protocols.len() != manifest.protocols.len()
+    {
+        return Err(FrameworkError::Protocols { path });
     }
     Ok(Framework {
         manifest,
@@ -372,6 +419,22 @@ mod tests {
         let no_why = format!("{GOOD}limits: {{max_connections: 1024, why: \"\"}}\n");
         let err = load(&write(tmp.path(), "demo", &no_why)).unwrap_err();
         assert!(format!("{err:#}").contains("`limits`"), "{err:#}");
+    }
+
+    #[test]
+    fn protocols_default_to_http1_and_must_include_it_once() {
+        let tmp = tempfile::tempdir().unwrap();
+        let fw = load(&write(tmp.path(), "demo", GOOD)).unwrap();
+        assert_eq!(fw.manifest.protocols, vec![Protocol::Http1]);
+        assert!(!fw.needs_tls());
+        let all = format!("{GOOD}protocols: [http1, https, h2, h2c]\n");
+        let fw = load(&write(tmp.path(), "demo", &all)).unwrap();
+        assert!(fw.serves(Protocol::H2c) && fw.needs_tls());
+        for bad in ["[https, h2]", "[http1, h2, h2]", "[http1, h3]"] {
+            let text = format!("{GOOD}protocols: {bad}\n");
+            let err = load(&write(tmp.path(), "demo", &text)).unwrap_err();
+            assert!(format!("{err:#}").contains("protocols"), "{bad}: {err:#}");
+        }
     }
 
     #[test]

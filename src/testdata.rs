@@ -31,6 +31,7 @@ pub(crate) fn round(index: u32, concurrency: u32, rps: f64) -> Round {
     let start_ns = 1_000_000_000_000 + u64::from(index) * 30_000_000_000;
     Round {
         index,
+        database: None,
         started_at: Utc.with_ymd_and_hms(2026, 11, 29, 23, 0, 0).unwrap()
             + chrono::Duration::seconds(i64::from(index) * 30),
         window: WindowTimes {
@@ -67,6 +68,7 @@ pub(crate) fn round(index: u32, concurrency: u32, rps: f64) -> Round {
         histogram: histogram::encode(&h).unwrap(),
         connections: Connections::all_served(c),
         wire_bytes_per_response: Some(130.0),
+        tls: None,
         rate: None,
         answers: AnswerChecks {
             checked: ok / 1000,
@@ -115,6 +117,7 @@ fn key(fw: &str, scenario: Scenario, concurrency: u32) -> CellKey {
     CellKey {
         framework: fw.into(),
         scenario,
+        protocol: crate::contract::Protocol::Http1,
         concurrency,
         rate: None,
     }
@@ -264,6 +267,7 @@ pub(crate) fn sample_results() -> Results {
             rounds_min: 3,
             precise: false,
             closed_loop_pipeline: Some(1),
+            http2_streams: 1,
         };
         cells.push(finish_cell(k.clone(), rounds, &ctx).unwrap());
     }
@@ -331,6 +335,7 @@ pub(crate) fn sample_results() -> Results {
                     passed: vec![Plaintext],
                     excluded: vec![Exclusion {
                         scenario: Json,
+                        protocol: crate::contract::Protocol::Http1,
                         reason: "GET /json answered `content-type: text/plain`, expected `application/json`".into(),
                     }],
                 },
@@ -339,6 +344,7 @@ pub(crate) fn sample_results() -> Results {
         skipped: vec![Skipped {
             framework: "fastapi".into(),
             scenario: Some(Param),
+            protocol: None,
             reason: "not declared in frameworks/fastapi/framework.yaml".into(),
         }],
         cells,

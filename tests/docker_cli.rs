@@ -295,5 +295,32 @@ fn a_rebuilt_framework_replaces_its_superseded_image() {
         .output()
         .unwrap();
     assert!(!gone.status.success(), "{old} is still there");
+
+    // While another run's container exists, nothing is removed, and the
+    // build says which container held it back.
+    let other = test_run("supersede-other");
+    let held = Command::new("docker")
+        .args(["create", "--label", &format!("fairground.run={}", other.0)])
+        .arg(&new)
+        .output()
+        .unwrap();
+    assert!(held.status.success(), "{held:?}");
+    let held = String::from_utf8_lossy(&held.stdout).trim().to_string();
+    let mut text = std::fs::read_to_string(&main).unwrap();
+    text.push_str("// edited again\n");
+    std::fs::write(&main, text).unwrap();
+    let (newer, stderr) = build();
+    let _ = Command::new("docker").args(["rm", "-f", &held]).output();
+    assert_ne!(new, newer);
+    assert!(
+        stderr.contains("superseded images kept: fairground containers exist"),
+        "{stderr}"
+    );
+    let kept = Command::new("docker")
+        .args(["image", "inspect", &new])
+        .output()
+        .unwrap();
+    assert!(kept.status.success(), "{new} was removed under a container");
     remove_if_ours(&new);
+    remove_if_ours(&newer);
 }

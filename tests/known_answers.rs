@@ -469,8 +469,17 @@ fn a_cpu_hog_beside_the_run_is_foreign_work_and_flags_host_busy() {
             }
         })
     };
+    // Stopped however the run ends: a failed run must not leave the hog
+    // spinning into the next tests.
+    struct StopOnDrop(std::sync::Arc<std::sync::atomic::AtomicBool>);
+    impl Drop for StopOnDrop {
+        fn drop(&mut self) {
+            self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+    let guard = StopOnDrop(std::sync::Arc::clone(&stop));
     let (r, stderr) = run_profile_in(&tmp, &profile);
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    drop(guard);
     hog.join().unwrap();
     let _ = std::fs::remove_dir_all(&tmp);
     let c = cell(&r, "hogged", &stderr);

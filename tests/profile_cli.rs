@@ -131,7 +131,9 @@ fn a_typo_in_a_profile_name_suggests_the_right_one() {
     let stderr = text(&out.stderr);
     assert!(stderr.contains("no profile named `standrd`: profiles/standrd.yaml does not exist (did you mean `standard`?)"), "{stderr}");
     assert!(
-        stderr.contains("available: across-hosts, highconc, latency, quick, standard"),
+        stderr.contains(
+            "available: across-hosts, database, highconc, latency, protocols, quick, standard"
+        ),
         "{stderr}"
     );
 }

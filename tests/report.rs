@@ -343,6 +343,7 @@ fn standard_sized() -> Results {
             let key = CellKey {
                 framework: fw.clone(),
                 scenario: *scenario,
+                protocol: fairground::contract::Protocol::Http1,
                 concurrency: 100,
                 rate: None,
             };

@@ -5,11 +5,109 @@ multi-process setup aiohttp documents. Middleware chains are aiohttp
 middlewares: each /mw/N is a sub-application whose `middlewares` list is the
 chain (first = outermost), aiohttp's way to scope middleware to routes.
 """
+import html
 import multiprocessing
 import os
+import random
+from operator import itemgetter
 
 import uvloop
 from aiohttp import web
+
+# The database scenarios: asyncpg (Debian python3-asyncpg), a pool per
+# process holding its share of FAIRGROUND_DB_POOL, created at start-up only
+# when fairground gives a database (FAIRGROUND_DB_HOST).
+DB_POOL = "db_pool"
+READ = "SELECT id, randomnumber FROM world WHERE id = $1"
+WRITE = "UPDATE world SET randomnumber = $2 WHERE id = $1"
+ADDED = "Additional fortune added at request time."
+
+
+def query_count(request: web.Request) -> int:
+    """TechEmpower's rule: missing, empty, not a number or below 1 is 1;
+    above 500 is 500."""
+    try:
+        n = int(request.query.get("queries", ""))
+    except ValueError:
+        return 1
+    return min(max(n, 1), 500)
+
+
+def pool_of(request: web.Request):
+    pool = request.app.get(DB_POOL)
+    if pool is None:
+        raise web.HTTPServiceUnavailable(text="no database configured")
+    return pool
+
+
+async def db(request: web.Request) -> web.Response:
+    async with pool_of(request).acquire() as conn:
+        row = await conn.fetchrow(READ, random.randint(1, 10000))
+    return web.json_response({"id": row["id"], "randomNumber": row["randomnumber"]})
+
+
+async def queries(request: web.Request) -> web.Response:
+    rows = []
+    async with pool_of(request).acquire() as conn:
+        read = await conn.prepare(READ)
+        for _ in range(query_count(request)):
+            row = await read.fetchrow(random.randint(1, 10000))
+            rows.append({"id": row["id"], "randomNumber": row["randomnumber"]})
+    return web.json_response(rows)
+
+
+async def fortunes(request: web.Request) -> web.Response:
+    async with pool_of(request).acquire() as conn:
+        rows = [(r["id"], r["message"]) for r in await conn.fetch("SELECT id, message FROM fortune")]
+    rows.append((0, ADDED))
+    rows.sort(key=itemgetter(1))
+    body = "".join(
+        f"<tr><td>{i}</td><td>{html.escape(m)}</td></tr>" for i, m in rows
+    )
+    page = (
+        "<!DOCTYPE html><html><head><title>Fortunes</title></head><body><table>"
+        f"<tr><th>id</th><th>message</th></tr>{body}</table></body></html>"
+    )
+    return web.Response(text=page, content_type="text/html", charset="utf-8")
+
+
+async def updates(request: web.Request) -> web.Response:
+    rows = []
+    async with pool_of(request).acquire() as conn:
+        read = await conn.prepare(READ)
+        for _ in range(query_count(request)):
+            row = await read.fetchrow(random.randint(1, 10000))
+            rows.append({"id": row["id"], "randomNumber": random.randint(1, 10000)})
+        # One statement per row, sent as one batch (asyncpg executemany).
+        await conn.executemany(WRITE, [(r["id"], r["randomNumber"]) for r in rows])
+    return web.json_response(rows)
+
+
+async def open_pool(app: web.Application) -> None:
+    if not os.environ.get("FAIRGROUND_DB_HOST"):
+        return
+    import asyncpg
+
+    workers = max(1, int(os.environ.get("FAIRGROUND_CPUS", "1") or 1))
+    size = max(1, int(os.environ.get("FAIRGROUND_DB_POOL", "8") or 8) // workers)
+    try:
+        app[DB_POOL] = await asyncpg.create_pool(
+            host=os.environ["FAIRGROUND_DB_HOST"],
+            port=int(os.environ.get("FAIRGROUND_DB_PORT", "5432")),
+            database=os.environ.get("FAIRGROUND_DB_NAME", "hello_world"),
+            user=os.environ.get("FAIRGROUND_DB_USER"),
+            password=os.environ.get("FAIRGROUND_DB_PASSWORD"),
+            min_size=size,
+            max_size=size,
+        )
+    except (OSError, asyncpg.PostgresError) as e:
+        print(f"ERROR database at {os.environ['FAIRGROUND_DB_HOST']} unreachable: {e}", flush=True)
+
+
+async def close_pool(app: web.Application) -> None:
+    pool = app.get(DB_POOL)
+    if pool is not None:
+        await pool.close()
 
 
 async def plaintext(request: web.Request) -> web.Response:
@@ -83,8 +181,14 @@ def make_app() -> web.Application:
             web.get("/users/{id}", user),
             web.post("/echo", echo),
             web.post("/validate", validate),
+            web.get("/db", db),
+            web.get("/queries", queries),
+            web.get("/fortunes", fortunes),
+            web.get("/updates", updates),
         ]
     )
+    app.on_startup.append(open_pool)
+    app.on_cleanup.append(close_pool)
     for n in range(11):
         sub = web.Application(middlewares=[echo_header(i) for i in range(1, n + 1)])
         sub.router.add_get("", plaintext)

@@ -83,6 +83,13 @@ function startWorker() {
     if (!validPerson(p)) return res.status(422).type('text/plain').send('invalid person');
     res.json({ name: p.name, age: p.age, email: p.email });
   });
+  // The database scenarios (db.js: node-pg, a pool per worker).
+  const db = require('./db');
+  const dbh = db.handlers(db.open(CPUS));
+  for (const name of ['db', 'queries', 'fortunes', 'updates']) {
+    app.get(`/${name}`, (req, res) =>
+      dbh[name](req.url, (status, type, body) => res.status(status).set('Content-Type', type).send(body)));
+  }
   for (let n = 0; n <= 10; n++) {
     const layers = [];
     for (let i = 1; i <= n; i++) layers.push(echoHeader(i));

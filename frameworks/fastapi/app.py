@@ -6,10 +6,13 @@ Middleware chains are Starlette pure-ASGI middleware classes, wrapped around
 each /mw/N endpoint (Starlette's own middleware mechanism; ASGI middleware is
 async only).
 """
+import html
 import os
+import random
+from operator import itemgetter
 
-from fastapi import Body, FastAPI
-from fastapi.responses import PlainTextResponse
+from fastapi import Body, FastAPI, HTTPException
+from fastapi.responses import HTMLResponse, PlainTextResponse
 from pydantic import BaseModel, StrictInt, StrictStr, conint, constr, validator
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.routing import Route, request_response
@@ -90,6 +93,98 @@ def chain(n: int):
 
 for _n in range(11):
     app.router.routes.append(Route(f"/mw/{_n}", chain(_n), methods=["GET"]))
+
+
+# The database scenarios: asyncpg (Debian python3-asyncpg), a pool per
+# Uvicorn worker holding its share of FAIRGROUND_DB_POOL, made at start-up
+# only when fairground gives a database (FAIRGROUND_DB_HOST).
+READ = "SELECT id, randomnumber FROM world WHERE id = $1"
+WRITE = "UPDATE world SET randomnumber = $2 WHERE id = $1"
+ADDED = "Additional fortune added at request time."
+db_pool = None
+
+
+@app.on_event("startup")
+async def open_pool():
+    global db_pool
+    if not os.environ.get("FAIRGROUND_DB_HOST"):
+        return
+    import asyncpg
+
+    workers = max(1, int(os.environ.get("FAIRGROUND_CPUS", "1") or 1))
+    size = max(1, int(os.environ.get("FAIRGROUND_DB_POOL", "8") or 8) // workers)
+    try:
+        db_pool = await asyncpg.create_pool(
+            host=os.environ["FAIRGROUND_DB_HOST"],
+            port=int(os.environ.get("FAIRGROUND_DB_PORT", "5432")),
+            database=os.environ.get("FAIRGROUND_DB_NAME", "hello_world"),
+            user=os.environ.get("FAIRGROUND_DB_USER"),
+            password=os.environ.get("FAIRGROUND_DB_PASSWORD"),
+            min_size=size,
+            max_size=size,
+        )
+    except (OSError, asyncpg.PostgresError) as e:
+        print(f"ERROR database at {os.environ['FAIRGROUND_DB_HOST']} unreachable: {e}", flush=True)
+
+
+def pool():
+    if db_pool is None:
+        raise HTTPException(status_code=503, detail="no database configured")
+    return db_pool
+
+
+def query_count(queries: str) -> int:
+    """TechEmpower's rule: missing, empty, not a number or below 1 is 1;
+    above 500 is 500."""
+    try:
+        return min(max(int(queries), 1), 500)
+    except ValueError:
+        return 1
+
+
+async def read_rows(conn, n: int):
+    read = await conn.prepare(READ)
+    rows = []
+    for _ in range(n):
+        row = await read.fetchrow(random.randint(1, 10000))
+        rows.append({"id": row["id"], "randomNumber": row["randomnumber"]})
+    return rows
+
+
+@app.get("/db")
+async def db():
+    async with pool().acquire() as conn:
+        return (await read_rows(conn, 1))[0]
+
+
+@app.get("/queries")
+async def queries(queries: str = ""):
+    async with pool().acquire() as conn:
+        return await read_rows(conn, query_count(queries))
+
+
+@app.get("/fortunes", response_class=HTMLResponse)
+async def fortunes():
+    async with pool().acquire() as conn:
+        rows = [(r["id"], r["message"]) for r in await conn.fetch("SELECT id, message FROM fortune")]
+    rows.append((0, ADDED))
+    rows.sort(key=itemgetter(1))
+    body = "".join(f"<tr><td>{i}</td><td>{html.escape(m)}</td></tr>" for i, m in rows)
+    return (
+        "<!DOCTYPE html><html><head><title>Fortunes</title></head><body><table>"
+        f"<tr><th>id</th><th>message</th></tr>{body}</table></body></html>"
+    )
+
+
+@app.get("/updates")
+async def updates(queries: str = ""):
+    async with pool().acquire() as conn:
+        rows = await read_rows(conn, query_count(queries))
+        for r in rows:
+            r["randomNumber"] = random.randint(1, 10000)
+        # One statement per row, sent as one batch (asyncpg executemany).
+        await conn.executemany(WRITE, [(r["id"], r["randomNumber"]) for r in rows])
+    return rows
 
 
 if __name__ == "__main__":

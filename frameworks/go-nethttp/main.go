@@ -1,5 +1,9 @@
 // The fairground contract on Go's standard library net/http: a ServeMux,
 // encoding/json, and middleware as func(http.Handler) http.Handler wrappers.
+// The same mux serves HTTP/1.1 on 8080, HTTP/1.1 and HTTP/2 over TLS on 8443
+// (net/http's own TLS server with its bundled HTTP/2, ALPN h2 and http/1.1)
+// and HTTP/2 with prior knowledge on 8082 (golang.org/x/net/http2/h2c, from
+// Debian's golang-golang-x-net-dev). The database scenarios are in db.go.
 package main
 
 import (
@@ -14,6 +18,9 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/h2c"
 )
 
 // bodyLimit bounds request bodies; the contract sends at most 64 KiB.
@@ -143,6 +150,34 @@ func main() {
 	for n := 0; n <= 10; n++ {
 		mux.Handle(fmt.Sprintf("/mw/%d", n), chain(n, http.HandlerFunc(plaintext)))
 	}
+	registerDatabase(mux) // /db, /queries, /updates, /fortunes (db.go)
+	// h2c: x/net's h2c handler answers HTTP/2 with prior knowledge (the
+	// client preface) and passes anything else on as HTTP/1.1.
+	h2cPort := portEnv("FAIRGROUND_H2C_PORT", 8082)
+	go func() {
+		srv := &http.Server{Addr: fmt.Sprintf("0.0.0.0:%d", h2cPort), Handler: h2c.NewHandler(mux, &http2.Server{})}
+		log.Fatal(srv.ListenAndServe())
+	}()
+	log.Printf("net/http h2c listening on :%d", h2cPort)
+	// https and h2 only when fairground mounted a certificate: ServeTLS
+	// configures net/http's HTTP/2 server and ALPN ["h2", "http/1.1"].
+	if cert := os.Getenv("FAIRGROUND_TLS_CERT"); cert != "" {
+		key := os.Getenv("FAIRGROUND_TLS_KEY")
+		tlsPort := portEnv("FAIRGROUND_TLS_PORT", 8443)
+		go func() {
+			srv := &http.Server{Addr: fmt.Sprintf("0.0.0.0:%d", tlsPort), Handler: mux}
+			log.Fatal(srv.ListenAndServeTLS(cert, key))
+		}()
+		log.Printf("net/http https/h2 listening on :%d", tlsPort)
+	}
 	log.Printf("net/http listening on :8080 with GOMAXPROCS=%d", cpus)
 	log.Fatal(http.ListenAndServe("0.0.0.0:8080", mux))
+}
+
+// portEnv reads a port from the environment variable name, or def.
+func portEnv(name string, def int) int {
+	if p, err := strconv.Atoi(os.Getenv(name)); err == nil && p > 0 {
+		return p
+	}
+	return def
 }

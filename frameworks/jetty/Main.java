@@ -2,15 +2,29 @@
 // an embedded Server with a ServletContextHandler, one HttpServlet per route,
 // Jackson databind for JSON, and javax.servlet Filters mapped to each /mw/N
 // path for the middleware chains (filters run in the order they are added,
-// so layer 1 is the outermost).
+// so layer 1 is the outermost). The database scenarios are blocking JDBC
+// servlets: Debian's PostgreSQL JDBC driver (libpostgresql-jdbc-java) behind
+// a HikariCP pool (libhikaricp-java), prepared statements, the updates
+// written back as one JDBC batch.
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Comparator;
 import java.util.EnumSet;
+import java.util.List;
+import java.util.concurrent.ThreadLocalRandom;
 import javax.servlet.DispatcherType;
 import javax.servlet.Filter;
 import javax.servlet.FilterChain;
@@ -156,6 +170,240 @@ public final class Main {
         public void destroy() {}
     }
 
+    // ---- database scenarios ----
+
+    record World(int id, int randomNumber) {}
+
+    record Fortune(int id, String message) {}
+
+    static final String WORLD_SELECT = "SELECT id, randomnumber FROM world WHERE id = ?";
+    static final String WORLD_UPDATE = "UPDATE world SET randomnumber = ? WHERE id = ?";
+    static final String FORTUNE_SELECT = "SELECT id, message FROM fortune";
+
+    /**
+     * The pool, or null when FAIRGROUND_DB_HOST is unset (no database in this
+     * run). HikariCP with a fixed size of FAIRGROUND_DB_POOL connections,
+     * started without waiting for the database, so Jetty serves the other
+     * scenarios whether it is up or not.
+     */
+    static HikariDataSource openPool() {
+        String host = System.getenv("FAIRGROUND_DB_HOST");
+        if (host == null || host.isEmpty()) {
+            return null;
+        }
+        String port = envOr("FAIRGROUND_DB_PORT", "5432");
+        int pool = 8;
+        try {
+            pool = Math.max(1, Integer.parseInt(envOr("FAIRGROUND_DB_POOL", "8")));
+        } catch (NumberFormatException e) {
+            // keep 8
+        }
+        HikariConfig config = new HikariConfig();
+        config.setJdbcUrl("jdbc:postgresql://" + host + ":" + port + "/" + envOr("FAIRGROUND_DB_NAME", "hello_world"));
+        config.setUsername(envOr("FAIRGROUND_DB_USER", "benchmarkdbuser"));
+        config.setPassword(envOr("FAIRGROUND_DB_PASSWORD", "benchmarkdbpass"));
+        config.setMaximumPoolSize(pool);
+        config.setMinimumIdle(pool);
+        config.setInitializationFailTimeout(-1); // start even if the database is not there
+        config.setConnectionTimeout(10_000);
+        config.setPoolName("fairground");
+        // pgjdbc: server-side prepared statements from the first execution
+        // (its default waits for the fifth), kept in its per-connection cache.
+        config.addDataSourceProperty("prepareThreshold", "1");
+        config.addDataSourceProperty("connectTimeout", "5");
+        HikariDataSource ds = new HikariDataSource(config);
+        String where = host + ":" + port;
+        int size = pool;
+        Thread probe = new Thread(() -> {
+            try (Connection c = ds.getConnection()) {
+                System.err.println("database pool to " + where + ", " + size + " connections (HikariCP, pgjdbc)");
+            } catch (SQLException e) {
+                System.err.println("ERROR database at " + where + " unreachable (db endpoints answer 503 until it is): "
+                        + e.getMessage());
+            }
+        }, "db-probe");
+        probe.setDaemon(true);
+        probe.start();
+        return ds;
+    }
+
+    static String envOr(String name, String def) {
+        String v = System.getenv(name);
+        return v == null || v.isEmpty() ? def : v;
+    }
+
+    static int randomId() {
+        return ThreadLocalRandom.current().nextInt(1, 10_001);
+    }
+
+    /** TechEmpower's rule: missing, empty, not a number or below 1 is 1; above 500 is 500. */
+    static int queriesParam(HttpServletRequest req) {
+        int n;
+        try {
+            n = Integer.parseInt(req.getParameter("queries"));
+        } catch (NumberFormatException e) { // also null
+            return 1;
+        }
+        return Math.min(500, Math.max(1, n));
+    }
+
+    static World readWorld(PreparedStatement select, int id) throws SQLException {
+        select.setInt(1, id);
+        try (ResultSet rs = select.executeQuery()) {
+            if (!rs.next()) {
+                throw new SQLException("no world row " + id);
+            }
+            return new World(rs.getInt(1), rs.getInt(2));
+        }
+    }
+
+    /** Base of the database servlets: 503 without a pool or a connection, 500 on a failed query. */
+    abstract static class DbServlet extends HttpServlet {
+        final HikariDataSource ds;
+
+        DbServlet(HikariDataSource ds) {
+            this.ds = ds;
+        }
+
+        abstract void handle(Connection c, HttpServletRequest req, HttpServletResponse resp)
+                throws IOException, SQLException;
+
+        @Override
+        protected void doGet(HttpServletRequest req, HttpServletResponse resp) throws IOException {
+            if (ds == null) {
+                reject(resp, 503, "no database configured");
+                return;
+            }
+            Connection c;
+            try {
+                c = ds.getConnection();
+            } catch (SQLException e) {
+                reject(resp, 503, "database unavailable: " + e.getMessage());
+                return;
+            }
+            try (c) {
+                handle(c, req, resp);
+            } catch (SQLException e) {
+                if (!resp.isCommitted()) {
+                    resp.reset();
+                    reject(resp, 500, "database error: " + e.getMessage());
+                }
+            }
+        }
+    }
+
+    static final class DbOne extends DbServlet {
+        DbOne(HikariDataSource ds) {
+            super(ds);
+        }
+
+        @Override
+        void handle(Connection c, HttpServletRequest req, HttpServletResponse resp) throws IOException, SQLException {
+            World w;
+            try (PreparedStatement select = c.prepareStatement(WORLD_SELECT)) {
+                w = readWorld(select, randomId());
+            }
+            writeJson(resp, w);
+        }
+    }
+
+    static final class Queries extends DbServlet {
+        Queries(HikariDataSource ds) {
+            super(ds);
+        }
+
+        @Override
+        void handle(Connection c, HttpServletRequest req, HttpServletResponse resp) throws IOException, SQLException {
+            World[] worlds = new World[queriesParam(req)];
+            try (PreparedStatement select = c.prepareStatement(WORLD_SELECT)) {
+                for (int i = 0; i < worlds.length; i++) {
+                    worlds[i] = readWorld(select, randomId());
+                }
+            }
+            writeJson(resp, worlds);
+        }
+    }
+
+    /**
+     * Each row read with its own SELECT and given a new number; the UPDATEs
+     * go as one JDBC batch (one statement per row, one round trip), in id
+     * order so concurrent batches lock rows in the same order.
+     */
+    static final class Updates extends DbServlet {
+        Updates(HikariDataSource ds) {
+            super(ds);
+        }
+
+        @Override
+        void handle(Connection c, HttpServletRequest req, HttpServletResponse resp) throws IOException, SQLException {
+            World[] worlds = new World[queriesParam(req)];
+            try (PreparedStatement select = c.prepareStatement(WORLD_SELECT)) {
+                for (int i = 0; i < worlds.length; i++) {
+                    World read = readWorld(select, randomId());
+                    worlds[i] = new World(read.id(), randomId());
+                }
+            }
+            World[] byId = worlds.clone();
+            Arrays.sort(byId, Comparator.comparingInt(World::id)); // stable: a repeated id keeps its last value
+            try (PreparedStatement update = c.prepareStatement(WORLD_UPDATE)) {
+                for (World w : byId) {
+                    update.setInt(1, w.randomNumber());
+                    update.setInt(2, w.id());
+                    update.addBatch();
+                }
+                update.executeBatch();
+            }
+            writeJson(resp, worlds);
+        }
+    }
+
+    static final class Fortunes extends DbServlet {
+        Fortunes(HikariDataSource ds) {
+            super(ds);
+        }
+
+        @Override
+        void handle(Connection c, HttpServletRequest req, HttpServletResponse resp) throws IOException, SQLException {
+            List<Fortune> fortunes = new ArrayList<>(16);
+            try (PreparedStatement select = c.prepareStatement(FORTUNE_SELECT);
+                    ResultSet rs = select.executeQuery()) {
+                while (rs.next()) {
+                    fortunes.add(new Fortune(rs.getInt(1), rs.getString(2)));
+                }
+            }
+            c.close(); // back to the pool before rendering (closing twice is a no-op)
+            fortunes.add(new Fortune(0, "Additional fortune added at request time."));
+            fortunes.sort(Comparator.comparing(Fortune::message));
+            StringBuilder html = new StringBuilder(2048)
+                    .append("<!DOCTYPE html><html><head><title>Fortunes</title></head><body><table>")
+                    .append("<tr><th>id</th><th>message</th></tr>");
+            for (Fortune f : fortunes) {
+                html.append("<tr><td>").append(f.id()).append("</td><td>");
+                escape(html, f.message());
+                html.append("</td></tr>");
+            }
+            html.append("</table></body></html>");
+            byte[] body = html.toString().getBytes(StandardCharsets.UTF_8);
+            resp.setContentType("text/html; charset=utf-8");
+            resp.setContentLength(body.length);
+            resp.getOutputStream().write(body);
+        }
+    }
+
+    static void escape(StringBuilder out, String s) {
+        for (int i = 0; i < s.length(); i++) {
+            char ch = s.charAt(i);
+            switch (ch) {
+                case '&' -> out.append("&amp;");
+                case '<' -> out.append("&lt;");
+                case '>' -> out.append("&gt;");
+                case '"' -> out.append("&quot;");
+                case '\'' -> out.append("&#39;");
+                default -> out.append(ch);
+            }
+        }
+    }
+
     /**
      * The listen backlog: the kernel's own cap, net.core.somaxconn (the
      * profile's server.sysctls), as Go's net package uses; 4096 (Linux's
@@ -199,6 +447,11 @@ public final class Main {
                 ctx.addFilter(new FilterHolder(new EchoHeader(i)), path, EnumSet.of(DispatcherType.REQUEST));
             }
         }
+        HikariDataSource pool = openPool();
+        ctx.addServlet(new ServletHolder(new DbOne(pool)), "/db");
+        ctx.addServlet(new ServletHolder(new Queries(pool)), "/queries");
+        ctx.addServlet(new ServletHolder(new Updates(pool)), "/updates");
+        ctx.addServlet(new ServletHolder(new Fortunes(pool)), "/fortunes");
         server.setHandler(ctx);
         server.start();
         System.err.println("jetty listening on 0.0.0.0:8080 with "

@@ -1,10 +1,15 @@
 // The fairground contract on Node's own node:http, one cluster worker per
 // allotted CPU. Middleware is the plain-Node idiom: handler wrappers
-// (handler) => (req, res) => ..., composed per route.
+// (handler) => (req, res) => ..., composed per route. The one request handler
+// serves HTTP/1.1 on 8080 (node:http), HTTP/2 and HTTP/1.1 over TLS on 8443
+// (node:http2 createSecureServer with allowHTTP1: ALPN h2 and http/1.1) and
+// HTTP/2 with prior knowledge on 8082 (node:http2 createServer), through
+// node:http2's compatibility API (the same req/res methods as node:http).
 'use strict';
 const cluster = require('node:cluster');
 const fs = require('node:fs');
 const http = require('node:http');
+const http2 = require('node:http2');
 
 const CPUS = Math.max(1, parseInt(process.env.FAIRGROUND_CPUS || '1', 10) || 1);
 const BODY_LIMIT = 1 << 20; // the contract sends at most 64 KiB
@@ -80,8 +85,12 @@ function chain(n) {
 function startWorker() {
   const chains = new Map();
   for (let n = 0; n <= 10; n++) chains.set(`/mw/${n}`, chain(n));
+  // The database scenarios (db.js: node-pg, a pool per worker).
+  const db = require('./db');
+  const dbh = db.handlers(db.open(CPUS));
+  const dbRoutes = new Map(['db', 'queries', 'fortunes', 'updates'].map((n) => [`/${n}`, dbh[n]]));
 
-  const server = http.createServer((req, res) => {
+  const handler = (req, res) => {
     const q = req.url.indexOf('?');
     const path = q === -1 ? req.url : req.url.slice(0, q);
     if (req.method === 'GET') {
@@ -94,6 +103,8 @@ function startWorker() {
       }
       const mw = chains.get(path);
       if (mw) return mw(req, res);
+      const dbRoute = dbRoutes.get(path);
+      if (dbRoute) return dbRoute(req.url, (status, type, body) => send(res, status, type, body));
     } else if (req.method === 'POST') {
       if (path === '/echo') return readJson(req, res, (v) => sendJson(res, v));
       if (path === '/validate') {
@@ -104,9 +115,32 @@ function startWorker() {
       }
     }
     notFound(res);
-  });
+  };
+  const backlog = listenBacklog();
+  const server = http.createServer(handler);
   server.keepAliveTimeout = 65000;
-  server.listen({ port: 8080, host: '0.0.0.0', backlog: listenBacklog() });
+  server.listen({ port: 8080, host: '0.0.0.0', backlog });
+  // h2c: HTTP/2 with prior knowledge on plain TCP (no HTTP/1.1 on this port).
+  const h2c = http2.createServer(handler);
+  h2c.listen({ port: portEnv('FAIRGROUND_H2C_PORT', 8082), host: '0.0.0.0', backlog });
+  // https and h2 on one TLS listener, only when fairground mounted a
+  // certificate: the chain (server certificate, then the CA) and the PKCS#8
+  // key. allowHTTP1 makes ALPN offer http/1.1 next to h2 and hands those
+  // connections to the same handler as node:http request/response objects.
+  if (process.env.FAIRGROUND_TLS_CERT) {
+    const tls = http2.createSecureServer({
+      cert: fs.readFileSync(process.env.FAIRGROUND_TLS_CERT),
+      key: fs.readFileSync(process.env.FAIRGROUND_TLS_KEY || '/run/fairground/tls/server.key'),
+      allowHTTP1: true,
+      minVersion: 'TLSv1.2',
+    }, handler);
+    tls.listen({ port: portEnv('FAIRGROUND_TLS_PORT', 8443), host: '0.0.0.0', backlog });
+  }
+}
+
+function portEnv(name, def) {
+  const p = parseInt(process.env[name] || '', 10);
+  return p > 0 ? p : def;
 }
 
 if (cluster.isPrimary) {

@@ -16,7 +16,7 @@ use anyhow::Context;
 use chrono::Utc;
 use tokio::sync::Notify;
 
-use super::lab::{Lab, Measured};
+use super::lab::{Lab, Measured, Urls};
 use super::store::Store;
 use crate::judge::gates::{finish_cell, GateContext};
 use crate::plan::spec::RunSpec;
@@ -225,10 +225,10 @@ fn count_done(store: &Store, plan: &Plan) -> usize {
         .count()
 }
 
-/// A running server and the URL it answers on.
+/// A running server and the URLs it answers on.
 struct Running<S> {
     server: S,
-    url: String,
+    urls: Urls,
 }
 
 /// The executor's state while it works through the plan.
@@ -280,7 +280,7 @@ impl<L: Lab> Runner<'_, L> {
         })?;
         Ok(Running {
             server,
-            url: started.url,
+            urls: started.urls,
         })
     }
 
@@ -321,6 +321,7 @@ impl<L: Lab> Runner<'_, L> {
                     r.skipped.push(Skipped {
                         framework: name.to_string(),
                         scenario: None,
+                        protocol: None,
                         reason: why.clone(),
                     });
                 })?;
@@ -395,6 +396,7 @@ impl<L: Lab> Runner<'_, L> {
                 .rate
                 .is_none()
                 .then_some(self.job.plan.pipeline),
+            http2_streams: self.job.plan.streams,
         }
     }
 
@@ -423,7 +425,7 @@ impl<L: Lab> Runner<'_, L> {
                     .await?;
                 self.phases.settle_s += t.elapsed().as_secs_f64();
                 let t = Instant::now();
-                let verified = self.lab.verify(&running.server, &fw.scenarios).await?;
+                let verified = self.verify_protocols(fw, running).await?;
                 self.phases.verify_s += t.elapsed().as_secs_f64();
                 self.store.update(|r| {
                     let f = r.framework_mut(name);
@@ -442,7 +444,7 @@ impl<L: Lab> Runner<'_, L> {
             for key in plan
                 .cells_of(fw)
                 .into_iter()
-                .filter(|k| k.scenario == ex.scenario)
+                .filter(|k| k.scenario == ex.scenario && k.protocol == ex.protocol)
             {
                 if self.store.is_done(&key) {
                     continue;
@@ -455,6 +457,37 @@ impl<L: Lab> Runner<'_, L> {
             }
         }
         Ok(outcome)
+    }
+
+    /// Verify `fw` in each protocol the run speaks to it in, http1 first:
+    /// a scenario is excluded in the protocols whose verification it
+    /// failed, and passes when it failed in none.
+    async fn verify_protocols(
+        &mut self,
+        fw: &FrameworkPlan,
+        running: &Running<L::Server>,
+    ) -> anyhow::Result<VerifyOutcome> {
+        let tls = self.job.spec.certs().map(|c| crate::verify::VerifyTls {
+            ca_pem: c.ca_pem.clone().into_bytes(),
+            name: crate::plan::spec::TLS_SERVER_NAME.to_string(),
+        });
+        let mut all = VerifyOutcome::default();
+        for &protocol in &fw.protocols {
+            let v = self
+                .lab
+                .verify(&running.server, &fw.scenarios, protocol, tls.as_ref())
+                .await?;
+            all.checks += v.checks;
+            all.failed += v.failed;
+            all.excluded.extend(v.excluded);
+        }
+        all.passed = fw
+            .scenarios
+            .iter()
+            .filter(|s| !all.excluded.iter().any(|e| e.scenario == **s))
+            .copied()
+            .collect();
+        Ok(all)
     }
 
     async fn steps(
@@ -473,7 +506,7 @@ impl<L: Lab> Runner<'_, L> {
             if outcome
                 .excluded
                 .iter()
-                .any(|e| e.scenario == step.key.scenario)
+                .any(|e| e.scenario == step.key.scenario && e.protocol == step.key.protocol)
             {
                 continue;
             }
@@ -585,6 +618,13 @@ async fn measure_round<L: Lab>(
     step: &Step,
     running: &Running<L::Server>,
 ) -> anyhow::Result<Measured> {
-    let loader = spec.loader(&step.key, step.round, &running.url);
+    let url = running.urls.of(step.key.protocol).ok_or_else(|| {
+        anyhow::anyhow!(
+            "{} is not reachable in {} on this run",
+            step.key.framework,
+            step.key.protocol
+        )
+    })?;
+    let loader = spec.loader(&step.key, step.round, url);
     lab.measure(&running.server, &loader).await
 }

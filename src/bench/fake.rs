@@ -9,8 +9,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use hdrhistogram::Histogram;
 
 use super::execute::Cancel;
-use super::lab::{Lab, Measured, Started};
-use crate::contract::Scenario;
+use super::lab::{Lab, Measured, Started, Urls};
+use crate::contract::{Protocol, Scenario};
 use crate::plan::spec::{LoaderSpec, ServerSpec};
 use crate::results::{
     AnswerChecks, AppliedLimits, Connections, ErrorCounts, Exclusion, HostUse, LabFigures,
@@ -52,6 +52,8 @@ pub(crate) fn measurement(concurrency: u32, rps: f64) -> Measured {
             mode: Mode::Closed,
             threads: 1,
             pipeline: 1,
+            protocol: Protocol::Http1,
+            streams: 1,
             warmup_s: 2.0,
             duration_s: 10.0,
             timeout_ms: 2_000,
@@ -135,6 +137,7 @@ pub(crate) fn measurement(concurrency: u32, rps: f64) -> Measured {
         }),
         loaders: Vec::new(),
         machine: None,
+        database: None,
     };
     Measured {
         load,
@@ -161,6 +164,9 @@ pub(crate) struct Script {
     pub start_error: Option<String>,
     /// Scenarios verify excludes, with the reason.
     pub excluded: Vec<(Scenario, String)>,
+    /// Protocols whose verification fails every scenario (e.g. a server
+    /// whose TLS handshake fails), with the reason.
+    pub broken_protocols: Vec<(Protocol, String)>,
     /// Loader CPU use as a fraction of its allotment.
     pub loader_fraction: f64,
     /// Share of requested connections really established.
@@ -180,6 +186,7 @@ impl Default for Script {
             rps: 10_000.0,
             start_error: None,
             excluded: vec![],
+            broken_protocols: vec![],
             loader_fraction: 0.6,
             established_fraction: 1.0,
             oom_at: None,
@@ -265,7 +272,7 @@ impl Lab for FakeLab {
                 framework: framework.to_string(),
             },
             Started {
-                url: format!("http://10.0.0.{}:8080", self.next_id),
+                urls: Urls::on(&format!("10.0.0.{}", self.next_id), spec),
                 cold_start_ms: Some(40.0 + f64::from(self.next_id)),
                 cold_start_is_upper_bound: false,
                 limits: Some(AppliedLimits {
@@ -297,18 +304,40 @@ impl Lab for FakeLab {
         &mut self,
         s: &FakeServer,
         scenarios: &[Scenario],
+        protocol: Protocol,
+        _tls: Option<&crate::verify::VerifyTls>,
     ) -> anyhow::Result<VerifyOutcome> {
         let script = self.script(&s.framework);
-        self.log.push(format!("verify {}", s.framework));
-        let excluded: Vec<Exclusion> = script
-            .excluded
+        if protocol == Protocol::Http1 {
+            self.log.push(format!("verify {}", s.framework));
+        } else {
+            self.log.push(format!("verify {} {protocol}", s.framework));
+        }
+        let broken = script
+            .broken_protocols
             .iter()
-            .filter(|(sc, _)| scenarios.contains(sc))
-            .map(|(scenario, reason)| Exclusion {
-                scenario: *scenario,
-                reason: reason.clone(),
-            })
-            .collect();
+            .find(|(p, _)| *p == protocol)
+            .map(|(_, why)| why.clone());
+        let excluded: Vec<Exclusion> = match broken {
+            Some(why) => scenarios
+                .iter()
+                .map(|&scenario| Exclusion {
+                    scenario,
+                    protocol,
+                    reason: why.clone(),
+                })
+                .collect(),
+            None => script
+                .excluded
+                .iter()
+                .filter(|(sc, _)| scenarios.contains(sc))
+                .map(|(scenario, reason)| Exclusion {
+                    scenario: *scenario,
+                    protocol,
+                    reason: reason.clone(),
+                })
+                .collect(),
+        };
         Ok(VerifyOutcome {
             checks: 10 * scenarios.len() as u64,
             failed: excluded.len() as u64,

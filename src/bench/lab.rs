@@ -10,17 +10,57 @@
 
 use std::time::Duration;
 
-use crate::contract::Scenario;
+use crate::contract::{Protocol, Scenario};
 use crate::plan::spec::{LoaderSpec, ServerSpec};
 use crate::results::histogram::HistogramError;
 use crate::results::{AppliedLimits, LabFigures, PhaseTimes, Round, VerifyOutcome};
 use crate::roles::load::LoadReport;
 
+/// Where a server is reached, per protocol the run speaks to it in.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Urls(Vec<(Protocol, String)>);
+
+impl Urls {
+    /// The addresses of `spec`'s protocols on `host` (an IP address), on
+    /// its ports inside the container: `http://host:PORT` for http1,
+    /// `https://host:8443` for https and h2, `http://host:8082` for h2c.
+    pub fn on(host: &str, spec: &ServerSpec) -> Urls {
+        Urls(
+            spec.protocols
+                .iter()
+                .map(|&p| {
+                    let scheme = if p.is_tls() { "https" } else { "http" };
+                    (p, format!("{scheme}://{host}:{}", spec.port_of(p)))
+                })
+                .collect(),
+        )
+    }
+
+    /// Only `url`, for http1.
+    pub fn http1(url: impl Into<String>) -> Urls {
+        Urls(vec![(Protocol::Http1, url.into())])
+    }
+
+    /// The HTTP/1.1 address.
+    #[cfg(test)]
+    pub fn http(&self) -> &str {
+        self.of(Protocol::Http1).unwrap_or_default()
+    }
+
+    /// The address for `protocol`, if the server is spoken to in it.
+    pub fn of(&self, protocol: Protocol) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(p, _)| *p == protocol)
+            .map(|(_, u)| u.as_str())
+    }
+}
+
 /// What starting a framework's server yielded.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Started {
-    /// Where the loader reaches it: `http://IP:PORT`.
-    pub url: String,
+    /// Where the loader reaches it, per protocol.
+    pub urls: Urls,
     /// Container start to first 200 on the readiness path, ms.
     pub cold_start_ms: Option<f64>,
     /// The very first probe got the 200, so the server may have been ready
@@ -84,11 +124,14 @@ pub trait Lab {
         settle: Duration,
     ) -> anyhow::Result<Option<u64>>;
 
-    /// Check the server against the contract for `scenarios`.
+    /// Check the server against the contract for `scenarios`, spoken to
+    /// in `protocol` (trusting `tls`'s CA when it is a TLS protocol).
     async fn verify(
         &mut self,
         server: &Self::Server,
         scenarios: &[Scenario],
+        protocol: Protocol,
+        tls: Option<&crate::verify::VerifyTls>,
     ) -> anyhow::Result<VerifyOutcome>;
 
     /// Run the loader of `loader` against the server while sampling it.

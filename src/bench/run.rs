@@ -369,8 +369,17 @@ async fn measure(
     }
     store.update(|r| r.docker_runs.push(run.as_str().to_string()))?;
     let checking = std::time::Instant::now();
+    // Only the frameworks with a cell to measure need an image: the others
+    // are skipped by the plan (a profile of database scenarios builds
+    // nothing for a framework that declares none).
+    let measured: Vec<Framework> = setup
+        .frameworks
+        .iter()
+        .filter(|f| setup.plan.frameworks.iter().any(|p| p.name == f.name()))
+        .cloned()
+        .collect();
     let images = tokio::select! {
-        images = engine.ensure_images(&setup.frameworks) => images.context("building the images")?,
+        images = engine.ensure_images(&measured) => images.context("building the images")?,
         () = cancel.cancelled() => return Ok(RunOutcome::Interrupted),
     };
     if let Some(h) = &hosts {
@@ -411,18 +420,22 @@ async fn measure(
     }
     let image_check_s = checking.elapsed().as_secs_f64();
     store.update(|r| {
-        record_frameworks(r, &setup.frameworks, &images);
+        record_frameworks(r, &measured, &images);
         if !r.loader_images.contains(&images.fairground.tag) {
             r.loader_images.push(images.fairground.tag.clone());
         }
         r.timing.image_check_s = image_check_s;
     })?;
-    let spec = RunSpec::resolve(
-        &setup.profile,
-        &setup.placement,
-        &setup.frameworks,
-        &images.tags(),
-    )?;
+    let spec = RunSpec::resolve(&setup.profile, &setup.placement, &measured, &images.tags())?;
+    if let Some(certs) = spec.certs() {
+        // The CA the loaders trusted, beside the results: anyone can check
+        // which certificate a TLS cell was measured against. (The server's
+        // key stays in the containers; it dies with the run.)
+        let dir = store.dir().join("tls");
+        std::fs::create_dir_all(&dir)
+            .and_then(|()| std::fs::write(dir.join(crate::tls::CA_FILE), &certs.ca_pem))
+            .with_context(|| format!("writing the run's CA into {}", dir.display()))?;
+    }
     let rules = RunRules {
         thresholds: store.results().thresholds,
         // A resumed run is judged by its latest environment as well.

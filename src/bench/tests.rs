@@ -88,6 +88,7 @@ fn key(fw: &str, scenario: Scenario, concurrency: u32) -> CellKey {
     CellKey {
         framework: fw.into(),
         scenario,
+        protocol: crate::contract::Protocol::Http1,
         concurrency,
         rate: None,
     }

@@ -73,10 +73,15 @@ fn run_to(args: &ProfileArgs, out: &mut impl std::io::Write) -> anyhow::Result<(
                     Ok((p, path)) => {
                         writeln!(
                             out,
-                            "ok {}: {} cell(s) per framework ({} scenario(s) x {} concurrency level(s) x {} round(s)); warm-up and measurement take up to {} per framework",
+                            "ok {}: {} cell(s) per framework ({} scenario(s) x {}{} concurrency level(s) x {} round(s)); warm-up and measurement take up to {} per framework",
                             path.display(),
                             p.rounds_per_framework(),
                             p.scenarios.len(),
+                            if p.protocol.len() > 1 {
+                                format!("{} protocol(s) x ", p.protocol.len())
+                            } else {
+                                String::new()
+                            },
                             p.concurrency.len(),
                             p.rounds,
                             units::Human(p.min_time_per_framework())

@@ -98,6 +98,109 @@ pub struct ServeArgs {
     /// Private key of that certificate (PEM).
     #[arg(long, env = "FAIRGROUND_TLS_KEY", value_name = "PEM")]
     pub tls_key: Option<std::path::PathBuf>,
+    /// Serve the contract's ports at once, as a framework in a container
+    /// does (docs/contract.md, "Protocols"): http1 on --port, h2c on
+    /// FAIRGROUND_H2C_PORT (8082) and, when a certificate is given, TLS on
+    /// FAIRGROUND_TLS_PORT (8443). --protocol is then not used.
+    #[arg(long)]
+    pub contract_ports: bool,
+    /// With --contract-ports: what the TLS listener speaks. h2 offers `h2`
+    /// and `http/1.1` under ALPN (as servers do); https offers `http/1.1`
+    /// only (a server that cannot do h2, for tests).
+    #[arg(long, value_enum, default_value_t = Protocol::H2, env = "FAIRGROUND_SERVE_TLS_PROTOCOL")]
+    pub tls_protocol: Protocol,
+    /// Every answer waits this long before it is sent (e.g. 20ms): a
+    /// server whose answers take a known time, for known-answer tests.
+    #[arg(long, env = "FAIRGROUND_SERVE_DELAY", default_value = "0s", value_parser = humantime::parse_duration)]
+    pub delay: Duration,
+    /// With --delay: answer the first N requests at once (contract
+    /// verification), then every one after the delay.
+    #[arg(
+        long,
+        env = "FAIRGROUND_SERVE_DELAY_AFTER",
+        default_value_t = 0,
+        requires = "delay"
+    )]
+    pub delay_after: u64,
+    /// Answer the database scenarios with a known defect, so tests can
+    /// prove verification catches it: `cache` (rows from memory after the
+    /// first query), `fake-values` (numbers it never read), `no-persist`
+    /// (updates never written), `raw-fortunes` (messages not escaped).
+    #[arg(long, value_enum, env = "FAIRGROUND_SERVE_DB_DEFECT")]
+    pub db_defect: Option<crate::roles::serve::DbDefect>,
+}
+
+/// The port in environment variable `name`, or `default`.
+fn port_env(name: &str, default: u16) -> anyhow::Result<u16> {
+    match std::env::var(name) {
+        Err(_) => Ok(default),
+        Ok(v) => v
+            .parse()
+            .map_err(|_| UsageError(format!("{name}={v} is not a port")).into()),
+    }
+}
+
+/// `fairground serve --contract-ports`: the three listeners of the
+/// contract, until SIGINT or SIGTERM.
+fn serve_contract_ports(args: &ServeArgs, threads: usize) -> anyhow::Result<()> {
+    use crate::contract::{H2C_PORT, H2C_PORT_ENV, TLS_PORT, TLS_PORT_ENV};
+    let mut servers = vec![start_with(args.bind, args.port, threads, Wire::Http1)?];
+    println!(
+        "fairground serve listening on http://{} (http1, {threads} threads)",
+        servers[0].addr
+    );
+    let h2c = start_with(
+        args.bind,
+        port_env(H2C_PORT_ENV, H2C_PORT)?,
+        threads,
+        Wire::H2c,
+    )?;
+    println!(
+        "fairground serve listening on http://{} (h2c, {threads} threads)",
+        h2c.addr
+    );
+    servers.push(h2c);
+    if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
+        if !args.tls_protocol.is_tls() {
+            return Err(UsageError(format!(
+                "--tls-protocol {} is not a TLS protocol (https or h2)",
+                args.tls_protocol
+            ))
+            .into());
+        }
+        let config = crate::tls::server_config_from_files(cert, key, args.tls_protocol)?;
+        let tls = start_with(
+            args.bind,
+            port_env(TLS_PORT_ENV, TLS_PORT)?,
+            threads,
+            Wire::Tls(config),
+        )?;
+        println!(
+            "fairground serve listening on https://{} ({}, {threads} threads)",
+            tls.addr, args.tls_protocol
+        );
+        servers.push(tls);
+    }
+    wait_for_stop()?;
+    for s in servers {
+        s.stop();
+    }
+    Ok(())
+}
+
+/// Block until SIGINT or SIGTERM.
+fn wait_for_stop() -> anyhow::Result<()> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+        anyhow::Ok(())
+    })
 }
 
 /// Entry point of `fairground serve`: serve until SIGINT or SIGTERM.
@@ -105,6 +208,13 @@ pub fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     let threads = args
         .threads
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    crate::roles::serve::set_delay(args.delay, args.delay_after);
+    if let Some(d) = args.db_defect {
+        crate::roles::serve::set_db_defect(d);
+    }
+    if args.contract_ports {
+        return serve_contract_ports(args, threads);
+    }
     let tls = match (args.protocol.is_tls(), &args.tls_cert, &args.tls_key) {
         (false, _, _) => None,
         (true, Some(cert), Some(key)) => Some(crate::tls::server_config_from_files(
@@ -132,17 +242,7 @@ pub fn serve(args: &ServeArgs) -> anyhow::Result<()> {
         "fairground serve listening on {scheme}://{} ({}, {threads} threads)",
         server.addr, args.protocol
     );
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    rt.block_on(async {
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = term.recv() => {}
-        }
-        anyhow::Ok(())
-    })?;
+    wait_for_stop()?;
     server.stop();
     Ok(())
 }

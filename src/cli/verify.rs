@@ -8,13 +8,13 @@ use std::time::Duration;
 use anyhow::Context;
 
 use super::UsageError;
-use crate::contract::Scenario;
+use crate::contract::{Protocol, Scenario};
 use crate::docker::RunId;
 use crate::exit::ExitCode;
 use crate::export::{bytes_of, Exporter};
 use crate::verify::orchestrate::{select, verify_all, OrchestrateOptions};
 use crate::verify::{
-    default_scenarios, verify_url, VerifyJson, VerifyOptions, VerifyReport, VerifyTable,
+    default_scenarios, verify_url, VerifyJson, VerifyOptions, VerifyReport, VerifyTable, VerifyTls,
 };
 
 /// Options of `fairground verify`.
@@ -33,6 +33,19 @@ pub struct VerifyArgs {
     /// is every scenario each manifest declares (this option narrows them).
     #[arg(long = "scenario", value_delimiter = ',')]
     pub scenarios: Vec<Scenario>,
+    /// Protocol to verify the --url in: http1, https (TLS, HTTP/1.1), h2
+    /// (TLS, HTTP/2 by ALPN) or h2c (HTTP/2 with prior knowledge). NAME mode
+    /// verifies every protocol each manifest declares.
+    #[arg(long, value_enum, default_value_t = Protocol::Http1, requires = "url")]
+    pub protocol: Protocol,
+    /// The CA to trust for https and h2 (PEM): the server's certificate
+    /// must chain to it and nothing else.
+    #[arg(long, value_name = "PEM", requires = "url")]
+    pub tls_ca: Option<std::path::PathBuf>,
+    /// The name the server's certificate must carry (sent as SNI when it is
+    /// a DNS name); default: the URL's host.
+    #[arg(long, value_name = "NAME", requires = "tls_ca")]
+    pub tls_name: Option<String>,
     /// Fail servers that do not answer pipelined requests in order.
     #[arg(long)]
     pub require_pipelining: bool,
@@ -77,11 +90,24 @@ fn run_url(args: &VerifyArgs, url: &str) -> anyhow::Result<ExitCode> {
     } else {
         args.scenarios.clone()
     };
+    let tls = match &args.tls_ca {
+        None => None,
+        Some(ca) => Some(VerifyTls {
+            ca_pem: std::fs::read(ca)
+                .with_context(|| format!("--tls-ca {}: cannot read it", ca.display()))?,
+            name: match &args.tls_name {
+                Some(n) => n.clone(),
+                None => url_host(url)?,
+            },
+        }),
+    };
     let options = VerifyOptions {
         timeout: args.timeout,
         require_pipelining: args.require_pipelining,
         seed: args.seed,
         framework: args.name.clone(),
+        protocol: args.protocol,
+        tls,
         ..VerifyOptions::default()
     };
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -99,6 +125,16 @@ fn run_url(args: &VerifyArgs, url: &str) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::VerifyFailed
     })
+}
+
+/// The host of `url`, the name a certificate is checked against by default.
+fn url_host(url: &str) -> anyhow::Result<String> {
+    let uri: hyper::Uri = url
+        .parse()
+        .map_err(|e| UsageError(format!("--url {url}: {e}")))?;
+    uri.host()
+        .map(|h| h.trim_start_matches('[').trim_end_matches(']').to_string())
+        .ok_or_else(|| UsageError(format!("--url {url} has no host")).into())
 }
 
 /// `fairground verify [NAME…]` (no `--url`): verify the named

@@ -9,6 +9,7 @@
 use std::path::{Path, PathBuf};
 
 use super::model::CellRef;
+use crate::contract::Protocol;
 use crate::exit::{ExitCode, ExitCodeOf};
 use crate::results::{self, Cell, Results};
 
@@ -35,11 +36,22 @@ pub enum InputError {
         /// The frameworks it has, or `none`.
         has: String,
     },
+    /// A side names a protocol fairground does not know.
+    #[error("{arg}: `{protocol}` is not a protocol (http1, https, h2 or h2c)")]
+    NoSuchProtocol {
+        /// The side as given.
+        arg: String,
+        /// What was named.
+        protocol: String,
+    },
+    /// One side names a protocol and the other does not.
+    #[error("a protocol is named on one side only; name one on both (RUN:a/h2 RUN:b/http1), or on neither to pair cells of the same protocol")]
+    OneSidedProtocol,
     /// One side names a framework and the other does not.
     #[error("a framework is named on one side only; name one on both (RUN:a RUN:b), or on neither to compare every framework")]
     OneSided,
     /// No cell of one side matches one of the other.
-    #[error("no cell of {} matches one of {} (cells pair up by framework, scenario, connections and rate); nothing to compare", base.display(), new.display())]
+    #[error("no cell of {} matches one of {} (cells pair up by framework, scenario, protocol, connections and rate); nothing to compare", base.display(), new.display())]
     NothingPaired {
         /// BASE's results.json.
         base: PathBuf,
@@ -54,6 +66,8 @@ impl ExitCodeOf for InputError {
             InputError::NoResults { .. } => ExitCode::BadInput,
             InputError::NoSuchFramework { .. } => ExitCode::BadInput,
             InputError::OneSided => ExitCode::BadInput,
+            InputError::NoSuchProtocol { .. } => ExitCode::BadInput,
+            InputError::OneSidedProtocol => ExitCode::BadInput,
             InputError::NothingPaired { .. } => ExitCode::BadInput,
         }
     }
@@ -66,6 +80,9 @@ pub struct SideSpec {
     pub file: PathBuf,
     /// The framework to take from it, if one was named.
     pub framework: Option<String>,
+    /// The protocol to take of that framework, if one was named
+    /// (`RUN:nginx/h2`).
+    pub protocol: Option<Protocol>,
 }
 
 impl SideSpec {
@@ -74,14 +91,27 @@ impl SideSpec {
     /// text after the last colon names a framework.
     pub fn parse(arg: &str) -> anyhow::Result<SideSpec> {
         let whole = Path::new(arg);
-        let (path, framework) = if whole.exists() {
-            (whole.to_path_buf(), None)
+        let (path, framework, protocol) = if whole.exists() {
+            (whole.to_path_buf(), None, None)
         } else {
             match arg.rsplit_once(':') {
                 Some((p, fw)) if !fw.is_empty() && !fw.contains('/') => {
-                    (PathBuf::from(p), Some(fw.to_string()))
+                    (PathBuf::from(p), Some(fw.to_string()), None)
                 }
-                _ => (whole.to_path_buf(), None),
+                Some((p, named)) => match named.split_once('/') {
+                    Some((fw, proto)) if !fw.is_empty() && !proto.contains('/') => {
+                        let protocol = Protocol::ALL
+                            .into_iter()
+                            .find(|x| x.to_string() == proto)
+                            .ok_or_else(|| InputError::NoSuchProtocol {
+                            arg: arg.to_string(),
+                            protocol: proto.to_string(),
+                        })?;
+                        (PathBuf::from(p), Some(fw.to_string()), Some(protocol))
+                    }
+                    _ => (whole.to_path_buf(), None, None),
+                },
+                _ => (whole.to_path_buf(), None, None),
             }
         };
         let file = if path.is_dir() {
@@ -96,7 +126,11 @@ impl SideSpec {
             }
             .into());
         }
-        Ok(SideSpec { file, framework })
+        Ok(SideSpec {
+            file,
+            framework,
+            protocol,
+        })
     }
 }
 
@@ -157,11 +191,19 @@ pub fn pair<'a>(base: &'a LoadedSide, new: &'a LoadedSide) -> anyhow::Result<Pai
         (None, None) => None,
         _ => return Err(InputError::OneSided.into()),
     };
+    // Two named protocols pair across them; otherwise a cell pairs only
+    // with one of its own protocol.
+    let protocols = match (base.spec.protocol, new.spec.protocol) {
+        (Some(a), Some(b)) => Some((a, b)),
+        (None, None) => None,
+        _ => return Err(InputError::OneSidedProtocol.into()),
+    };
     let take = |side: &'a LoadedSide, fw: Option<&str>| -> Vec<&'a Cell> {
         side.results
             .cells
             .iter()
             .filter(|c| fw.is_none_or(|f| c.key.framework == f))
+            .filter(|c| side.spec.protocol.is_none_or(|p| c.key.protocol == p))
             .collect()
     };
     let b_cells = take(base, named.map(|n| n.0));
@@ -170,12 +212,15 @@ pub fn pair<'a>(base: &'a LoadedSide, new: &'a LoadedSide) -> anyhow::Result<Pai
         a.key.scenario == b.key.scenario
             && a.key.concurrency == b.key.concurrency
             && a.key.rate == b.key.rate
+            && (protocols.is_some() || a.key.protocol == b.key.protocol)
             && (named.is_some() || a.key.framework == b.key.framework)
     };
     let cref = |b: &Cell, n: &Cell| CellRef {
         base_framework: b.key.framework.clone(),
         new_framework: n.key.framework.clone(),
         scenario: b.key.scenario,
+        base_protocol: b.key.protocol,
+        new_protocol: n.key.protocol,
         concurrency: b.key.concurrency,
         rate: b.key.rate,
     };
@@ -204,6 +249,7 @@ mod tests {
             spec: SideSpec {
                 file: PathBuf::from("x/results.json"),
                 framework: framework.map(str::to_string),
+                protocol: None,
             },
             results: sample_results(),
         }
@@ -223,6 +269,82 @@ mod tests {
         assert_eq!(named.file, run.join("results.json"));
         let err = SideSpec::parse(&format!("{}/nope:axum", tmp.path().display())).unwrap_err();
         assert_eq!(crate::cli::exit_code(&err), ExitCode::BadInput);
+    }
+
+    #[test]
+    fn a_named_protocol_follows_the_framework_after_a_slash() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("results.json"), "{}").unwrap();
+        let named = SideSpec::parse(&format!("{}:nginx/h2", tmp.path().display())).unwrap();
+        assert_eq!(
+            (named.framework.as_deref(), named.protocol),
+            (Some("nginx"), Some(Protocol::H2))
+        );
+        let err = SideSpec::parse(&format!("{}:nginx/h3", tmp.path().display())).unwrap_err();
+        assert!(err.to_string().contains("`h3` is not a protocol"), "{err}");
+        assert_eq!(crate::cli::exit_code(&err), ExitCode::BadInput);
+    }
+
+    /// A run whose cells are the sample's, each also measured over h2.
+    fn with_h2() -> LoadedSide {
+        let mut r = sample_results();
+        let h2: Vec<Cell> = r
+            .cells
+            .iter()
+            .map(|c| {
+                let mut c = c.clone();
+                c.key.protocol = Protocol::H2;
+                c
+            })
+            .collect();
+        r.cells.extend(h2);
+        LoadedSide {
+            spec: SideSpec {
+                file: PathBuf::from("x/results.json"),
+                framework: None,
+                protocol: None,
+            },
+            results: r,
+        }
+    }
+
+    #[test]
+    fn cells_pair_within_a_protocol_unless_two_protocols_are_named() {
+        let (a, b) = (with_h2(), with_h2());
+        let p = pair(&a, &b).unwrap();
+        assert_eq!(p.both.len(), a.results.cells.len());
+        assert!(
+            p.both
+                .iter()
+                .all(|(r, x, y)| x.key.protocol == y.key.protocol
+                    && r.base_protocol == r.new_protocol)
+        );
+        let fw = a.results.cells[0].key.framework.clone();
+        let named = |p: Protocol| {
+            let mut s = with_h2();
+            s.spec.framework = Some(fw.clone());
+            s.spec.protocol = Some(p);
+            s
+        };
+        let (h2, http1) = (named(Protocol::H2), named(Protocol::Http1));
+        let p = pair(&h2, &http1).unwrap();
+        assert!(!p.both.is_empty());
+        for (r, x, y) in &p.both {
+            assert_eq!(
+                (x.key.protocol, y.key.protocol),
+                (Protocol::H2, Protocol::Http1)
+            );
+            assert_eq!(x.key.scenario, y.key.scenario);
+            assert!(r.to_string().contains(" h2→http1 "), "{r}");
+        }
+        let mut one = with_h2();
+        one.spec.framework = Some(fw.clone());
+        let err = pair(&h2, &one).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("protocol is named on one side only"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -68,6 +68,7 @@ pub(crate) fn compare_runs(
         spec: SideSpec {
             file: file.to_path_buf(),
             framework: None,
+            protocol: None,
         },
         results: results.clone(),
     };

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::figures::{Better, Metric};
 use super::verdict::Call;
-use crate::contract::Scenario;
+use crate::contract::{Protocol, Scenario};
 use crate::results::Status;
 
 /// Version of the comparison JSON layout. Bump on any change a reader of an
@@ -119,6 +119,13 @@ pub struct CellRef {
     pub new_framework: String,
     /// Scenario.
     pub scenario: Scenario,
+    /// Protocol in BASE; absent for http1.
+    #[serde(default, skip_serializing_if = "Protocol::is_http1")]
+    pub base_protocol: Protocol,
+    /// Protocol in NEW (equal to `base_protocol` unless two protocols are
+    /// compared: `RUN:nginx/h2 RUN:nginx/http1`); absent for http1.
+    #[serde(default, skip_serializing_if = "Protocol::is_http1")]
+    pub new_protocol: Protocol,
     /// Connections.
     pub concurrency: u32,
     /// Fixed rate, req/s; absent in closed-loop mode.
@@ -132,7 +139,13 @@ impl std::fmt::Display for CellRef {
         } else {
             write!(f, "{}→{}", self.base_framework, self.new_framework)?;
         }
-        write!(f, " {} c={}", self.scenario, self.concurrency)?;
+        write!(f, " {}", self.scenario)?;
+        if self.base_protocol != self.new_protocol {
+            write!(f, " {}→{}", self.base_protocol, self.new_protocol)?;
+        } else if !self.base_protocol.is_http1() {
+            write!(f, " {}", self.base_protocol)?;
+        }
+        write!(f, " c={}", self.concurrency)?;
         if let Some(r) = self.rate {
             write!(f, " rate={r}/s")?;
         }

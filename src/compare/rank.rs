@@ -62,7 +62,7 @@ pub fn assign(results: &mut Results) {
         }
         let k = &c.key;
         columns
-            .entry((k.scenario, k.concurrency, k.rate))
+            .entry((k.scenario, k.protocol, k.concurrency, k.rate))
             .or_default()
             .push(i);
     }

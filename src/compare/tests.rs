@@ -16,6 +16,7 @@ fn side(results: Results, framework: Option<&str>) -> LoadedSide {
         spec: SideSpec {
             file: PathBuf::from(format!("{}/results.json", results.run_id)),
             framework: framework.map(str::to_string),
+            protocol: None,
         },
         results,
     }

@@ -58,6 +58,163 @@ pub const FORTUNES: [(i32, &str); 12] = [
 /// The row a fortunes handler adds at request time (id 0).
 pub const ADDED_FORTUNE: &str = "Additional fortune added at request time.";
 
+/// Path of the `db` scenario.
+pub const DB_PATH: &str = "/db";
+/// Path of the `queries` scenario (before its `?queries=N`).
+pub const QUERIES_PATH: &str = "/queries";
+/// Path of the `fortunes` scenario.
+pub const FORTUNES_PATH: &str = "/fortunes";
+/// Path of the `updates` scenario (before its `?queries=N`).
+pub const UPDATES_PATH: &str = "/updates";
+/// The query parameter of `queries` and `updates` (TechEmpower's name).
+pub const QUERIES_PARAM: &str = "queries";
+
+/// The database's name.
+pub const DB_NAME: &str = "hello_world";
+/// The user frameworks connect as (TechEmpower's, so its code carries over).
+pub const DB_USER: &str = "benchmarkdbuser";
+/// That user's password.
+pub const DB_PASSWORD: &str = "benchmarkdbpass";
+/// The port PostgreSQL listens on.
+pub const DB_PORT: u16 = 5432;
+
+/// Environment variable holding the database's IP address.
+pub const DB_HOST_ENV: &str = "FAIRGROUND_DB_HOST";
+/// Environment variable holding [`DB_PORT`].
+pub const DB_PORT_ENV: &str = "FAIRGROUND_DB_PORT";
+/// Environment variable holding [`DB_NAME`].
+pub const DB_NAME_ENV: &str = "FAIRGROUND_DB_NAME";
+/// Environment variable holding [`DB_USER`].
+pub const DB_USER_ENV: &str = "FAIRGROUND_DB_USER";
+/// Environment variable holding [`DB_PASSWORD`].
+pub const DB_PASSWORD_ENV: &str = "FAIRGROUND_DB_PASSWORD";
+/// Environment variable holding the whole address as a URL,
+/// `postgres://USER:PASSWORD@HOST:PORT/NAME`.
+pub const DB_URL_ENV: &str = "FAIRGROUND_DB_URL";
+/// Environment variable holding the connection pool size a framework
+/// should open (the profile's `database.pool`).
+pub const DB_POOL_ENV: &str = "FAIRGROUND_DB_POOL";
+
+/// The environment a framework reaches the database with, at `host`,
+/// pooling `pool` connections.
+pub fn env(host: &str, pool: u32) -> Vec<(&'static str, String)> {
+    vec![
+        (DB_HOST_ENV, host.to_string()),
+        (DB_PORT_ENV, DB_PORT.to_string()),
+        (DB_NAME_ENV, DB_NAME.to_string()),
+        (DB_USER_ENV, DB_USER.to_string()),
+        (DB_PASSWORD_ENV, DB_PASSWORD.to_string()),
+        (
+            DB_URL_ENV,
+            format!("postgres://{DB_USER}:{DB_PASSWORD}@{host}:{DB_PORT}/{DB_NAME}"),
+        ),
+        (DB_POOL_ENV, pool.to_string()),
+    ]
+}
+
+/// How many rows a `queries` or `updates` request for `path` (with its
+/// query string) asks for, by [`queries_count`]'s rules.
+pub fn count_in_path(path: &str) -> u16 {
+    let raw = path.split_once('?').and_then(|(_, q)| {
+        q.split('&')
+            .filter_map(|kv| kv.split_once('=').or(Some((kv, ""))))
+            .find(|(k, _)| *k == QUERIES_PARAM)
+            .map(|(_, v)| v)
+    });
+    queries_count(raw)
+}
+
+/// The `?queries=` values TechEmpower's verifier sends besides numbers in
+/// range, and the rows each must be answered with.
+pub const EDGE_COUNTS: [(&str, u16); 5] = [
+    ("0", 1),
+    ("foo", 1),
+    ("", 1),
+    ("-3", 1),
+    ("501", MAX_QUERIES),
+];
+
+/// `PATH?queries=N`.
+pub fn queries_path(path: &str, n: u16) -> String {
+    format!("{path}?{QUERIES_PARAM}={n}")
+}
+
+/// The `world` rows of a `db` (`count` `None`: one object) or `queries` /
+/// `updates` answer (an array of exactly `count`), each with an `id` from
+/// 1 to [`WORLD_ROWS`] and a `randomNumber` from 1 to
+/// [`MAX_RANDOM_NUMBER`], as `(id, randomNumber)`.
+pub fn check_world(body: &[u8], count: Option<u16>) -> Result<Vec<(u32, u32)>, String> {
+    let value: serde_json::Value = serde_json::from_slice(body).map_err(|e| {
+        format!(
+            "body is not JSON ({e}): {}",
+            super::quote(&String::from_utf8_lossy(body))
+        )
+    })?;
+    let items: Vec<&serde_json::Value> = match (count, &value) {
+        (None, serde_json::Value::Object(_)) => vec![&value],
+        (None, _) => return Err(format!("expected one JSON object, got {}", kind(&value))),
+        (Some(n), serde_json::Value::Array(a)) if a.len() == usize::from(n) => a.iter().collect(),
+        (Some(n), serde_json::Value::Array(a)) => {
+            return Err(format!("an array of {} rows, expected {n}", a.len()))
+        }
+        (Some(n), _) => {
+            return Err(format!(
+                "expected an array of {n} rows, got {}",
+                kind(&value)
+            ))
+        }
+    };
+    items
+        .into_iter()
+        .map(|item| {
+            let obj = item
+                .as_object()
+                .ok_or_else(|| format!("a row is {}, not an object", kind(item)))?;
+            let field = |name: &str, max: u32| -> Result<u32, String> {
+                let v = obj
+                    .get(name)
+                    .ok_or_else(|| format!("a row has no `{name}`: {item}"))?;
+                v.as_u64()
+                    .filter(|n| (1..=u64::from(max)).contains(n))
+                    .map(|n| n as u32)
+                    .ok_or_else(|| format!("`{name}` is {v}, expected an integer from 1 to {max}"))
+            };
+            if obj.len() != 2 {
+                return Err(format!(
+                    "a row has {} fields, expected exactly `id` and `randomNumber`: {item}",
+                    obj.len()
+                ));
+            }
+            Ok((
+                field("id", WORLD_ROWS)?,
+                field("randomNumber", MAX_RANDOM_NUMBER)?,
+            ))
+        })
+        .collect()
+}
+
+fn kind(v: &serde_json::Value) -> &'static str {
+    match v {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
+    }
+}
+
+/// The JSON of `world` rows as every framework writes them.
+pub fn world_json(rows: &[(u32, u32)], single: bool) -> String {
+    let row = |(id, n): &(u32, u32)| format!("{{\"id\":{id},\"randomNumber\":{n}}}");
+    if single {
+        rows.first().map(row).unwrap_or_default()
+    } else {
+        let parts: Vec<String> = rows.iter().map(row).collect();
+        format!("[{}]", parts.join(","))
+    }
+}
+
 /// Content type of the fortunes page.
 pub const FORTUNES_CONTENT_TYPE: &str = "text/html; charset=utf-8";
 
@@ -81,30 +238,29 @@ pub fn random_number(rng: &mut impl Rng) -> u32 {
     rng.random_range(1..=MAX_RANDOM_NUMBER)
 }
 
-/// The SQL that creates and fills both tables from nothing, `world`'s
-/// numbers drawn from `rng` (so a run can say which seed it used). One
-/// transaction; `pg_stat_statements` is created when the server loads it.
-pub fn seed_sql(rng: &mut impl Rng) -> String {
-    let mut sql = String::from(
+/// The SQL that creates and fills both tables from nothing, in one
+/// transaction: `world`'s numbers drawn by PostgreSQL's `random()` when it
+/// runs (so every seeding differs and no framework can know them in
+/// advance), the fortunes verbatim, and `pg_stat_statements` created.
+pub fn seed_sql() -> String {
+    let mut sql = format!(
         "BEGIN;\n\
          CREATE EXTENSION IF NOT EXISTS pg_stat_statements;\n\
          DROP TABLE IF EXISTS world;\n\
          DROP TABLE IF EXISTS fortune;\n\
          CREATE TABLE world (id integer PRIMARY KEY, randomnumber integer NOT NULL);\n\
          CREATE TABLE fortune (id integer PRIMARY KEY, message text NOT NULL);\n\
-         INSERT INTO world (id, randomnumber) VALUES\n",
+         INSERT INTO world (id, randomnumber) \
+         SELECT i, 1 + floor(random() * {MAX_RANDOM_NUMBER})::integer \
+         FROM generate_series(1, {WORLD_ROWS}) AS i;\n\
+         INSERT INTO fortune (id, message) VALUES\n"
     );
-    let rows: Vec<String> = (1..=WORLD_ROWS)
-        .map(|id| format!("({id},{})", random_number(rng)))
-        .collect();
-    sql.push_str(&rows.join(",\n"));
-    sql.push_str(";\nINSERT INTO fortune (id, message) VALUES\n");
     let rows: Vec<String> = FORTUNES
         .iter()
         .map(|(id, m)| format!("({id},'{}')", m.replace('\'', "''")))
         .collect();
     sql.push_str(&rows.join(",\n"));
-    sql.push_str(";\nCOMMIT;\n");
+    sql.push_str(";\nCOMMIT;\nANALYZE world;\nANALYZE fortune;\n");
     sql
 }
 
@@ -262,7 +418,6 @@ pub fn check_fortunes(page: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rand::SeedableRng;
 
     #[test]
     fn queries_follow_techempowers_rules() {
@@ -309,16 +464,69 @@ mod tests {
 
     #[test]
     fn the_seed_fills_both_tables_and_quotes_the_apostrophe() {
-        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
-        let sql = seed_sql(&mut rng);
-        assert_eq!(
-            sql.matches("),\n(").count() + 2,
-            WORLD_ROWS as usize + FORTUNES.len()
-        );
+        let sql = seed_sql();
+        assert!(sql.contains(&format!("generate_series(1, {WORLD_ROWS})")));
+        assert_eq!(sql.matches("),\n(").count() + 1, FORTUNES.len());
         assert!(sql.contains(
             "(2,'A computer scientist is someone who fixes things that aren''t broken.')"
         ));
-        assert!(sql.contains("(10000,"));
-        assert!(!sql.contains("(10001,"));
+        assert!(sql.contains("CREATE EXTENSION IF NOT EXISTS pg_stat_statements"));
+    }
+
+    #[test]
+    fn world_answers_are_checked_for_shape_and_range() {
+        assert_eq!(
+            check_world(br#"{"id":5,"randomNumber":77}"#, None),
+            Ok(vec![(5, 77)])
+        );
+        let two = br#"[{"id":1,"randomNumber":2},{"randomNumber":3,"id":10000}]"#;
+        assert_eq!(check_world(two, Some(2)), Ok(vec![(1, 2), (10000, 3)]));
+        assert!(check_world(two, Some(3))
+            .unwrap_err()
+            .contains("array of 2 rows, expected 3"));
+        assert!(check_world(two, None)
+            .unwrap_err()
+            .contains("one JSON object"));
+        assert!(check_world(br#"{"id":0,"randomNumber":2}"#, None)
+            .unwrap_err()
+            .contains("`id` is 0"));
+        assert!(check_world(br#"{"id":1,"randomnumber":2}"#, None)
+            .unwrap_err()
+            .contains("no `randomNumber`"));
+        assert!(check_world(br#"{"id":1,"randomNumber":2,"x":1}"#, None)
+            .unwrap_err()
+            .contains("3 fields"));
+        assert!(check_world(br#"{"id":1,"randomNumber":"2"}"#, None).is_err());
+        let rows = [(3, 4), (5, 6)];
+        assert_eq!(
+            check_world(world_json(&rows, false).as_bytes(), Some(2)),
+            Ok(rows.to_vec())
+        );
+        assert_eq!(world_json(&rows[..1], true), r#"{"id":3,"randomNumber":4}"#);
+    }
+
+    #[test]
+    fn counts_are_read_from_the_path() {
+        assert_eq!(count_in_path("/queries?queries=20"), 20);
+        assert_eq!(count_in_path("/queries?x=1&queries=7"), 7);
+        assert_eq!(count_in_path("/queries"), 1);
+        for (raw, n) in EDGE_COUNTS {
+            assert_eq!(
+                count_in_path(&format!("/updates?queries={raw}")),
+                n,
+                "{raw}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_environment_names_one_address() {
+        let env = env("10.0.0.2", 16);
+        let get = |k: &str| env.iter().find(|(n, _)| *n == k).unwrap().1.clone();
+        assert_eq!(
+            get(DB_URL_ENV),
+            "postgres://benchmarkdbuser:benchmarkdbpass@10.0.0.2:5432/hello_world"
+        );
+        assert_eq!(get(DB_POOL_ENV), "16");
     }
 }

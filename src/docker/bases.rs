@@ -24,6 +24,8 @@ use super::{LABEL_INPUTS, LABEL_KIND, LABEL_NAME, LABEL_RUN};
 
 /// Folder of base descriptions, relative to the project root.
 pub const BASES_DIR: &str = "docker/bases";
+/// The base the database container runs: PostgreSQL from Debian.
+pub const DATABASE_BASE: &str = "postgres";
 /// Used when the host's apt sources name no Debian mirror.
 pub const DEFAULT_MIRROR: &str = "http://deb.debian.org/debian";
 

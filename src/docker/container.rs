@@ -9,15 +9,16 @@ use std::collections::{BTreeMap, HashMap};
 
 // The specs are the plan's; `Resources` is also part of this module's
 // `ContainerSpec`, so callers outside the crate name it here.
-pub use crate::plan::spec::{LoaderSpec, Resources, ServerSpec};
+pub use crate::plan::spec::{DatabaseSpec, LoaderSpec, Resources, ServerSpec};
 
 use bollard::models::{
-    ContainerCreateBody, ContainerInspectResponse, EndpointSettings, HostConfig, NetworkingConfig,
-    ResourcesUlimits,
+    ContainerCreateBody, ContainerInspectResponse, EndpointSettings, HostConfig, Mount, MountType,
+    MountVolumeOptions, NetworkingConfig, ResourcesUlimits,
 };
 
 use super::{RunId, LABEL_ROLE, LABEL_RUN};
 use crate::host::Sysctls;
+use crate::plan::spec::SeededFile;
 
 /// What a container is for; also its `fairground.role` label.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -29,6 +30,8 @@ pub enum Role {
     Loader,
     /// A short helper: readiness prober, version reader.
     Probe,
+    /// The database of the database scenarios.
+    Database,
 }
 
 impl Role {
@@ -38,6 +41,7 @@ impl Role {
             Role::Server => "server",
             Role::Loader => "loader",
             Role::Probe => "probe",
+            Role::Database => "database",
         }
     }
 }
@@ -92,6 +96,15 @@ pub struct ContainerSpec {
     /// Bind mounts, `host:container[:ro]` (the preflight of another host
     /// reads that host's /proc and /sys read-only).
     pub binds: Vec<String>,
+    /// Files put in before it starts, each directory an anonymous volume
+    /// labelled with the run (see [`crate::plan::spec::SeededFile`]).
+    pub files: Vec<SeededFile>,
+    /// The user it runs as (name or uid), when not the image's.
+    #[serde(default)]
+    pub user: Option<String>,
+    /// tmpfs mounts beyond /tmp: mount point → options.
+    #[serde(default)]
+    pub tmpfs: BTreeMap<String, String>,
 }
 
 /// Size of the tmpfs mounted on /tmp when the root filesystem is read-only.
@@ -114,6 +127,9 @@ impl ContainerSpec {
             env: BTreeMap::new(),
             publish: None,
             binds: Vec::new(),
+            files: Vec::new(),
+            user: None,
+            tmpfs: BTreeMap::new(),
         }
     }
 
@@ -126,6 +142,7 @@ impl ContainerSpec {
         s.sysctls = spec.sysctls.clone();
         s.read_only_rootfs = spec.read_only_rootfs;
         s.env = spec.env.clone();
+        s.files = spec.files.clone();
         s
     }
 
@@ -142,6 +159,7 @@ impl ContainerSpec {
         s.limits = spec.resources.clone();
         s.sysctls = spec.sysctls.clone();
         s.read_only_rootfs = true;
+        s.files = spec.files.clone();
         let mut args = spec.args.clone();
         args.url = url.to_string();
         s.cmd = std::iter::once("load".to_string())
@@ -156,6 +174,53 @@ impl ContainerSpec {
             (LABEL_RUN.to_string(), self.run.0.clone()),
             (LABEL_ROLE.to_string(), self.role.as_str().to_string()),
         ])
+    }
+
+    /// The directories of [`Self::files`], each once, in order.
+    pub fn file_dirs(&self) -> Vec<&str> {
+        let mut dirs: Vec<&str> = Vec::new();
+        for f in &self.files {
+            if !dirs.contains(&f.dir.as_str()) {
+                dirs.push(&f.dir);
+            }
+        }
+        dirs
+    }
+
+    /// An anonymous volume per directory of [`Self::files`], labelled with
+    /// the run: writable under a read-only root, filled before the start
+    /// (through the daemon's archive API, so a remote daemon takes it too),
+    /// and removed with the container.
+    fn file_mounts(&self) -> Vec<Mount> {
+        self.file_dirs()
+            .into_iter()
+            .map(|dir| Mount {
+                target: Some(dir.to_string()),
+                typ: Some(MountType::VOLUME),
+                volume_options: Some(MountVolumeOptions {
+                    labels: Some(self.labels()),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            })
+            .collect()
+    }
+
+    /// The tar archive of the files in `dir`: read-only to everyone (the
+    /// server runs as an unprivileged user; the key is a throwaway made
+    /// for the run).
+    pub fn files_archive(&self, dir: &str) -> std::io::Result<Vec<u8>> {
+        let mut b = tar::Builder::new(Vec::new());
+        for f in self.files.iter().filter(|f| f.dir == dir) {
+            let mut h = tar::Header::new_gnu();
+            h.set_size(f.contents.len() as u64);
+            h.set_mode(0o444);
+            h.set_uid(0);
+            h.set_gid(0);
+            h.set_mtime(0);
+            b.append_data(&mut h, &f.name, f.contents.as_slice())?;
+        }
+        b.into_inner()
     }
 
     /// The Docker create body: limits, hardening, network, labels.
@@ -183,11 +248,16 @@ impl ContainerSpec {
             cap_drop: Some(vec!["ALL".into()]),
             security_opt: Some(vec!["no-new-privileges:true".into()]),
             readonly_rootfs: Some(self.read_only_rootfs),
-            tmpfs: self
-                .read_only_rootfs
-                .then(|| HashMap::from([("/tmp".to_string(), TMPFS_TMP.to_string())])),
+            tmpfs: {
+                let mut t: HashMap<String, String> = self.tmpfs.clone().into_iter().collect();
+                if self.read_only_rootfs {
+                    t.entry("/tmp".into()).or_insert_with(|| TMPFS_TMP.into());
+                }
+                (!t.is_empty()).then_some(t)
+            },
             network_mode: Some(self.network.clone().unwrap_or_else(|| "none".into())),
             binds: (!self.binds.is_empty()).then(|| self.binds.clone()),
+            mounts: (!self.files.is_empty()).then(|| self.file_mounts()),
             init: Some(false),
             ..Default::default()
         };
@@ -225,6 +295,7 @@ impl ContainerSpec {
             image: Some(self.image.clone()),
             cmd: Some(self.cmd.clone()),
             entrypoint: self.entrypoint.clone(),
+            user: self.user.clone(),
             env: Some(env),
             labels: Some(self.labels()),
             host_config: Some(host_config),
@@ -385,6 +456,67 @@ mod tests {
     }
 
     #[test]
+    fn seeded_files_get_one_labelled_volume_per_directory_and_a_read_only_archive() {
+        let run = RunId("fg-x".into());
+        let mut spec = ContainerSpec::new(&run, Role::Server, "fg-x-s-1", "img");
+        spec.read_only_rootfs = true;
+        let file = |dir: &str, name: &str, text: &str| SeededFile {
+            dir: dir.into(),
+            name: name.into(),
+            contents: text.as_bytes().to_vec(),
+        };
+        spec.files = vec![
+            file("/run/fairground/tls", "server.pem", "CHAIN"),
+            file("/run/fairground/tls", "server.key", "KEY"),
+            file("/other", "x", "X"),
+        ];
+        let body = spec.to_create_body();
+        let mounts = body.host_config.unwrap().mounts.unwrap();
+        assert_eq!(mounts.len(), 2, "{mounts:?}");
+        assert_eq!(mounts[0].target.as_deref(), Some("/run/fairground/tls"));
+        assert_eq!(mounts[0].typ, Some(MountType::VOLUME));
+        assert_eq!(
+            mounts[0].source, None,
+            "anonymous: removed with the container"
+        );
+        let labels = mounts[0]
+            .volume_options
+            .as_ref()
+            .unwrap()
+            .labels
+            .clone()
+            .unwrap();
+        assert_eq!(labels.get(LABEL_RUN).map(String::as_str), Some("fg-x"));
+        let tar = spec.files_archive("/run/fairground/tls").unwrap();
+        let mut archive = tar::Archive::new(tar.as_slice());
+        let mut seen = Vec::new();
+        for entry in archive.entries().unwrap() {
+            let mut entry = entry.unwrap();
+            let mode = entry.header().mode().unwrap();
+            let name = entry.path().unwrap().display().to_string();
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut entry, &mut text).unwrap();
+            seen.push((name, mode, text));
+        }
+        assert_eq!(
+            seen,
+            [
+                ("server.pem".to_string(), 0o444, "CHAIN".to_string()),
+                ("server.key".to_string(), 0o444, "KEY".to_string()),
+            ]
+        );
+        assert!(
+            ContainerSpec::new(&run, Role::Server, "n", "img")
+                .to_create_body()
+                .host_config
+                .unwrap()
+                .mounts
+                .is_none(),
+            "no files, no volume"
+        );
+    }
+
+    #[test]
     fn a_published_port_lets_the_daemon_pick_the_host_port_except_on_the_host_stack() {
         let run = RunId("fg-test".into());
         let mut spec = ContainerSpec::new(&run, Role::Server, "fg-test-server", "img");
@@ -456,6 +588,7 @@ mod tests {
             sysctls: Sysctls::default(),
             args: crate::roles::load::args::LoadArgs::new(""),
             time_limit: std::time::Duration::from_secs(60),
+            files: Vec::new(),
         };
         let l = ContainerSpec::loader(
             &run,

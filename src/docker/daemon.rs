@@ -21,6 +21,8 @@ use super::container::{AppliedLimits, ContainerSpec, ExitState};
 use super::engine::{
     BuiltImages, ContainerOutput, Engine, Handle, LineSink, Readiness, ReadyCheck, ReadyStart,
 };
+use anyhow::Context;
+
 use super::error::{ApiContext, DockerError};
 use super::images::{self, ImageInfo, ImageOptions};
 use super::network::{self, NetworkInfo};
@@ -133,6 +135,10 @@ impl DockerEngine {
                     spec.image
                 )
             })?;
+        if let Err(e) = self.seed_files(&created.id, spec).await {
+            let _ = self.force_remove(&created.id).await;
+            return Err(e);
+        }
         if let Err(source) = self
             .docker
             .start_container(&created.id, None::<StartContainerOptions>)
@@ -159,6 +165,28 @@ impl DockerEngine {
             .into());
         }
         Ok(created.id)
+    }
+
+    /// Put `spec`'s files into the created container `id` (its volumes)
+    /// before it starts.
+    async fn seed_files(&self, id: &str, spec: &ContainerSpec) -> anyhow::Result<()> {
+        for dir in spec.file_dirs() {
+            let tar = spec
+                .files_archive(dir)
+                .with_context(|| format!("packing the files for {}:{dir}", spec.name))?;
+            self.docker
+                .upload_to_container(
+                    id,
+                    Some(bollard::query_parameters::UploadToContainerOptions {
+                        path: dir.to_string(),
+                        ..Default::default()
+                    }),
+                    bollard::body_full(tar.into()),
+                )
+                .await
+                .doing(|| format!("copying files into {}:{dir}", spec.name))?;
+        }
+        Ok(())
     }
 
     pub(super) async fn force_remove(&self, id: &str) -> Result<(), DockerError> {
@@ -340,6 +368,15 @@ impl Engine for DockerEngine {
             let info = images::ensure_framework(&self.docker, fw, &base_tag, &self.opts).await?;
             fw_infos.insert(fw.name().to_string(), info);
         }
+        let database = if frameworks.iter().any(|fw| fw.declares_database()) {
+            Some(
+                bases::ensure(&self.docker, bases::DATABASE_BASE, &self.opts)
+                    .await
+                    .context("the database image (base `postgres`)")?,
+            )
+        } else {
+            None
+        };
         // Several checkouts of fairground sharing one daemon would remove
         // each other's images (and the build stages of a build under way)
         // at every build; they can opt out.
@@ -353,15 +390,25 @@ impl Engine for DockerEngine {
             let current: Vec<&str> = std::iter::once(fairground.tag.as_str())
                 .chain(base_infos.values().map(|b| b.tag.as_str()))
                 .chain(fw_infos.values().map(|f| f.tag.as_str()))
+                .chain(database.iter().map(|d| d.tag.as_str()))
                 .collect();
-            for tag in images::prune_superseded(&self.docker, &current).await? {
+            let pruned = images::prune_superseded(&self.docker, &self.opts.run, &current).await?;
+            for tag in &pruned.removed {
                 (self.opts.progress)(&format!("removed superseded image {tag}"));
+            }
+            if !pruned.held_by.is_empty() {
+                (self.opts.progress)(&format!(
+                    "superseded images kept: fairground containers exist ({}); \
+                     they go with their run, or with `fairground clean`",
+                    pruned.held_by.join(", ")
+                ));
             }
         }
         Ok(BuiltImages {
             fairground,
             bases: base_infos.into_values().collect(),
             frameworks: fw_infos,
+            database,
         })
     }
 

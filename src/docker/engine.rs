@@ -123,6 +123,9 @@ pub struct BuiltImages {
     pub bases: Vec<ImageInfo>,
     /// Framework images by framework name.
     pub frameworks: BTreeMap<String, ImageInfo>,
+    /// The database image (base `postgres`), built when a framework
+    /// declares a database scenario.
+    pub database: Option<ImageInfo>,
 }
 
 impl BuiltImages {
@@ -135,6 +138,7 @@ impl BuiltImages {
                 .iter()
                 .map(|(name, image)| (name.clone(), image.tag.clone()))
                 .collect(),
+            database: self.database.as_ref().map(|d| d.tag.clone()),
         }
     }
 }

@@ -174,6 +174,10 @@ impl Engine for FakeEngine {
                     )
                 })
                 .collect(),
+            database: frameworks
+                .iter()
+                .any(|f| f.declares_database())
+                .then(|| Self::image(images::ImageKind::Base, "postgres")),
         })
     }
 

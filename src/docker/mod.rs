@@ -14,6 +14,7 @@ pub mod bases;
 pub mod cleanup;
 pub mod container;
 pub mod daemon;
+pub mod database;
 pub mod engine;
 pub mod error;
 pub mod exec;

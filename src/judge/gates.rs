@@ -35,6 +35,9 @@ pub struct GateContext<'a> {
     /// checked against connections served × this); `None` at a fixed rate,
     /// where the number in flight is not the connection count.
     pub closed_loop_pipeline: Option<u32>,
+    /// Concurrent streams per HTTP/2 connection: what is in flight per
+    /// connection on an h2 or h2c cell instead of `closed_loop_pipeline`.
+    pub http2_streams: u32,
 }
 
 /// Summarise `rounds` and judge them: the finished cell.
@@ -44,6 +47,17 @@ pub fn finish_cell(
     ctx: &GateContext<'_>,
 ) -> Result<Cell, HistogramError> {
     let summary = CellSummary::of(&rounds)?;
+    // HTTP/2 keeps `http2_streams` requests in flight per connection.
+    let ctx = &GateContext {
+        closed_loop_pipeline: ctx.closed_loop_pipeline.map(|p| {
+            if key.protocol.is_http2() {
+                ctx.http2_streams
+            } else {
+                p
+            }
+        }),
+        ..*ctx
+    };
     let verdict = judge(&rounds, summary.as_ref(), ctx);
     Ok(Cell {
         key,
@@ -156,6 +170,23 @@ pub fn judge(rounds: &[Round], summary: Option<&CellSummary>, ctx: &GateContext<
         });
     }
 
+    if let Some(r) = rounds
+        .iter()
+        .filter(|r| r.tls.as_ref().is_some_and(|t| t.failed > 0))
+        .max_by_key(|r| r.tls.as_ref().map_or(0, |t| t.failed))
+    {
+        let t = r.tls.as_ref().expect("filtered on tls");
+        reasons.push(Reason::TlsFailed {
+            round: r.index,
+            failed: t.failed,
+            tried: t.handshakes + t.failed,
+            last_error: t
+                .last_error
+                .clone()
+                .unwrap_or_else(|| "no reason given".into()),
+        });
+    }
+
     let errors: u64 = rounds.iter().map(Round::errors_total).sum();
     let attempts: u64 = rounds.iter().map(Round::attempts).sum();
     let rate = if attempts == 0 {
@@ -212,6 +243,18 @@ pub fn judge(rounds: &[Round], summary: Option<&CellSummary>, ctx: &GateContext<
     if loader >= t.loader_saturation {
         reasons.push(Reason::LoaderSaturated {
             cpu_fraction: loader,
+            threshold: t.loader_saturation,
+        });
+    }
+    // Database ceiling: the same threshold as the loader's.
+    if let Some(db) = rounds
+        .iter()
+        .filter_map(|r| r.database.as_ref().and_then(|d| d.saturation))
+        .reduce(f64::max)
+        .filter(|&s| s >= t.loader_saturation)
+    {
+        reasons.push(Reason::DatabaseBound {
+            saturation: db,
             threshold: t.loader_saturation,
         });
     }
@@ -300,6 +343,7 @@ mod tests {
         CellKey {
             framework: "demo".into(),
             scenario: crate::contract::Scenario::Plaintext,
+            protocol: crate::contract::Protocol::Http1,
             concurrency: 100,
             rate: None,
         }
@@ -314,6 +358,7 @@ mod tests {
             rounds_min: 3,
             precise: false,
             closed_loop_pipeline: None,
+            http2_streams: 1,
         };
         finish_cell(key(), rounds, &ctx).unwrap()
     }
@@ -390,6 +435,7 @@ mod tests {
                 rounds_min: 3,
                 precise: false,
                 closed_loop_pipeline: Some(1),
+                http2_streams: 1,
             };
             finish_cell(key(), rounds, &ctx).unwrap()
         };
@@ -509,6 +555,22 @@ mod tests {
     }
 
     #[test]
+    fn flags_a_database_bound_cell() {
+        let mut rounds = steady();
+        rounds[2].database = Some(crate::results::DatabaseUse {
+            saturation: Some(0.97),
+            ..Default::default()
+        });
+        let cell = judge_rounds(rounds, &Thresholds::default());
+        assert_eq!(cell.verdict.status, Status::Flagged);
+        assert!(cell
+            .verdict
+            .reasons
+            .iter()
+            .any(|r| matches!(r, Reason::DatabaseBound { saturation, .. } if *saturation == 0.97)));
+    }
+
+    #[test]
     fn flags_noisy_cell_and_the_suspect_round() {
         let rounds = vec![
             round(0, 100, 10_000.0),
@@ -543,6 +605,7 @@ mod tests {
             rounds_min: 3,
             precise: true,
             closed_loop_pipeline: None,
+            http2_streams: 1,
         };
         let cell = finish_cell(key(), rounds, &ctx).unwrap();
         assert!(!cell
@@ -591,6 +654,7 @@ mod tests {
             rounds_min: 3,
             precise: false,
             closed_loop_pipeline: None,
+            http2_streams: 1,
         };
         let cell = finish_cell(key(), rounds, &ctx).unwrap();
         assert!(cell
@@ -628,6 +692,7 @@ mod tests {
             rounds_min: 3,
             precise: false,
             closed_loop_pipeline: None,
+            http2_streams: 1,
         };
         let cell = finish_cell(key(), steady(), &ctx).unwrap();
         assert_eq!(cell.verdict.status, Status::Rejected);

@@ -5,9 +5,10 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::contract::Scenario;
+use crate::contract::{Protocol, Scenario};
 
-/// The coordinates of a cell: framework × scenario × concurrency (× rate).
+/// The coordinates of a cell: framework × scenario × protocol × concurrency
+/// (× rate).
 #[derive(
     Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, schemars::JsonSchema,
 )]
@@ -16,6 +17,10 @@ pub struct CellKey {
     pub framework: String,
     /// Contract scenario.
     pub scenario: Scenario,
+    /// Protocol spoken; absent (in results.json) for `http1`, so results
+    /// of runs before protocols existed read back unchanged.
+    #[serde(default, skip_serializing_if = "Protocol::is_http1")]
+    pub protocol: Protocol,
     /// Connections the loader keeps open.
     pub concurrency: u32,
     /// Target request rate in req/s (fixed-rate, open-loop mode); absent in
@@ -24,9 +29,15 @@ pub struct CellKey {
 }
 
 impl CellKey {
-    /// A file-name-safe stem, e.g. `axum-plaintext-c256` or `axum-json-c64-r20000`.
+    /// A file-name-safe stem, e.g. `axum-plaintext-c256`,
+    /// `axum-json-c64-r20000` or `axum-json-h2-c64` (the protocol only when
+    /// it is not `http1`).
     pub fn stem(&self) -> String {
-        let mut s = format!("{}-{}-c{}", self.framework, self.scenario, self.concurrency);
+        let mut s = format!("{}-{}", self.framework, self.scenario);
+        if self.protocol != Protocol::Http1 {
+            s.push_str(&format!("-{}", self.protocol));
+        }
+        s.push_str(&format!("-c{}", self.concurrency));
         if let Some(r) = self.rate {
             s.push_str(&format!("-r{r}"));
         }
@@ -44,11 +55,11 @@ impl CellKey {
 
 impl fmt::Display for CellKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} {} c={}",
-            self.framework, self.scenario, self.concurrency
-        )?;
+        write!(f, "{} {}", self.framework, self.scenario)?;
+        if self.protocol != Protocol::Http1 {
+            write!(f, " {}", self.protocol)?;
+        }
+        write!(f, " c={}", self.concurrency)?;
         if let Some(r) = self.rate {
             write!(f, " rate={r}/s")?;
         }
@@ -63,6 +74,9 @@ pub struct Skipped {
     pub framework: String,
     /// Scenario skipped; absent when the whole framework was skipped.
     pub scenario: Option<Scenario>,
+    /// Protocol skipped (every scenario of it); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<Protocol>,
     /// Why, in words (e.g. "not declared in framework.yaml").
     pub reason: String,
 }

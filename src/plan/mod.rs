@@ -13,7 +13,7 @@ use std::time::Duration;
 
 pub use key::{CellKey, Skipped};
 
-use crate::contract::Scenario;
+use crate::contract::{Protocol, Scenario};
 use crate::framework::Framework;
 use crate::profile::{LoadMode, Profile};
 
@@ -24,6 +24,8 @@ pub struct FrameworkPlan {
     pub name: String,
     /// The profile's scenarios this framework declares, in profile order.
     pub scenarios: Vec<Scenario>,
+    /// The profile's protocols this framework serves, in profile order.
+    pub protocols: Vec<Protocol>,
 }
 
 /// One measured round of one cell: the unit of work.
@@ -54,6 +56,8 @@ pub struct Plan {
     pub rate: Option<u64>,
     /// Requests in flight per connection.
     pub pipeline: u32,
+    /// Concurrent streams per connection on HTTP/2 cells.
+    pub streams: u32,
     /// Whether the server restarts before each round.
     pub restart_between_rounds: bool,
     /// Whether frameworks alternate round by round.
@@ -79,11 +83,27 @@ impl Plan {
                 .copied()
                 .filter(|s| fw.supports(*s))
                 .collect();
-            if scenarios.is_empty() {
+            let protocols: Vec<Protocol> = profile
+                .protocol
+                .iter()
+                .copied()
+                .filter(|p| fw.serves(*p))
+                .collect();
+            let manifest = fw.dir.join(crate::framework::MANIFEST);
+            if scenarios.is_empty() || protocols.is_empty() {
                 skipped.push(Skipped {
                     framework: fw.name().to_string(),
                     scenario: None,
-                    reason: "declares none of the profile's scenarios".into(),
+                    protocol: None,
+                    reason: if scenarios.is_empty() {
+                        "declares none of the profile's scenarios".into()
+                    } else {
+                        format!(
+                            "serves none of the profile's protocols ({}; `protocols` in {})",
+                            join(&profile.protocol),
+                            manifest.display()
+                        )
+                    },
                 });
                 continue;
             }
@@ -92,9 +112,20 @@ impl Plan {
                     skipped.push(Skipped {
                         framework: fw.name().to_string(),
                         scenario: Some(s),
+                        protocol: None,
+                        reason: format!("not declared in {}", manifest.display()),
+                    });
+                }
+            }
+            for &p in &profile.protocol {
+                if !fw.serves(p) {
+                    skipped.push(Skipped {
+                        framework: fw.name().to_string(),
+                        scenario: None,
+                        protocol: Some(p),
                         reason: format!(
-                            "not declared in {}",
-                            fw.dir.join(crate::framework::MANIFEST).display()
+                            "protocol {p} not declared in {} (`protocols`)",
+                            manifest.display()
                         ),
                     });
                 }
@@ -102,6 +133,7 @@ impl Plan {
             plans.push(FrameworkPlan {
                 name: fw.name().to_string(),
                 scenarios,
+                protocols,
             });
         }
         Plan {
@@ -115,6 +147,7 @@ impl Plan {
                 LoadMode::FixedRate { rate } => Some(rate),
             },
             pipeline: profile.load.pipeline,
+            streams: profile.load.streams,
             restart_between_rounds: profile.restart_between_rounds,
             interleave_rounds: profile.interleave_rounds,
             skipped,
@@ -123,20 +156,38 @@ impl Plan {
         }
     }
 
-    /// The key of every cell of `fw`, scenario-major then concurrency.
+    /// The key of every cell of `fw`, scenario-major, then protocol, then
+    /// concurrency.
     pub fn cells_of(&self, fw: &FrameworkPlan) -> Vec<CellKey> {
         let mut keys = Vec::new();
         for &scenario in &fw.scenarios {
-            for &concurrency in &self.concurrency {
-                keys.push(CellKey {
-                    framework: fw.name.clone(),
-                    scenario,
-                    concurrency,
-                    rate: self.rate,
-                });
+            for &protocol in &fw.protocols {
+                for &concurrency in &self.concurrency {
+                    keys.push(CellKey {
+                        framework: fw.name.clone(),
+                        scenario,
+                        protocol,
+                        concurrency,
+                        rate: self.rate,
+                    });
+                }
             }
         }
         keys
+    }
+
+    /// The protocols of the run, in profile order (those at least one
+    /// framework serves).
+    pub fn protocols(&self) -> Vec<Protocol> {
+        let mut out: Vec<Protocol> = Vec::new();
+        for f in &self.frameworks {
+            for p in &f.protocols {
+                if !out.contains(p) {
+                    out.push(*p);
+                }
+            }
+        }
+        out
     }
 
     /// Every cell of the run, framework by framework.
@@ -238,6 +289,14 @@ impl Plan {
         }
         let sc: Vec<String> = scenarios.iter().map(|s| s.to_string()).collect();
         let _ = writeln!(s, "scenarios:   {}", sc.join(", "));
+        let protocols = self.protocols();
+        if protocols != [Protocol::Http1] {
+            let _ = write!(s, "protocols:   {}", join(&protocols));
+            if protocols.iter().any(|p| p.is_http2()) {
+                let _ = write!(s, " ({} streams per HTTP/2 connection)", self.streams);
+            }
+            s.push('\n');
+        }
         let conc: Vec<String> = self.concurrency.iter().map(|c| c.to_string()).collect();
         let _ = write!(s, "concurrency: {}", conc.join(", "));
         match self.rate {
@@ -279,10 +338,11 @@ impl Plan {
             humantime::format_duration(self.step_time)
         );
         for k in &self.skipped {
-            let what = k
-                .scenario
-                .map(|x| x.to_string())
-                .unwrap_or_else(|| "all".into());
+            let what = match (k.scenario, k.protocol) {
+                (Some(x), _) => x.to_string(),
+                (None, Some(p)) => p.to_string(),
+                (None, None) => "all".into(),
+            };
             let _ = writeln!(s, "skipped:     {} {what}: {}", k.framework, k.reason);
         }
         let secs = |d: Duration| humantime::format_duration(Duration::from_secs(d.as_secs()));
@@ -307,6 +367,15 @@ impl Plan {
     }
 }
 
+/// `http1, h2`: protocols as a profile lists them.
+fn join(protocols: &[Protocol]) -> String {
+    protocols
+        .iter()
+        .map(|p| p.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -323,6 +392,7 @@ pub(crate) mod tests {
                 port: 8080,
                 readiness: "/".into(),
                 scenarios: scenarios.to_vec(),
+                protocols: vec![crate::contract::Protocol::Http1],
                 workers: "one per CPU".into(),
                 read_only_rootfs: true,
                 env: Default::default(),

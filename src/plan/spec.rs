@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::CellKey;
+use crate::contract::{self, Protocol};
 use crate::framework::Framework;
 use crate::host::{CoreList, Sysctls};
 use crate::profile::{Limits, Placement, Profile, Warmup};
@@ -23,6 +24,8 @@ pub struct ImageTags {
     pub fairground: String,
     /// Framework images by framework name.
     pub frameworks: BTreeMap<String, String>,
+    /// The database image, when a framework declares a database scenario.
+    pub database: Option<String>,
 }
 
 /// The resources asked for one container: cores, CPU quota, memory, open
@@ -72,6 +75,38 @@ impl Resources {
     }
 }
 
+/// A file fairground puts into a container before it starts, in a
+/// directory of its own (an anonymous volume labelled with the run, so a
+/// read-only root and a remote daemon both take it; it goes with the
+/// container).
+#[derive(Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct SeededFile {
+    /// Directory in the container (the volume's mount point).
+    pub dir: String,
+    /// File name in it.
+    pub name: String,
+    /// Contents (never serialized: a key is among them).
+    #[serde(skip)]
+    pub contents: Vec<u8>,
+}
+
+impl std::fmt::Debug for SeededFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}/{} ({} bytes)",
+            self.dir,
+            self.name,
+            self.contents.len()
+        )
+    }
+}
+
+/// The name the run's server certificate carries and the loader checks it
+/// against: loaders dial the container's address, which changes with every
+/// start, so the certificate names the server by this instead (sent as SNI).
+pub const TLS_SERVER_NAME: &str = "server.fairground.internal";
+
 /// A framework's server, as a run resolved it from the profile and the
 /// framework's manifest: everything needed to start it and know it is up.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -94,6 +129,47 @@ pub struct ServerSpec {
     pub readiness_path: String,
     /// Longest wait for that 200.
     pub readiness_timeout: std::time::Duration,
+    /// The protocols the run speaks to it (`http1` first); the ports of
+    /// the others are in [`contract`].
+    #[serde(default = "http1_only")]
+    pub protocols: Vec<Protocol>,
+    /// Files it gets before it starts: the run's certificate chain and key
+    /// when it serves a TLS protocol (never serialized).
+    #[serde(skip)]
+    pub files: Vec<SeededFile>,
+    /// The database started (fresh, seeded) before it, when the run has a
+    /// database scenario of it; its address reaches the server as
+    /// [`contract::db::env`].
+    #[serde(default)]
+    pub database: Option<DatabaseSpec>,
+}
+
+/// The PostgreSQL container of a framework's database scenarios: one per
+/// framework, seeded fresh before its first cell and removed after its
+/// last, so no framework reads another's updates, caches or statement
+/// counts.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct DatabaseSpec {
+    /// Image tag (base `postgres`).
+    pub image: String,
+    /// Cores, CPU quota, memory, open files.
+    pub resources: Resources,
+    /// `shared_buffers`, bytes.
+    pub shared_buffers: u64,
+    /// `max_connections`.
+    pub max_connections: u32,
+    /// `synchronous_commit` on.
+    pub synchronous_commit: bool,
+    /// Connections the framework's pool opens (`FAIRGROUND_DB_POOL`).
+    pub pool: u32,
+    /// Longest wait for it to be seeded and accept connections.
+    pub readiness_timeout: std::time::Duration,
+    /// What it shares its cores with, for results (`the server`).
+    pub shares_cores_with: Option<String>,
+}
+
+fn http1_only() -> Vec<Protocol> {
+    vec![Protocol::Http1]
 }
 
 impl ServerSpec {
@@ -116,6 +192,80 @@ impl ServerSpec {
             port: fw.manifest.port,
             readiness_path: fw.manifest.readiness.clone(),
             readiness_timeout,
+            protocols: http1_only(),
+            files: Vec::new(),
+            database: None,
+        }
+    }
+
+    /// The same server spoken to in `protocols` as well as `http1`: the
+    /// environment tells it the ports ([`contract::H2C_PORT_ENV`],
+    /// [`contract::TLS_PORT_ENV`]) and where the certificate and key are
+    /// ([`contract::TLS_CERT_ENV`], [`contract::TLS_KEY_ENV`]), and `certs`
+    /// (needed when a protocol is TLS) become files in
+    /// [`contract::TLS_DIR`].
+    pub fn speaking(
+        mut self,
+        protocols: &[Protocol],
+        certs: Option<&crate::tls::RunCerts>,
+    ) -> anyhow::Result<ServerSpec> {
+        self.protocols = http1_only();
+        self.protocols
+            .extend(protocols.iter().filter(|p| **p != Protocol::Http1));
+        if self.protocols.contains(&Protocol::H2c) {
+            self.env.insert(
+                contract::H2C_PORT_ENV.into(),
+                contract::H2C_PORT.to_string(),
+            );
+        }
+        if self.protocols.iter().any(|p| p.is_tls()) {
+            let certs = certs.ok_or_else(|| {
+                anyhow::anyhow!(
+                    "{} is spoken to over TLS but the run has no certificate",
+                    self.framework
+                )
+            })?;
+            let dir = contract::TLS_DIR.to_string();
+            self.env.insert(
+                contract::TLS_PORT_ENV.into(),
+                contract::TLS_PORT.to_string(),
+            );
+            self.env.insert(
+                contract::TLS_CERT_ENV.into(),
+                format!("{dir}/{}", crate::tls::CHAIN_FILE),
+            );
+            self.env.insert(
+                contract::TLS_KEY_ENV.into(),
+                format!("{dir}/{}", crate::tls::KEY_FILE),
+            );
+            self.files = vec![
+                SeededFile {
+                    dir: dir.clone(),
+                    name: crate::tls::CHAIN_FILE.into(),
+                    contents: certs.chain_pem.clone().into_bytes(),
+                },
+                SeededFile {
+                    dir,
+                    name: crate::tls::KEY_FILE.into(),
+                    contents: certs.key_pem.clone().into_bytes(),
+                },
+            ];
+        }
+        Ok(self)
+    }
+
+    /// The same server with `database` started before it.
+    pub fn with_database(mut self, database: Option<DatabaseSpec>) -> ServerSpec {
+        self.database = database;
+        self
+    }
+
+    /// The port `protocol` is served on inside the container.
+    pub fn port_of(&self, protocol: Protocol) -> u16 {
+        match protocol {
+            Protocol::Http1 => self.port,
+            Protocol::Https | Protocol::H2 => contract::TLS_PORT,
+            Protocol::H2c => contract::H2C_PORT,
         }
     }
 }
@@ -137,6 +287,9 @@ pub struct LoaderSpec {
     pub args: crate::roles::load::args::LoadArgs,
     /// Longest the container may run before it is killed.
     pub time_limit: std::time::Duration,
+    /// Files its container gets before it starts: the run's CA when a
+    /// protocol is TLS.
+    pub files: Vec<SeededFile>,
 }
 
 /// Time a loader container may take on top of its warm-up, window, drain
@@ -155,6 +308,10 @@ pub struct RunSpec {
     pub duration: Duration,
     /// Idle wait after a server start before its idle memory is read.
     pub idle_settle: Duration,
+    /// The run's CA and server certificate, when a protocol is TLS.
+    certs: Option<crate::tls::RunCerts>,
+    /// Concurrent streams per HTTP/2 connection.
+    streams: u32,
 }
 
 impl RunSpec {
@@ -166,6 +323,66 @@ impl RunSpec {
         frameworks: &[Framework],
         images: &ImageTags,
     ) -> anyhow::Result<RunSpec> {
+        let spoken = |fw: &Framework| -> Vec<Protocol> {
+            profile
+                .protocol
+                .iter()
+                .copied()
+                .filter(|p| fw.serves(*p))
+                .collect()
+        };
+        // One CA and server certificate for the run, made only when some
+        // framework is spoken to over TLS.
+        let certs = if frameworks
+            .iter()
+            .any(|fw| spoken(fw).iter().any(|p| p.is_tls()))
+        {
+            Some(crate::tls::RunCerts::make(&[TLS_SERVER_NAME.to_string()])?)
+        } else {
+            None
+        };
+        // A database for each framework that runs a database scenario.
+        let database_for = |fw: &Framework| -> anyhow::Result<Option<DatabaseSpec>> {
+            if !profile
+                .scenarios
+                .iter()
+                .any(|s| s.needs_database() && fw.supports(*s))
+            {
+                return Ok(None);
+            }
+            let image = images.database.clone().ok_or_else(|| {
+                anyhow::anyhow!(
+                    "framework `{}` runs a database scenario but no database image was built",
+                    fw.name()
+                )
+            })?;
+            let db = &profile.database;
+            let (cpuset, shares) = match &db.limits.cpuset {
+                crate::profile::Cpuset::Auto => {
+                    (placement.server.to_string(), Some("the server".to_string()))
+                }
+                crate::profile::Cpuset::Cores(c) => {
+                    let shares = if c.0.iter().any(|x| placement.server.0.contains(x)) {
+                        Some("the server".to_string())
+                    } else if c.0.iter().any(|x| placement.loader.0.contains(x)) {
+                        Some("the loader".to_string())
+                    } else {
+                        None
+                    };
+                    (c.to_string(), shares)
+                }
+            };
+            Ok(Some(DatabaseSpec {
+                image,
+                resources: resources(&db.limits, &cpuset),
+                shared_buffers: db.shared_buffers,
+                max_connections: db.max_connections,
+                synchronous_commit: db.synchronous_commit,
+                pool: db.pool,
+                readiness_timeout: profile.readiness_timeout,
+                shares_cores_with: shares,
+            }))
+        };
         let mut servers = BTreeMap::new();
         for fw in frameworks {
             let tag = images.frameworks.get(fw.name()).ok_or_else(|| {
@@ -179,7 +396,9 @@ impl RunSpec {
                     resources(&profile.server, &placement.server.to_string()),
                     profile.server.sysctls.clone(),
                     profile.readiness_timeout,
-                ),
+                )
+                .speaking(&spoken(fw), certs.as_ref())?
+                .with_database(database_for(fw)?),
             );
         }
         let mut args = LoadArgs::new("");
@@ -202,12 +421,22 @@ impl RunSpec {
             sysctls: profile.loader.sysctls.clone(),
             args,
             time_limit: Duration::ZERO,
+            files: certs
+                .iter()
+                .map(|c| SeededFile {
+                    dir: contract::TLS_DIR.into(),
+                    name: crate::tls::CA_FILE.into(),
+                    contents: c.ca_pem.clone().into_bytes(),
+                })
+                .collect(),
         };
         Ok(RunSpec {
             servers,
             loader,
             duration: profile.duration,
             idle_settle: profile.idle_settle,
+            certs,
+            streams: profile.load.streams,
         })
     }
 
@@ -218,13 +447,31 @@ impl RunSpec {
             .ok_or_else(|| anyhow::anyhow!("framework `{framework}` is not part of this run"))
     }
 
+    /// The run's CA and server certificate, when a protocol is TLS (the
+    /// run keeps the CA beside its results).
+    pub fn certs(&self) -> Option<&crate::tls::RunCerts> {
+        self.certs.as_ref()
+    }
+
     /// The loader for round `round` (0-based) of cell `key` against the
-    /// server at `url`: its warm-up (fixed, or until stable) and window on
-    /// the same connections, then the drain.
+    /// server at `url` (the address of the cell's protocol): its warm-up
+    /// (fixed, or until stable) and window on the same connections, then
+    /// the drain.
     pub fn loader(&self, key: &CellKey, round: u32, url: &str) -> LoaderSpec {
         let mut l = self.loader.clone();
         l.label = format!("{}-r{round}", key.stem());
         l.args.url = url.to_string();
+        l.args.protocol = Some(key.protocol);
+        if key.protocol.is_http2() {
+            // HTTP/2 keeps requests in flight as streams; pipelining is
+            // HTTP/1.1's (the profile's `pipeline` applies to those cells).
+            l.args.streams = self.streams as usize;
+            l.args.pipeline = 1;
+        }
+        if key.protocol.is_tls() {
+            l.args.tls_ca = Some(format!("{}/{}", contract::TLS_DIR, crate::tls::CA_FILE).into());
+            l.args.tls_name = Some(TLS_SERVER_NAME.into());
+        }
         l.args.scenario = Some(key.scenario);
         l.args.connections = key.concurrency as usize;
         l.args.rate = key.rate.map(|r| r as f64);
@@ -280,6 +527,10 @@ pub(crate) mod tests {
                     )
                 })
                 .collect(),
+            database: frameworks
+                .iter()
+                .any(|f| f.declares_database())
+                .then(|| "fake/base-postgres:000000000000".into()),
         }
     }
 
@@ -305,6 +556,7 @@ pub(crate) mod tests {
         let key = CellKey {
             framework: "a".into(),
             scenario: Scenario::Json,
+            protocol: crate::contract::Protocol::Http1,
             concurrency: 7,
             rate: rate(&profile),
         };
@@ -337,6 +589,7 @@ pub(crate) mod tests {
         let key = CellKey {
             framework: "a".into(),
             scenario: Scenario::Plaintext,
+            protocol: crate::contract::Protocol::Http1,
             concurrency: 4,
             rate: None,
         };

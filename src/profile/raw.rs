@@ -42,6 +42,12 @@ pub struct RawProfile {
     /// `[100, 1000, 10000]`. Default: `[100]`.
     #[serde(default)]
     pub concurrency: Option<Vec<u64>>,
+    /// Protocols measured, one cell per protocol on the frameworks that
+    /// declare it: `http1` (HTTP/1.1 on TCP), `https` (HTTP/1.1 over TLS),
+    /// `h2` (HTTP/2 over TLS, ALPN), `h2c` (HTTP/2 with prior knowledge).
+    /// TLS uses a certificate made for the run. Default: `[http1]`.
+    #[serde(default)]
+    pub protocol: Option<Vec<crate::contract::Protocol>>,
     /// Warm-up before each measured window: a duration (`5s`), or
     /// `{mode: fixed, duration: 5s}`, or `{mode: until-stable, window: 5s,
     /// max_cv: 0.05, max_duration: 60s}`. Default: `5s`.
@@ -82,6 +88,13 @@ pub struct RawProfile {
     /// wide ephemeral port range.
     #[serde(default)]
     pub loader: Option<RawLimits>,
+    /// The PostgreSQL container of the database scenarios (db, queries-N,
+    /// fortunes, updates-N): its limits and settings. Used only when a
+    /// framework runs one of those. Default: 1 CPU on the server's cores
+    /// (`cpuset: auto`), 1GiB, shared_buffers 128MiB, max_connections 100,
+    /// synchronous_commit off, a pool of 16 connections per framework.
+    #[serde(default)]
+    pub database: Option<RawDatabase>,
     /// Allow server and loader cores to overlap (results then measure both
     /// competing for the same CPU). Default: `false`.
     #[serde(default)]
@@ -429,6 +442,11 @@ pub struct RawLoad {
     /// pipelining. Default: `1`.
     #[serde(default)]
     pub pipeline: Option<u64>,
+    /// Concurrent streams per connection on HTTP/2 cells (`h2`, `h2c`):
+    /// HTTP/2's counterpart of pipelining (h2load's `-m`). Requests in
+    /// flight = connections × streams. Default: `1`.
+    #[serde(default)]
+    pub streams: Option<u64>,
     /// A request not answered within this long counts as a timeout error.
     /// Default: `5s`.
     #[serde(default)]
@@ -561,6 +579,43 @@ pub struct RawLimits {
     /// Replaces the defaults when written.
     #[serde(default)]
     pub sysctls: Option<BTreeMap<String, SysctlValue>>,
+}
+
+/// `database` as written.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "Database")]
+pub struct RawDatabase {
+    /// CPU time for the database in cores (Docker `--cpus`). Default: `1`.
+    #[serde(default)]
+    pub cpus: Option<f64>,
+    /// Cores to pin it to: `auto` (the server's cores: the server and its
+    /// database share them, and results say so) or a list like `0`.
+    /// Default: `auto`.
+    #[serde(default)]
+    pub cpuset: Option<RawCpuset>,
+    /// Memory limit, its data (on a tmpfs) included. Default: `1GiB`.
+    #[serde(default)]
+    pub memory: Option<Bytes>,
+    /// Open-file limit. Default: `16384`.
+    #[serde(default)]
+    pub nofile: Option<u64>,
+    /// PostgreSQL's `shared_buffers`. Default: `128MiB`.
+    #[serde(default)]
+    pub shared_buffers: Option<Bytes>,
+    /// PostgreSQL's `max_connections`; must exceed `pool` by PostgreSQL's
+    /// 3 reserved connections. Default: `100`.
+    #[serde(default)]
+    pub max_connections: Option<u32>,
+    /// PostgreSQL's `synchronous_commit`. Default: `false` (off, as
+    /// TechEmpower ran it: an update is answered before its WAL reaches
+    /// the disk; the data is on a tmpfs anyway).
+    #[serde(default)]
+    pub synchronous_commit: Option<bool>,
+    /// Connections each framework's pool should open, told to it as
+    /// `FAIRGROUND_DB_POOL`. Default: `16`.
+    #[serde(default)]
+    pub pool: Option<u32>,
 }
 
 /// `thresholds` as written.

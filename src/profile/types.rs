@@ -80,6 +80,9 @@ pub struct Profile {
     pub scenarios: Vec<Scenario>,
     /// Connection counts, in the order written; never empty, no duplicates, each ≥ 1.
     pub concurrency: Vec<u32>,
+    /// Protocols measured, in the order written; never empty, no
+    /// duplicates. Absent from older results: `[http1]`.
+    pub protocol: Vec<crate::contract::Protocol>,
     /// Warm-up before each measured window.
     pub warmup: Warmup,
     /// Length of each measured window (≥ 1 s).
@@ -98,6 +101,10 @@ pub struct Profile {
     pub server: Limits,
     /// Limits of the load-generator container.
     pub loader: Limits,
+    /// The database container of the database scenarios (absent from
+    /// results written before it existed: the defaults).
+    #[serde(default)]
+    pub database: Database,
     /// Whether server and loader cores may overlap.
     pub allow_shared_cores: bool,
     /// Network between loader and server.
@@ -255,6 +262,7 @@ impl Default for Profile {
             frameworks: Frameworks::All,
             scenarios: vec![Scenario::Plaintext],
             concurrency: vec![DEFAULT_CONCURRENCY],
+            protocol: vec![crate::contract::Protocol::Http1],
             warmup: Warmup::default(),
             duration: DEFAULT_DURATION,
             rounds: Rounds::Fixed(DEFAULT_ROUNDS),
@@ -263,6 +271,7 @@ impl Default for Profile {
             load: Load::default(),
             server: Limits::server(Network::Bridge),
             loader: Limits::loader(Network::Bridge),
+            database: Database::default(),
             allow_shared_cores: false,
             network: Network::Bridge,
             idle_settle: Duration::from_secs(3),
@@ -372,6 +381,8 @@ pub struct Load {
     pub threads: u32,
     /// Requests in flight per connection (≥ 1).
     pub pipeline: u32,
+    /// Concurrent streams per connection on HTTP/2 cells (≥ 1).
+    pub streams: u32,
     /// Per-request timeout.
     #[serde(serialize_with = "ser_duration", deserialize_with = "de_duration")]
     pub timeout: Duration,
@@ -383,6 +394,7 @@ impl Default for Load {
             mode: LoadMode::Closed,
             threads: 1,
             pipeline: 1,
+            streams: 1,
             timeout: Duration::from_secs(5),
         }
     }
@@ -473,7 +485,7 @@ impl Limits {
         }
     }
 
-    fn base() -> Self {
+    pub(crate) fn base() -> Self {
         Limits {
             cpus: 1.0,
             cpuset: Cpuset::Auto,
@@ -490,6 +502,87 @@ impl Limits {
     /// a core's time still runs on one core).
     pub fn cores(&self) -> usize {
         cores_for(self.cpus)
+    }
+}
+
+/// The database container: its limits and PostgreSQL's settings. Written
+/// flat, as a profile's `database:` section is.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(from = "FlatDatabase", into = "FlatDatabase")]
+pub struct Database {
+    /// Cores, memory, open files (no sysctls, no swap).
+    pub limits: Limits,
+    /// `shared_buffers`, bytes.
+    pub shared_buffers: u64,
+    /// `max_connections`.
+    pub max_connections: u32,
+    /// `synchronous_commit` on.
+    pub synchronous_commit: bool,
+    /// Connections each framework's pool opens (`FAIRGROUND_DB_POOL`).
+    pub pool: u32,
+}
+
+/// [`Database`] as a profile writes it.
+#[derive(Serialize, Deserialize)]
+struct FlatDatabase {
+    cpus: f64,
+    cpuset: Cpuset,
+    #[serde(serialize_with = "ser_bytes", deserialize_with = "de_bytes")]
+    memory: u64,
+    nofile: u64,
+    #[serde(serialize_with = "ser_bytes", deserialize_with = "de_bytes")]
+    shared_buffers: u64,
+    max_connections: u32,
+    synchronous_commit: bool,
+    pool: u32,
+}
+
+impl From<FlatDatabase> for Database {
+    fn from(f: FlatDatabase) -> Self {
+        Database {
+            limits: Limits {
+                cpus: f.cpus,
+                cpuset: f.cpuset,
+                memory: f.memory,
+                nofile: f.nofile,
+                ..Limits::base()
+            },
+            shared_buffers: f.shared_buffers,
+            max_connections: f.max_connections,
+            synchronous_commit: f.synchronous_commit,
+            pool: f.pool,
+        }
+    }
+}
+
+impl From<Database> for FlatDatabase {
+    fn from(d: Database) -> Self {
+        FlatDatabase {
+            cpus: d.limits.cpus,
+            cpuset: d.limits.cpuset,
+            memory: d.limits.memory,
+            nofile: d.limits.nofile,
+            shared_buffers: d.shared_buffers,
+            max_connections: d.max_connections,
+            synchronous_commit: d.synchronous_commit,
+            pool: d.pool,
+        }
+    }
+}
+
+/// PostgreSQL's connections reserved for superusers
+/// (`superuser_reserved_connections`'s default): a pool may use the rest.
+pub const DB_RESERVED_CONNECTIONS: u32 = 3;
+
+impl Default for Database {
+    fn default() -> Self {
+        Database {
+            limits: Limits::base(),
+            shared_buffers: 128 << 20,
+            max_connections: 100,
+            synchronous_commit: false,
+            pool: 16,
+        }
     }
 }
 
@@ -538,14 +631,19 @@ impl Profile {
     /// most: scenarios × concurrency levels × the most rounds a cell can
     /// take. `bench::plan` orders them.
     pub fn rounds_per_framework(&self) -> usize {
-        self.scenarios.len() * self.concurrency.len() * self.rounds.max() as usize
+        self.cells_per_framework() * self.rounds.max() as usize
+    }
+
+    /// Cells of a framework that declares every scenario and protocol.
+    pub fn cells_per_framework(&self) -> usize {
+        self.scenarios.len() * self.protocol.len() * self.concurrency.len()
     }
 
     /// Time one framework takes with `rounds` rounds per cell: warm-up and
     /// measured window per cell, plus the idle settle per server start.
     /// Image builds, readiness and verification come on top.
     pub fn time_per_framework(&self, rounds: u32) -> Duration {
-        let cells = (self.scenarios.len() * self.concurrency.len()) as u32 * rounds;
+        let cells = self.cells_per_framework() as u32 * rounds;
         let starts = if self.restart_between_rounds || self.interleave_rounds {
             rounds
         } else {

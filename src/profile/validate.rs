@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use super::error::{Locator, ProfileError};
 use super::raw::{
-    RawCpuset, RawFrameworks, RawLimits, RawLoad, RawLoadMode, RawObjective, RawProfile, RawRounds,
-    RawThresholds, RawWarmup, WarmupMode, WarmupSpec,
+    RawCpuset, RawDatabase, RawFrameworks, RawLimits, RawLoad, RawLoadMode, RawObjective,
+    RawProfile, RawRounds, RawThresholds, RawWarmup, WarmupMode, WarmupSpec,
 };
 use super::span::{index, key};
 use super::types::*;
@@ -78,6 +78,7 @@ pub(crate) fn validate(
     let frameworks = frameworks(raw.frameworks, loc, host)?;
     let scenarios = scenarios(raw.scenarios, loc)?;
     let concurrency = concurrency(raw.concurrency, loc)?;
+    let protocol = protocols(raw.protocol, loc)?;
     let max_conc = concurrency.iter().copied().max().unwrap_or(0);
     let min_conc = concurrency.iter().copied().min().unwrap_or(0);
     let warmup = warmup(raw.warmup, loc)?;
@@ -93,6 +94,7 @@ pub(crate) fn validate(
     let server = limits(raw.server, "server", Limits::server(network), loc, host)?;
     let loader = limits(raw.loader, "loader", Limits::loader(network), loc, host)?;
     let load = load(raw.load, loader.cores() as u32, min_conc, loc)?;
+    let database = database(raw.database, loc, host)?;
     if let LoadMode::FixedRate { rate } = load.mode {
         // Each connection sends once every C/R seconds. Unless its turn
         // comes at least twice a window, some connections get no answer
@@ -150,6 +152,7 @@ pub(crate) fn validate(
         frameworks,
         scenarios,
         concurrency,
+        protocol,
         warmup,
         duration,
         rounds,
@@ -158,6 +161,7 @@ pub(crate) fn validate(
         load,
         server,
         loader,
+        database,
         allow_shared_cores,
         network,
         idle_settle,
@@ -302,12 +306,51 @@ fn scenarios(raw: Option<Vec<String>>, loc: &Locator<'_>) -> Result<Vec<Scenario
                 if let Some(m) = &mw {
                     candidates.push(m);
                 }
+                let more = ["db", "fortunes"];
+                candidates.extend(more);
                 loc.value_hint(&at, e.to_string(), suggest(n, candidates))
             })?;
+        if s.is_family() {
+            return Err(loc.value(
+                &at,
+                format!(
+                    "`{s}` needs a number of rows in a profile (one cell per number): `{s}-1`, `{s}-20`, up to `{s}-{}`",
+                    crate::contract::db::MAX_QUERIES
+                ),
+            ));
+        }
         if out.contains(&s) {
             return Err(loc.value(&at, format!("scenario `{s}` is listed twice")));
         }
         out.push(s);
+    }
+    Ok(out)
+}
+
+/// Most concurrent streams per HTTP/2 connection a profile may ask for: the
+/// common server default of SETTINGS_MAX_CONCURRENT_STREAMS (nginx, Go,
+/// hyper: 100 to 250) with room.
+pub const MAX_STREAMS: u32 = 256;
+
+fn protocols(
+    raw: Option<Vec<crate::contract::Protocol>>,
+    loc: &Locator<'_>,
+) -> Result<Vec<crate::contract::Protocol>> {
+    let Some(list) = raw else {
+        return Ok(Profile::default().protocol);
+    };
+    if list.is_empty() {
+        return Err(loc.value(
+            "protocol",
+            "the list is empty; give at least one of http1, https, h2, h2c",
+        ));
+    }
+    let mut out = Vec::new();
+    for (i, p) in list.into_iter().enumerate() {
+        if out.contains(&p) {
+            return Err(loc.value(&index("protocol", i), format!("`{p}` is listed twice")));
+        }
+        out.push(p);
     }
     Ok(out)
 }
@@ -481,12 +524,80 @@ fn load(raw: Option<RawLoad>, loader_cores: u32, min_conc: u32, loc: &Locator<'_
             )),
             Some(p) => u32::try_from(p).map_err(|_| loc.value("load.pipeline", "is too large"))?,
         };
+    let streams = match raw.streams {
+        None => d.streams,
+        Some(0) => {
+            return Err(loc.value(
+                "load.streams",
+                "must be at least 1 (1 means one request in flight per HTTP/2 connection)",
+            ))
+        }
+        Some(n) if n > u64::from(MAX_STREAMS) => {
+            return Err(loc.value(
+                "load.streams",
+                format!("{n} is above {MAX_STREAMS}, more streams than servers commonly allow at once (SETTINGS_MAX_CONCURRENT_STREAMS)"),
+            ))
+        }
+        Some(n) => n as u32,
+    };
     let timeout = positive(raw.timeout.map(|h| h.0), "load.timeout", d.timeout, loc)?;
     Ok(Load {
         mode,
         threads,
         pipeline,
+        streams,
         timeout,
+    })
+}
+
+fn database(raw: Option<RawDatabase>, loc: &Locator<'_>, host: &HostFacts) -> Result<Database> {
+    let d = Database::default();
+    let Some(raw) = raw else { return Ok(d) };
+    let lim = limits(
+        Some(RawLimits {
+            cpus: raw.cpus,
+            cpuset: raw.cpuset,
+            memory: raw.memory,
+            swap: None,
+            nofile: raw.nofile,
+            sysctls: None,
+        }),
+        "database",
+        d.limits.clone(),
+        loc,
+        host,
+    )?;
+    let max_connections = raw.max_connections.unwrap_or(d.max_connections);
+    let pool = raw.pool.unwrap_or(d.pool);
+    if pool == 0 {
+        return Err(loc.value("database.pool", "must be at least 1 connection"));
+    }
+    if pool + DB_RESERVED_CONNECTIONS > max_connections {
+        return Err(loc.value(
+            "database.pool",
+            format!(
+                "{pool} connections do not fit `database.max_connections` ({max_connections}) less PostgreSQL's {DB_RESERVED_CONNECTIONS} reserved ones; raise max_connections to at least {} or lower the pool",
+                pool + DB_RESERVED_CONNECTIONS
+            ),
+        ));
+    }
+    let shared_buffers = raw.shared_buffers.map_or(d.shared_buffers, |b| b.0);
+    if shared_buffers < (1 << 20) || shared_buffers >= lim.memory {
+        return Err(loc.value(
+            "database.shared_buffers",
+            format!(
+                "{} must be at least 1MiB and below `database.memory` ({}), which also holds the data and every connection",
+                super::units::Bytes(shared_buffers),
+                super::units::Bytes(lim.memory)
+            ),
+        ));
+    }
+    Ok(Database {
+        limits: lim,
+        shared_buffers,
+        max_connections,
+        synchronous_commit: raw.synchronous_commit.unwrap_or(d.synchronous_commit),
+        pool,
     })
 }
 

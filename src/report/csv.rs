@@ -16,6 +16,7 @@ const HEADER: &[&str] = &[
     "run_id",
     "framework",
     "scenario",
+    "protocol",
     "concurrency",
     "target_rate_rps",
     "verdict",
@@ -72,6 +73,10 @@ const HEADER: &[&str] = &[
     "server_oom_kills",
     "server_restarts",
     "host_foreign_cores",
+    "database_cpu_us_per_2xx",
+    "database_saturation",
+    "database_memory_window_median_bytes",
+    "database_queries_per_response",
 ];
 
 fn opt<T: ToString>(v: Option<T>) -> String {
@@ -85,6 +90,7 @@ fn row(results: &Results, cell: &Cell, round: Option<&Round>) -> Vec<String> {
         results.run_id.clone(),
         k.framework.clone(),
         k.scenario.to_string(),
+        k.protocol.to_string(),
         k.concurrency.to_string(),
         opt(k.rate),
         cell.verdict.status.to_string(),
@@ -145,6 +151,10 @@ fn row(results: &Results, cell: &Cell, round: Option<&Round>) -> Vec<String> {
             opt(x.server.oom_kills),
             x.server.restarts.to_string(),
             opt(x.host.as_ref().map(|h| h.foreign_cores)),
+            opt(x.database.as_ref().and_then(|d| d.cpu_us_per_request)),
+            opt(x.database.as_ref().and_then(|d| d.saturation)),
+            opt(x.database.as_ref().and_then(|d| d.memory_median_bytes)),
+            opt(x.database.as_ref().and_then(|d| d.queries_per_request)),
         ]),
     }
     r

@@ -27,7 +27,11 @@ pub struct JunitExporter;
 
 /// A cell's test-case name: what names the cell besides its scenario.
 fn case_name(c: &Cell) -> String {
-    let mut s = format!("{} c={}", c.key.framework, c.key.concurrency);
+    let mut s = c.key.framework.clone();
+    if !c.key.protocol.is_http1() {
+        s.push_str(&format!(" {}", c.key.protocol));
+    }
+    s.push_str(&format!(" c={}", c.key.concurrency));
     if let Some(r) = c.key.rate {
         s.push_str(&format!(" rate={r}/s"));
     }

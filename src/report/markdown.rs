@@ -480,11 +480,17 @@ fn scenario_table(s: &mut String, page: &Page<'_>, scenario: Scenario) {
     let d = page.dagger;
     for col in page.view.columns(Some(scenario)) {
         for fw in page.view.frameworks() {
+            // A protocol other than http1 is named beside the framework.
+            let name = if col.protocol.is_http1() {
+                fw.to_string()
+            } else {
+                format!("{fw} ({})", col.protocol)
+            };
             let Some(c) = page.view.find(fw, col) else {
-                if let Some(reason) = page.view.skipped_reason(fw, scenario) {
+                if let Some(reason) = page.view.skipped_reason(fw, col) {
                     let _ = writeln!(
                         s,
-                        "| {fw} | {} | skipped | | | | | | | {} |",
+                        "| {name} | {} | skipped | | | | | | | {} |",
                         thousands(f64::from(col.concurrency)),
                         esc(reason)
                     );
@@ -515,7 +521,7 @@ fn scenario_table(s: &mut String, page: &Page<'_>, scenario: Scenario) {
                 (Some(x), Status::Accepted | Status::Flagged) => {
                     let _ = writeln!(
                         s,
-                        "| {fw} | {conns} | {} | {}–{}{d} | {} | {}{d} | {}{d} | {}{d} | {errors} | {verdict} |",
+                        "| {name} | {conns} | {} | {}–{}{d} | {} | {}{d} | {}{d} | {}{d} | {errors} | {verdict} |",
                         page.headline(c),
                         thousands(x.throughput_rps.min),
                         thousands(x.throughput_rps.max),
@@ -528,12 +534,68 @@ fn scenario_table(s: &mut String, page: &Page<'_>, scenario: Scenario) {
                 _ => {
                     let _ = writeln!(
                         s,
-                        "| {fw} | {conns} | {} | | | | | | {errors} | {verdict} |",
+                        "| {name} | {conns} | {} | | | | | | {errors} | {verdict} |",
                         esc(&page.headline(c))
                     );
                 }
             }
         }
+    }
+    s.push('\n');
+    if scenario.needs_database() {
+        database_table(s, page, scenario);
+    }
+}
+
+/// The database's side of a database scenario's cells: medians over the
+/// rounds of its CPU per response, its memory, the statements PostgreSQL
+/// counted per response, and whose cores it shared.
+fn database_table(s: &mut String, page: &Page<'_>, scenario: Scenario) {
+    let median = |c: &Cell, f: &dyn Fn(&crate::results::DatabaseUse) -> Option<f64>| {
+        let v: Vec<f64> = c
+            .rounds
+            .iter()
+            .filter_map(|r| r.database.as_ref().and_then(f))
+            .collect();
+        crate::stats::median(&v)
+    };
+    let mut rows = Vec::new();
+    for col in page.view.columns(Some(scenario)) {
+        for fw in page.view.frameworks() {
+            let Some(c) = page.view.find(fw, col) else {
+                continue;
+            };
+            if c.rounds.iter().all(|r| r.database.is_none()) {
+                continue;
+            }
+            let shares = c
+                .rounds
+                .iter()
+                .find_map(|r| r.database.as_ref()?.shares_cores_with.clone())
+                .unwrap_or_else(|| "nothing".into());
+            rows.push(format!(
+                "| {fw} | {} | {} | {} | {} | {} | {} |",
+                thousands(f64::from(col.concurrency)),
+                median(c, &|d| d.cpu_us_per_request).map_or("–".into(), micros),
+                median(c, &|d| d.saturation).map_or("–".into(), percent),
+                median(c, &|d| d.queries_per_request).map_or("–".into(), |q| format!("{q:.2}")),
+                median(c, &|d| d.memory_median_bytes.map(|b| b as f64))
+                    .map_or("–".into(), crate::units::bytes),
+                esc(&shares),
+            ));
+        }
+    }
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "Its database (PostgreSQL, medians over the rounds; queries as `pg_stat_statements` counted them):\n\n\
+         | framework | conns | db CPU / response | db CPU ceiling | queries / response | db memory | shares cores with |\n\
+         |---|--:|--:|--:|--:|--:|---|"
+    );
+    for r in rows {
+        let _ = writeln!(s, "{r}");
     }
     s.push('\n');
 }

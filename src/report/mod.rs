@@ -240,6 +240,7 @@ mod tests {
         r.skipped.push(crate::results::Skipped {
             framework: name.clone(),
             scenario: None,
+            protocol: None,
             reason: HOSTILE.into(),
         });
         r.incidents.push(crate::results::Incident {

@@ -172,7 +172,7 @@ pub fn openmetrics_text(results: &Results) -> String {
                         "rate",
                         c.key.rate.map(|r| r.to_string()).unwrap_or_default(),
                     ),
-                    ("protocol", "http1".to_string()),
+                    ("protocol", c.key.protocol.to_string()),
                     ("verdict", c.verdict.status.to_string()),
                     ("run", results.run_id.clone()),
                 ];

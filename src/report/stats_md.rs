@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use super::fmt::{bytes, cell as esc, micros, sig3, thousands};
 use super::{Exporter, Rendered};
-use crate::contract::Scenario;
+use crate::contract::{Protocol, Scenario};
 use crate::results::{Cell, Results, Status};
 use crate::stats;
 
@@ -220,27 +220,32 @@ fn matrix(
     dagger: &str,
     value: impl Fn(&Cell) -> Option<String>,
 ) {
-    let mut cols: Vec<(Scenario, u32, Option<u64>)> = Vec::new();
+    let mut cols: Vec<(Scenario, Protocol, u32, Option<u64>)> = Vec::new();
     for k in r.plan.iter().chain(r.cells.iter().map(|c| &c.key)) {
-        let col = (k.scenario, k.concurrency, k.rate);
+        let col = (k.scenario, k.protocol, k.concurrency, k.rate);
         if !cols.contains(&col) {
             cols.push(col);
         }
     }
     let _ = writeln!(s, "## {title}\n\n{how}\n");
     s.push_str("| framework |");
-    for (sc, c, rate) in &cols {
+    for (sc, p, c, rate) in &cols {
+        let what = if p.is_http1() {
+            sc.to_string()
+        } else {
+            format!("{sc} {p}")
+        };
         match rate {
             Some(rate) => {
                 let _ = write!(
                     s,
-                    " {sc} c={} @{}/s |",
+                    " {what} c={} @{}/s |",
                     thousands(f64::from(*c)),
                     thousands(*rate as f64)
                 );
             }
             None => {
-                let _ = write!(s, " {sc} c={} |", thousands(f64::from(*c)));
+                let _ = write!(s, " {what} c={} |", thousands(f64::from(*c)));
             }
         }
     }
@@ -255,7 +260,12 @@ fn matrix(
                 .iter()
                 .find(|c| {
                     c.key.framework == f.name
-                        && (c.key.scenario, c.key.concurrency, c.key.rate) == *col
+                        && (
+                            c.key.scenario,
+                            c.key.protocol,
+                            c.key.concurrency,
+                            c.key.rate,
+                        ) == *col
                 })
                 .map(|c| match c.verdict.status {
                     Status::Rejected => "✗".to_string(),

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 
 use super::fmt::{micros, thousands};
-use crate::contract::Scenario;
+use crate::contract::{Protocol, Scenario};
 use crate::results::{
     Cell, CellKey, Exclusion, FrameworkFacts, ObjectiveStatus, Reason, Results, Status,
 };
@@ -20,6 +20,8 @@ use crate::stats;
 pub(crate) struct Column {
     /// Contract scenario.
     pub scenario: Scenario,
+    /// Protocol spoken.
+    pub protocol: Protocol,
     /// Connections.
     pub concurrency: u32,
     /// Target rate, req/s (fixed-rate mode only).
@@ -30,6 +32,7 @@ impl Column {
     fn of(k: &CellKey) -> Column {
         Column {
             scenario: k.scenario,
+            protocol: k.protocol,
             concurrency: k.concurrency,
             rate: k.rate,
         }
@@ -46,27 +49,32 @@ impl Column {
         self.rate.is_some()
     }
 
-    /// The column's heading in tables: `json c=100` or `json c=100 @5,000/s`.
+    /// The column's heading in tables: `json c=100`, `json h2 c=100` (the
+    /// protocol when it is not http1) or `json c=100 @5,000/s`.
     pub fn label(&self) -> String {
+        let what = if self.protocol.is_http1() {
+            self.scenario.to_string()
+        } else {
+            format!("{} {}", self.scenario, self.protocol)
+        };
         match self.rate {
             Some(rate) => format!(
-                "{} c={} @{}/s",
-                self.scenario,
+                "{what} c={} @{}/s",
                 self.concurrency,
                 thousands(rate as f64)
             ),
-            None => format!(
-                "{} c={}",
-                self.scenario,
-                thousands(f64::from(self.concurrency))
-            ),
+            None => format!("{what} c={}", thousands(f64::from(self.concurrency))),
         }
     }
 
-    /// A file-name-safe slug, e.g. `plaintext-c256` or `json-c64-r20000`
-    /// (a cell's stem without the framework).
+    /// A file-name-safe slug, e.g. `plaintext-c256`, `json-h2-c64` or
+    /// `json-c64-r20000` (a cell's stem without the framework).
     pub fn slug(&self) -> String {
-        let mut s = format!("{}-c{}", self.scenario, self.concurrency);
+        let mut s = self.scenario.to_string();
+        if !self.protocol.is_http1() {
+            s.push_str(&format!("-{}", self.protocol));
+        }
+        s.push_str(&format!("-c{}", self.concurrency));
         if let Some(r) = self.rate {
             s.push_str(&format!("-r{r}"));
         }
@@ -278,18 +286,23 @@ impl<'a> RunView<'a> {
             .find(|c| c.key.framework == fw && col.holds(&c.key))
     }
 
-    /// Why `fw` was not run on `scenario`, if it was skipped.
-    pub fn skipped_reason(&self, fw: &str, scenario: Scenario) -> Option<&'a str> {
+    /// Why `fw` was not run in `col` (its scenario or protocol), if it was
+    /// skipped.
+    pub fn skipped_reason(&self, fw: &str, col: Column) -> Option<&'a str> {
         self.r
             .skipped
             .iter()
-            .find(|s| s.framework == fw && s.scenario.is_none_or(|x| x == scenario))
+            .find(|s| {
+                s.framework == fw
+                    && s.scenario.is_none_or(|x| x == col.scenario)
+                    && s.protocol.is_none_or(|p| p == col.protocol)
+            })
             .map(|s| s.reason.as_str())
     }
 
     /// Why `fw` has no cell in `col`.
     pub fn missing(&self, fw: &str, col: Column) -> Missing {
-        if self.skipped_reason(fw, col.scenario).is_some() {
+        if self.skipped_reason(fw, col).is_some() {
             Missing::Skipped
         } else if self
             .r

@@ -181,6 +181,10 @@ pub struct Round {
     pub connections_in_use: f64,
     /// Bytes read from the socket per answer (headers + body), bytes.
     pub wire_bytes_per_response: Option<f64>,
+    /// TLS as the loader saw it (https and h2 cells): handshakes, their
+    /// time (one sample per connection made) and what the server agreed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<crate::roles::load::report::TlsReport>,
     /// Fixed-rate figures, in fixed-rate mode.
     pub rate: Option<RateFigures>,
     /// Answers checked against the contract under load.
@@ -197,6 +201,9 @@ pub struct Round {
     pub loader: LoaderUse,
     /// The server's resource use.
     pub server: ServerUse,
+    /// The database's use, in database scenarios.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub database: Option<super::DatabaseUse>,
     /// Host activity, when it could be read.
     pub host: Option<HostUse>,
     /// Each loader's own figures when several loaders (on other hosts)

@@ -60,7 +60,7 @@ impl FrameworkFacts {
 }
 
 /// What contract verification found for one framework.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct VerifyOutcome {
     /// Checks performed.
     pub checks: u64,

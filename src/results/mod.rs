@@ -11,6 +11,7 @@
 //! plain numbers from 0 to 1.
 
 mod cell;
+mod database;
 mod environment;
 mod framework;
 pub mod histogram;
@@ -33,6 +34,7 @@ pub use cell::{
     MachineSpeed, Precision, RankGroup, RateFigures, RequestAccounting, Round, ServerUse,
     StatusCounts, WindowTimes,
 };
+pub use database::{DatabaseSamples, DatabaseStatements, DatabaseUse};
 pub use environment::{CheckStatus, EnvCheck, Environment};
 pub use framework::{FrameworkFacts, VerifyOutcome};
 pub use histogram::Latency;

@@ -35,6 +35,8 @@ pub struct LabFigures {
     pub loaders: Vec<LoaderShare>,
     /// The calibration probe around the round, when it could be timed.
     pub machine: Option<MachineSpeed>,
+    /// The database's cgroup and counts, in database scenarios.
+    pub database: Option<super::DatabaseSamples>,
 }
 
 /// The server's cgroup as the sampler read it over one window: raw
@@ -84,6 +86,15 @@ impl Round {
         let loader_cpu_us = load.loader.user_cpu_us + load.loader.sys_cpu_us;
         let allot_us = lab.loader_usable_cpus * duration_s * 1e6;
         let s = lab.server;
+        let database = lab.database.map(|d| {
+            super::DatabaseUse::of(
+                d,
+                load.responses.status_2xx,
+                load.responses.total(),
+                duration_s,
+                s.cpu_time_us,
+            )
+        });
         let samples: Vec<f64> = s.memory_samples_bytes.iter().map(|&b| b as f64).collect();
         let started_at = DateTime::<Utc>::from_timestamp_nanos(load.window.start_unix_ns as i64);
         Ok(Round {
@@ -105,6 +116,7 @@ impl Round {
             connections: load.connections,
             wire_bytes_per_response: (load.bytes.mean_response_bytes > 0.0)
                 .then_some(load.bytes.mean_response_bytes),
+            tls: load.tls,
             rate: load.rate.map(|x| RateFigures {
                 target_rps: x.target_rps,
                 achieved_rps: x.achieved_rps,
@@ -143,6 +155,7 @@ impl Round {
                 oom_kills: s.oom_kills,
                 restarts: s.restarts,
             },
+            database,
             host: lab.host,
             window_clock: lab.window_clock,
             loaders: lab.loaders,

@@ -90,6 +90,20 @@ pub enum Reason {
         /// The first, with what was expected.
         example: String,
     },
+    /// TLS handshakes failed: a certificate the run's CA did not sign, no
+    /// protocol in common under ALPN (h2 asked, http/1.1 agreed), a
+    /// handshake that timed out. A server that cannot agree to the
+    /// protocol asked gets no number for it.
+    TlsFailed {
+        /// Round (0-based) with the most failed handshakes.
+        round: u32,
+        /// Handshakes that failed in it.
+        failed: u64,
+        /// Handshakes tried in it (failed included).
+        tried: u64,
+        /// The last failure, in the loader's words (what was agreed).
+        last_error: String,
+    },
     /// The kernel OOM killer ended a server process during the cell.
     OomKilled {
         /// OOM kills counted by the cgroup.
@@ -129,6 +143,15 @@ pub enum Reason {
         /// Highest loader CPU use over the rounds, fraction of allotment.
         cpu_fraction: f64,
         /// Saturation threshold (a fraction).
+        threshold: f64,
+    },
+    /// The database ran near its CPU ceiling (database scenarios): the
+    /// figure is the database's as much as the framework's.
+    DatabaseBound {
+        /// Highest database saturation over the rounds
+        /// ([`super::DatabaseUse::saturation`]).
+        saturation: f64,
+        /// Threshold (the loader's saturation threshold).
         threshold: f64,
     },
     /// The loader kept running out of its CPU quota: client-bound even if
@@ -266,6 +289,7 @@ impl Reason {
             | Reason::Crashed { .. }
             | Reason::FailedVerify { .. }
             | Reason::WrongAnswers { .. }
+            | Reason::TlsFailed { .. }
             | Reason::RequestsUnaccounted { .. }
             | Reason::NoSuccess => Status::Rejected,
             _ => Status::Flagged,
@@ -281,11 +305,13 @@ impl Reason {
             Reason::Crashed { .. } => "crashed",
             Reason::FailedVerify { .. } => "failed verify",
             Reason::WrongAnswers { .. } => "wrong answers",
+            Reason::TlsFailed { .. } => "TLS failed",
             Reason::RequestsUnaccounted { .. } => "requests unaccounted",
             Reason::LittlesLaw { .. } => "Little's law",
             Reason::NotStable { .. } => "not stable",
             Reason::NoSuccess => "no 2xx",
             Reason::LoaderSaturated { .. } | Reason::LoaderThrottled { .. } => "client-bound",
+            Reason::DatabaseBound { .. } => "database-bound",
             Reason::RateShort { .. } => "rate missed",
             Reason::ScheduleLag { .. } => "schedule lag",
             Reason::HighCv { .. } => "noisy",
@@ -329,6 +355,11 @@ impl fmt::Display for Reason {
             Reason::WrongAnswers { round, checked, wrong, example } => write!(
                 f,
                 "{wrong} of {checked} answers checked under load were wrong (first in round {}): {example}",
+                round + 1
+            ),
+            Reason::TlsFailed { round, failed, tried, last_error } => write!(
+                f,
+                "{failed} of {tried} TLS handshakes failed in round {}: {last_error}",
                 round + 1
             ),
             Reason::OomKilled { kills } => write!(
@@ -385,6 +416,16 @@ impl fmt::Display for Reason {
                 write!(
                     f,
                     "the load generator used {v} of the CPU its threads can use (threshold {t}): the server may be faster than shown; compare CPU µs per request instead"
+                )
+            }
+            Reason::DatabaseBound {
+                saturation,
+                threshold,
+            } => {
+                let (v, t) = pct_vs(*saturation, *threshold);
+                write!(
+                    f,
+                    "the database ran at {v} of its CPU ceiling (threshold {t}): the figure is the database's as much as the framework's; compare the framework's CPU µs per request"
                 )
             }
             Reason::LoaderThrottled { fraction, threshold } => {
@@ -477,6 +518,10 @@ impl Verdict {
 pub struct Exclusion {
     /// The scenario excluded.
     pub scenario: Scenario,
+    /// The protocol it was verified in and excluded from; absent for
+    /// `http1` (and in runs before protocols existed).
+    #[serde(default, skip_serializing_if = "crate::contract::Protocol::is_http1")]
+    pub protocol: crate::contract::Protocol,
     /// What verification found, in words.
     pub reason: String,
 }

@@ -187,8 +187,36 @@ async fn accept_loop(
     }
 }
 
+/// How long every answer waits before it is sent ([`set_delay`]); none by
+/// default. A server whose answers take a known time is how the loader's
+/// figures are proven: C connections × S streams / D per second.
+static DELAY: std::sync::OnceLock<std::time::Duration> = std::sync::OnceLock::new();
+
+/// Answers given before the delay starts ([`set_delay`]).
+static DELAY_AFTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Make every answer of this process after the first `after` wait `delay`
+/// (once per process: the first call wins). `after` lets contract
+/// verification, which sends hundreds of requests one at a time, run at
+/// full speed before the load that measures the delay.
+pub fn set_delay(delay: std::time::Duration, after: u64) {
+    if !delay.is_zero() && DELAY.set(delay).is_ok() {
+        DELAY_AFTER.store(after, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
 /// Answer one request according to the contract.
 async fn handle(req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
+    if let Some(d) = DELAY.get() {
+        use std::sync::atomic::Ordering;
+        // Count down the undelayed answers; once at 0, every answer waits.
+        let early = DELAY_AFTER
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
+            .is_ok();
+        if !early {
+            tokio::time::sleep(*d).await;
+        }
+    }
     let path = req.uri().path();
     let resp = match (req.method(), path) {
         (&Method::GET, "/") => text(StatusCode::OK, contract::PLAINTEXT_BODY),
@@ -208,6 +236,16 @@ async fn handle(req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infalli
             Ok(n) if n <= contract::MAX_MIDDLEWARE => middleware_chain(n, &req),
             _ => not_found(),
         },
+        (&Method::GET, contract::db::DB_PATH) => db::answer(db::Ask::Db, req.uri().query()).await,
+        (&Method::GET, contract::db::QUERIES_PATH) => {
+            db::answer(db::Ask::Queries, req.uri().query()).await
+        }
+        (&Method::GET, contract::db::FORTUNES_PATH) => {
+            db::answer(db::Ask::Fortunes, req.uri().query()).await
+        }
+        (&Method::GET, contract::db::UPDATES_PATH) => {
+            db::answer(db::Ask::Updates, req.uri().query()).await
+        }
         (&Method::POST, "/echo") => match read_body(req).await {
             Ok(body) => match serde_json::from_slice::<serde_json::Value>(&body) {
                 // Parse and re-serialize: the same work a framework's JSON
@@ -266,6 +304,10 @@ async fn read_body(req: Request<Incoming>) -> Result<Bytes, Response<Full<Bytes>
     }
 }
 
+mod db;
+
+pub use db::{set_db_defect, DbDefect};
+
 fn text(status: StatusCode, body: &str) -> Response<Full<Bytes>> {
     let mut resp = Response::new(Full::new(Bytes::copy_from_slice(body.as_bytes())));
     *resp.status_mut() = status;
@@ -293,7 +335,9 @@ fn not_found() -> Response<Full<Bytes>> {
     text(StatusCode::NOT_FOUND, "Not Found")
 }
 
-/// Every scenario this server answers, for `fairground serve --help` and tests.
+/// Every scenario this server answers, for `fairground serve --help` and
+/// tests; the database ones only with a database to read
+/// ([`contract::db::DB_HOST_ENV`]).
 pub fn supported_scenarios() -> Vec<Scenario> {
     let mut all = Scenario::FIXED.to_vec();
     all.extend((0..=contract::MAX_MIDDLEWARE).map(Scenario::Middleware));

@@ -60,6 +60,9 @@ pub fn body(resp: &Response, expected: &ExpectedBody) -> Result<String, String> 
     Ok(match expected {
         ExpectedBody::Exact(_) => format!("{} bytes", resp.body.len()),
         ExpectedBody::Json(_) => format!("{} bytes of equal JSON", resp.body.len()),
+        ExpectedBody::World(None) => format!("one world row in {} bytes", resp.body.len()),
+        ExpectedBody::World(Some(n)) => format!("{n} world rows in {} bytes", resp.body.len()),
+        ExpectedBody::Fortunes => "the 13 fortunes, escaped and sorted".to_string(),
     })
 }
 
@@ -67,7 +70,7 @@ pub use crate::contract::json_equal;
 
 /// Content-Length or chunked framing that agrees with the body.
 /// `unsolicited`: bytes that arrived after the answer was complete (a body
-/// longer than its Content-Length).
+/// longer than its Content-Length; always 0 over HTTP/2).
 pub fn framing(resp: &Response, unsolicited: usize) -> Result<String, String> {
     if resp.length_and_chunked {
         return Err(
@@ -85,6 +88,14 @@ pub fn framing(resp: &Response, unsolicited: usize) -> Result<String, String> {
         Framing::Length(n) => Ok(format!("Content-Length {n} matches the body")),
         Framing::Chunked => Ok(format!("chunked, {} bytes", resp.body.len())),
         Framing::Empty => Ok("no body".into()),
+        // HTTP/2 has neither chunked coding nor close-delimited bodies: DATA
+        // frames end with END_STREAM, and the HTTP/2 client has already
+        // failed the stream if a Content-Length disagreed with the DATA
+        // (RFC 9113 §8.1.1). Nothing further to judge here.
+        Framing::Http2 => Ok(match resp.header("content-length") {
+            Some(n) => format!("HTTP/2 DATA frames, Content-Length {n} matches the body"),
+            None => format!("HTTP/2 DATA frames, {} bytes", resp.body.len()),
+        }),
     }
 }
 

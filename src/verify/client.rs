@@ -11,13 +11,17 @@
 //! This module only speaks HTTP; judging answers is `verify::checks`' job.
 //!
 //! One responsibility, one file: a strict HTTP/1.1 client that reports
-//! exactly what came over the wire; its tests sit beside it.
+//! exactly what came over the wire; its tests sit beside it. The wire is any
+//! byte stream ([`Io`]): plain TCP for `http1`, a TLS stream for `https`
+//! (opened by `verify::tls`). HTTP/2 answers are converted into the same
+//! [`Response`] by `verify::h2`, so one set of judgements serves every
+//! protocol.
 
 use std::fmt;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
@@ -26,9 +30,14 @@ use crate::contract;
 /// Largest response head accepted; anything bigger is not a sane answer.
 const MAX_HEAD: usize = 64 * 1024;
 /// Largest response body accepted (echo answers are at most 64 KiB; leave room).
-const MAX_BODY: usize = 4 * 1024 * 1024;
+pub(crate) const MAX_BODY: usize = 4 * 1024 * 1024;
 /// Most header lines parsed in one response (middleware-64 needs 64 + a few).
 const MAX_HEADERS: usize = 256;
+
+/// A byte stream a connection runs over: TCP, or TLS over TCP.
+pub trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
+
+impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
 
 /// Why a request got no complete answer.
 #[derive(Debug, thiserror::Error)]
@@ -66,6 +75,19 @@ pub enum ClientError {
         /// What went wrong reading the body.
         source: Box<ClientError>,
     },
+    /// The TLS handshake failed (certificate, ALPN, or not TLS at all);
+    /// `why` names the cause.
+    #[error("TLS handshake with {addr} failed: {why}")]
+    Tls {
+        /// Address of the server.
+        addr: SocketAddr,
+        /// The cause, explained.
+        why: String,
+    },
+    /// The server does not speak HTTP/2 as asked, or broke the HTTP/2
+    /// protocol (a connection or stream error).
+    #[error("HTTP/2: {0}")]
+    Http2(String),
     /// Any other socket error.
     #[error("I/O error {what}: {source}")]
     Io {
@@ -116,6 +138,10 @@ pub enum Framing {
     Close,
     /// No body by definition (1xx, 204, 304).
     Empty,
+    /// HTTP/2: DATA frames ended by END_STREAM. The HTTP/2 client checks a
+    /// Content-Length, when sent, against the DATA received (RFC 9113
+    /// §8.1.1) and fails the stream when they differ.
+    Http2,
 }
 
 impl fmt::Display for Framing {
@@ -125,6 +151,7 @@ impl fmt::Display for Framing {
             Framing::Chunked => f.write_str("chunked"),
             Framing::Close => f.write_str("close-delimited"),
             Framing::Empty => f.write_str("no body"),
+            Framing::Http2 => f.write_str("HTTP/2 DATA frames"),
         }
     }
 }
@@ -136,7 +163,8 @@ pub struct Response {
     pub status: u16,
     /// Reason phrase as sent.
     pub reason: String,
-    /// `1` for HTTP/1.1, `0` for HTTP/1.0.
+    /// `1` for HTTP/1.1, `0` for HTTP/1.0; `1` for HTTP/2 answers too,
+    /// which [`Response::is_http2`] tells apart.
     pub minor_version: u8,
     /// Header lines in wire order, names as sent.
     pub headers: Vec<(String, String)>,
@@ -171,8 +199,18 @@ impl Response {
             .collect()
     }
 
-    /// Whether the server announced it will close the connection.
+    /// Whether this answer came over HTTP/2.
+    pub fn is_http2(&self) -> bool {
+        self.framing == Framing::Http2
+    }
+
+    /// Whether the server announced it will close the connection. Never for
+    /// HTTP/2, which has no Connection header: a server ends an HTTP/2
+    /// connection with GOAWAY, which the next request sees as an error.
     pub fn closes(&self) -> bool {
+        if self.is_http2() {
+            return false;
+        }
         let conn = self.header_all("connection").join(",").to_ascii_lowercase();
         let says_close = conn.split(',').any(|t| t.trim() == "close");
         let says_keep = conn.split(',').any(|t| t.trim() == "keep-alive");
@@ -215,7 +253,7 @@ pub fn encode(req: &contract::Request, host: &str, close: bool) -> Vec<u8> {
 /// One client connection; responses are read in order, so several requests
 /// may be written before the first answer is read (pipelining).
 pub struct Conn {
-    stream: TcpStream,
+    stream: Box<dyn Io>,
     buf: Vec<u8>,
     eof: bool,
     host: String,
@@ -242,13 +280,19 @@ impl Conn {
             Ok(Ok(s)) => s,
         };
         let _ = stream.set_nodelay(true);
-        Ok(Conn {
+        Ok(Conn::over(Box::new(stream), host, timeout))
+    }
+
+    /// A connection over a stream already open (a TLS stream for https);
+    /// `host` is the Host header to send.
+    pub fn over(stream: Box<dyn Io>, host: &str, timeout: Duration) -> Conn {
+        Conn {
             stream,
             buf: Vec::with_capacity(8 * 1024),
             eof: false,
             host: host.to_string(),
             timeout,
-        })
+        }
     }
 
     /// The Host header value this connection sends.
@@ -256,10 +300,21 @@ impl Conn {
         &self.host
     }
 
-    /// Write raw bytes (one or several encoded requests).
+    /// Write raw bytes (one or several encoded requests) and flush them.
+    ///
+    /// The flush matters for TLS: tokio-rustls accepts the plaintext and
+    /// returns as soon as the socket reads as not ready (a full send buffer,
+    /// or the task's cooperative budget used up), leaving the records in its
+    /// buffer: it behaves as a `BufWriter` (tokio-rustls' docs, "Why do I
+    /// need to call poll_flush?"). Without the flush that request is never
+    /// sent and the verifier waits for an answer to it.
     pub async fn send_raw(&mut self, bytes: &[u8]) -> Result<(), ClientError> {
         let deadline = Instant::now() + self.timeout;
-        match tokio::time::timeout_at(deadline, self.stream.write_all(bytes)).await {
+        let write = async {
+            self.stream.write_all(bytes).await?;
+            self.stream.flush().await
+        };
+        match tokio::time::timeout_at(deadline, write).await {
             Err(_) => Err(ClientError::Timeout {
                 after: self.timeout,
                 what: "the server to accept the request bytes".into(),
@@ -451,6 +506,7 @@ impl Conn {
             Framing::Length(n) => self.read_length(head_len, n, deadline, after).await,
             Framing::Close => self.read_to_close(head_len, deadline, after).await,
             Framing::Chunked => self.read_chunked(head_len, deadline, after).await,
+            Framing::Http2 => unreachable!("an HTTP/1 head never frames as HTTP/2"),
         };
         let (body, consumed) = body.map_err(|source| ClientError::Body {
             status,
@@ -601,12 +657,16 @@ fn find_crlf(b: &[u8]) -> Option<usize> {
     b.windows(2).position(|w| w == b"\r\n")
 }
 
+/// A peer that went away. Over TLS a close without close_notify reads as
+/// `UnexpectedEof`: for a reader of HTTP/1 answers that is a close too (a
+/// truncated body shows as a short body, whatever the TLS layer says).
 fn is_reset(e: &std::io::Error) -> bool {
     matches!(
         e.kind(),
         std::io::ErrorKind::ConnectionReset
             | std::io::ErrorKind::BrokenPipe
             | std::io::ErrorKind::ConnectionAborted
+            | std::io::ErrorKind::UnexpectedEof
     )
 }
 
@@ -659,6 +719,31 @@ mod tests {
             path: path.into(),
             headers: vec![],
             body: None,
+        }
+    }
+
+    /// A stream that buffers writes until flushed, as a TLS stream does
+    /// whenever the socket reads as not ready: a request must be flushed or
+    /// it is never sent, and its answer never comes.
+    #[tokio::test]
+    async fn a_request_over_a_buffering_stream_is_flushed() {
+        let (near, mut far) = tokio::io::duplex(64 * 1024);
+        tokio::spawn(async move {
+            let mut buf = vec![0u8; 4096];
+            for _ in 0..3 {
+                if far.read(&mut buf).await.unwrap_or(0) == 0 {
+                    return;
+                }
+                let _ = far
+                    .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                    .await;
+            }
+        });
+        let buffered = tokio::io::BufStream::new(near);
+        let mut c = Conn::over(Box::new(buffered), "x", Duration::from_secs(1));
+        for _ in 0..3 {
+            let r = c.request(&get("/"), false).await.unwrap();
+            assert_eq!(r.body, b"ok");
         }
     }
 

@@ -1,6 +1,8 @@
 //! Connection-wide checks: keep-alive (many answers on one connection),
 //! HTTP/1.1 pipelining (answers in order), 404 for an unknown path, and the
 //! recorded headers (Date, Server) and wire bytes per plaintext answer.
+//! These are HTTP/1.1's, over TCP (http1) or TLS (https); HTTP/2 has its own
+//! in `connection_http2`, which shares the 404 and header checks from here.
 //!
 //! These use only scenarios whose sample request was answered, so one broken
 //! endpoint does not also show up as a keep-alive failure.
@@ -22,7 +24,9 @@ pub(crate) async fn check(
     rng: &mut StdRng,
     report: &mut VerifyReport,
 ) {
-    let first = keep_alive(target, answering, options.keep_alive_requests, rng, report).await;
+    let first =
+        keep_alive::<client::Conn>(target, answering, options.keep_alive_requests, rng, report)
+            .await;
     // Without a correctly answered scenario a pipelining verdict would mean
     // nothing; every scenario is excluded already.
     if report.facts.keep_alive_answered > 0 && !correct.is_empty() {
@@ -46,20 +50,7 @@ pub(crate) async fn check(
         not_found(target, rng).await,
     ));
     if let Some(resp) = first {
-        let date = resp.header("date").map(str::to_string);
-        report.facts.date_header = Some(date.is_some());
-        report.checks.push(ContractCheck::recorded(
-            names::DATE,
-            date.map(|d| format!("Date: {d}")).ok_or_else(|| {
-                "no Date header (RFC 9110 §6.6.1: a server with a clock must send one)".to_string()
-            }),
-        ));
-        let server = resp.header("server").map(str::to_string);
-        report.facts.server_header = server.clone();
-        report.checks.push(ContractCheck::recorded(
-            names::SERVER,
-            Ok(server.map_or("no Server header".into(), |s| format!("Server: {s}"))),
-        ));
+        header_facts(&resp, report);
     }
     if let (Some(wire), Some(head)) = (
         report.facts.plaintext_wire_bytes,
@@ -75,10 +66,100 @@ pub(crate) async fn check(
     }
 }
 
-/// `n` requests on one connection, cycling over the answering scenarios
-/// with fresh random inputs. Returns the first answer (for header facts) and
-/// records wire bytes per scenario.
-async fn keep_alive(
+/// The recorded header checks (Date, Server) of the first keep-alive answer.
+pub(crate) fn header_facts(resp: &Response, report: &mut VerifyReport) {
+    let date = resp.header("date").map(str::to_string);
+    report.facts.date_header = Some(date.is_some());
+    report.checks.push(ContractCheck::recorded(
+        names::DATE,
+        date.map(|d| format!("Date: {d}")).ok_or_else(|| {
+            "no Date header (RFC 9110 §6.6.1: a server with a clock must send one)".to_string()
+        }),
+    ));
+    let server = resp.header("server").map(str::to_string);
+    report.facts.server_header = server.clone();
+    report.checks.push(ContractCheck::recorded(
+        names::SERVER,
+        Ok(server.map_or("no Server header".into(), |s| format!("Server: {s}"))),
+    ));
+}
+
+/// One connection of a protocol, as the keep-alive check uses it: HTTP/1.1
+/// (http1, https) and HTTP/2 (h2, h2c) differ only in how a connection is
+/// opened, asked and read, and in what each answer must also show.
+pub(super) trait OneConnection: Sized {
+    /// What the check's verdict calls it: `one connection`.
+    const NAME: &'static str;
+    /// Open one, within the endpoint's timeout.
+    async fn open(target: &Endpoint) -> Result<Self, ClientError>;
+    /// Ask one request and read its whole answer.
+    async fn ask(&mut self, req: &Request) -> Result<Response, ClientError>;
+    /// Why the connection ended before answer `i + 1` of `n`.
+    fn ended(i: u32, n: u32) -> String;
+    /// What answer `i + 1` of `n` (to `scenario`) must show beyond being an
+    /// answer, recording its facts in `report`; nothing by default.
+    fn check(
+        _i: u32,
+        _n: u32,
+        _scenario: Scenario,
+        _resp: &Response,
+        _report: &mut VerifyReport,
+    ) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+impl OneConnection for client::Conn {
+    const NAME: &'static str = "one connection";
+
+    async fn open(target: &Endpoint) -> Result<Self, ClientError> {
+        target.connect().await
+    }
+
+    async fn ask(&mut self, req: &Request) -> Result<Response, ClientError> {
+        self.request(req, false).await
+    }
+
+    fn ended(i: u32, n: u32) -> String {
+        format!("the server closed the connection after {i} of {n} answers; keep-alive is required")
+    }
+
+    /// Records wire bytes per scenario; an answer that ends the connection
+    /// before the last fails keep-alive.
+    fn check(
+        i: u32,
+        n: u32,
+        scenario: Scenario,
+        resp: &Response,
+        report: &mut VerifyReport,
+    ) -> Result<(), String> {
+        if let Some(s) = report.scenarios.iter_mut().find(|s| s.scenario == scenario) {
+            s.wire_bytes.get_or_insert(resp.wire_bytes as u64);
+        }
+        if scenario == Scenario::Plaintext && report.facts.plaintext_wire_bytes.is_none() {
+            report.facts.plaintext_wire_bytes = Some(resp.wire_bytes as u64);
+            report.facts.plaintext_head_bytes = Some(resp.head_bytes as u64);
+        }
+        if resp.closes() && i + 1 < n {
+            let connection = resp.header("connection").unwrap_or("");
+            return Err(format!(
+                "answer {} of {n} ends the connection ({}); keep-alive is required",
+                i + 1,
+                if connection.is_empty() {
+                    "HTTP/1.0 or close-delimited body".to_string()
+                } else {
+                    format!("Connection: {connection}")
+                }
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// `n` requests on one connection of protocol `C`, cycling over the
+/// answering scenarios with fresh random inputs. Returns the first answer
+/// (for header facts).
+pub(super) async fn keep_alive<C: OneConnection>(
     target: &Endpoint,
     answering: &[Scenario],
     n: u32,
@@ -94,45 +175,23 @@ async fn keep_alive(
     }
     let mut first = None;
     let result = async {
-        let mut conn = target.connect().await.map_err(|e| e.to_string())?;
+        let mut conn = C::open(target).await.map_err(|e| e.to_string())?;
         for i in 0..n {
             let scenario = answering[i as usize % answering.len()];
             let req = contract::sample_request(scenario, rng);
-            let resp = match conn.request(&req, false).await {
+            let resp = match conn.ask(&req).await {
                 Ok(r) => r,
-                Err(ClientError::Closed { .. }) if i > 0 => {
-                    return Err(format!(
-                        "the server closed the connection after {i} of {n} answers; keep-alive is required"
-                    ))
-                }
+                Err(ClientError::Closed { .. }) if i > 0 => return Err(C::ended(i, n)),
                 Err(e) => return Err(format!("request {} of {n} ({scenario}): {e}", i + 1)),
             };
             report.facts.keep_alive_answered = i + 1;
-            if let Some(s) = report.scenarios.iter_mut().find(|s| s.scenario == scenario) {
-                s.wire_bytes.get_or_insert(resp.wire_bytes as u64);
-            }
-            if scenario == Scenario::Plaintext && report.facts.plaintext_wire_bytes.is_none() {
-                report.facts.plaintext_wire_bytes = Some(resp.wire_bytes as u64);
-                report.facts.plaintext_head_bytes = Some(resp.head_bytes as u64);
-            }
-            let closes = resp.closes();
-            let connection = resp.header("connection").unwrap_or("").to_string();
+            let checked = C::check(i, n, scenario, &resp, report);
             if first.is_none() {
                 first = Some(resp);
             }
-            if closes && i + 1 < n {
-                return Err(format!(
-                    "answer {} of {n} ends the connection ({}); keep-alive is required",
-                    i + 1,
-                    if connection.is_empty() {
-                        "HTTP/1.0 or close-delimited body".to_string()
-                    } else {
-                        format!("Connection: {connection}")
-                    }
-                ));
-            }
+            checked?;
         }
-        Ok(format!("{n} requests answered on one connection"))
+        Ok(format!("{n} requests answered on {}", C::NAME))
     }
     .await;
     report
@@ -149,22 +208,7 @@ async fn pipelining(
     depth: u32,
     rng: &mut StdRng,
 ) -> Result<String, String> {
-    // Requests whose answers differ by input show the order; prefer them,
-    // then any GET scenario, then whatever answered.
-    let telling: Vec<Scenario> = answering
-        .iter()
-        .copied()
-        .filter(|s| matches!(s, Scenario::Param | Scenario::Middleware(1..)))
-        .collect();
-    let gets: Vec<Scenario> = answering
-        .iter()
-        .copied()
-        .filter(|s| s.method() == "GET")
-        .collect();
-    let pool = [telling, gets, answering.to_vec()]
-        .into_iter()
-        .find(|p| !p.is_empty())
-        .unwrap_or_default();
+    let pool = telling(answering);
     let reqs: Vec<(Scenario, Request)> = (0..depth as usize)
         .map(|i| {
             let s = pool[i % pool.len()];
@@ -203,8 +247,29 @@ async fn pipelining(
     ))
 }
 
-/// A random path outside the contract must be answered 404.
-async fn not_found(target: &Endpoint, rng: &mut StdRng) -> Result<String, String> {
+/// The scenarios to send several requests of at once: those whose answers
+/// differ by input (so an answer shows which request it belongs to) first,
+/// then any GET scenario, then whatever answered.
+pub(crate) fn telling(answering: &[Scenario]) -> Vec<Scenario> {
+    let telling: Vec<Scenario> = answering
+        .iter()
+        .copied()
+        .filter(|s| matches!(s, Scenario::Param | Scenario::Middleware(1..)))
+        .collect();
+    let gets: Vec<Scenario> = answering
+        .iter()
+        .copied()
+        .filter(|s| s.method() == "GET")
+        .collect();
+    [telling, gets, answering.to_vec()]
+        .into_iter()
+        .find(|p| !p.is_empty())
+        .unwrap_or_default()
+}
+
+/// A random path outside the contract must be answered 404 (on a fresh
+/// connection in the endpoint's protocol).
+pub(crate) async fn not_found(target: &Endpoint, rng: &mut StdRng) -> Result<String, String> {
     let path = format!(
         "/fairground-verify-{}/{}",
         contract::random_param_id(rng),
@@ -217,7 +282,7 @@ async fn not_found(target: &Endpoint, rng: &mut StdRng) -> Result<String, String
         body: None,
     };
     let mut conn = target
-        .connect()
+        .open()
         .await
         .map_err(|e| format!("GET {path}: {e}"))?;
     let resp = conn

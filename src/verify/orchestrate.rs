@@ -16,14 +16,14 @@ use std::time::Duration;
 
 use anyhow::Context;
 
-use crate::contract::Scenario;
+use crate::contract::{self, Protocol};
 use crate::docker::container::{ContainerSpec, Role};
 use crate::docker::engine::{Engine, ReadyCheck};
 use crate::docker::images::ImageInfo;
 use crate::docker::RunId;
 use crate::framework::Framework;
 use crate::host::Sysctls;
-use crate::plan::spec::{Resources, ServerSpec};
+use crate::plan::spec::{Resources, SeededFile, ServerSpec, TLS_SERVER_NAME};
 
 use super::footprint;
 use super::report::{Footprint, VerifyReport};
@@ -51,13 +51,39 @@ fn verify_limits() -> Resources {
     }
 }
 
-/// The verifier's command line inside the fairground image.
-pub fn verifier_args(url: &str, fw: &Framework, opts: &OrchestrateOptions) -> Vec<String> {
+/// Connections a framework under verification pools.
+const VERIFY_POOL: u32 = 4;
+
+/// The database of a framework under verification: the profile defaults,
+/// unpinned.
+fn verify_database(image: &str, ready_timeout: Duration) -> crate::plan::spec::DatabaseSpec {
+    let d = crate::profile::Database::default();
+    crate::plan::spec::DatabaseSpec {
+        image: image.to_string(),
+        resources: verify_limits(),
+        shared_buffers: d.shared_buffers,
+        max_connections: d.max_connections,
+        synchronous_commit: d.synchronous_commit,
+        pool: VERIFY_POOL,
+        readiness_timeout: ready_timeout,
+        shares_cores_with: None,
+    }
+}
+
+/// The verifier's command line inside the fairground image, checking the
+/// server at `url` in `protocol` (trusting the CA seeded into the
+/// verifier's container when it is TLS).
+pub fn verifier_args(
+    url: &str,
+    protocol: Protocol,
+    fw: &Framework,
+    opts: &OrchestrateOptions,
+) -> Vec<String> {
     let scenarios: Vec<String> = fw
         .manifest
         .scenarios
         .iter()
-        .map(Scenario::to_string)
+        .map(|s| s.verified().to_string())
         .collect();
     let mut args = vec![
         "verify".to_string(),
@@ -72,6 +98,17 @@ pub fn verifier_args(url: &str, fw: &Framework, opts: &OrchestrateOptions) -> Ve
         "--scenario".into(),
         scenarios.join(","),
     ];
+    if !protocol.is_http1() {
+        args.extend(["--protocol".into(), protocol.to_string()]);
+    }
+    if protocol.is_tls() {
+        args.extend([
+            "--tls-ca".into(),
+            format!("{}/{}", contract::TLS_DIR, crate::tls::CA_FILE),
+            "--tls-name".into(),
+            TLS_SERVER_NAME.into(),
+        ]);
+    }
     if opts.require_pipelining {
         args.push("--require-pipelining".into());
     }
@@ -90,93 +127,221 @@ fn verifier_bound(fw: &Framework, opts: &OrchestrateOptions) -> Duration {
 }
 
 /// Verify one framework whose image is `image`, on `network`, with the
-/// fairground image `fairground_image` as verifier.
+/// fairground image (the first of `images`) as verifier and, for database
+/// scenarios, a database from the second: one report per protocol
+/// the framework declares (http1 first), from one server container.
 pub async fn verify_one<E: Engine>(
     engine: &E,
     run: &RunId,
     network: &str,
-    fairground_image: &str,
+    images: (&str, Option<&str>),
     fw: &Framework,
     image: &ImageInfo,
     opts: &OrchestrateOptions,
-) -> anyhow::Result<VerifyReport> {
+) -> anyhow::Result<Vec<VerifyReport>> {
+    let (fairground_image, database_image) = images;
+    let protocols = fw.manifest.protocols.clone();
+    // A CA and certificate of its own for each framework that serves TLS:
+    // what a run would give it (docs/contract.md, "Protocols").
+    let certs = if protocols.iter().any(|p| p.is_tls()) {
+        Some(crate::tls::RunCerts::make(&[TLS_SERVER_NAME.to_string()])?)
+    } else {
+        None
+    };
     let spec = ServerSpec::of_framework(
         fw,
         &image.tag,
         verify_limits(),
         Sysctls::default(),
         opts.ready_timeout,
-    );
-    let spec = ContainerSpec::server(
+    )
+    .speaking(&protocols, certs.as_ref())?;
+    // A framework with database scenarios gets its own fresh database,
+    // as in a run.
+    let database = match (fw.declares_database(), database_image) {
+        (false, _) => None,
+        (true, None) => anyhow::bail!(
+            "framework {} declares database scenarios but no database image was built",
+            fw.name()
+        ),
+        (true, Some(tag)) => Some(
+            crate::docker::database::start(
+                engine,
+                run,
+                format!("{}-db-{}", run.name_prefix(), fw.name()),
+                &verify_database(tag, opts.ready_timeout),
+                network,
+            )
+            .await
+            .with_context(|| format!("the database of framework {}", fw.name()))?,
+        ),
+    };
+    let mut container = ContainerSpec::server(
         run,
         format!("{}-server-{}", run.name_prefix(), fw.name()),
         &spec,
         network,
     );
-    let server = engine
-        .start_container(&spec)
-        .await
-        .with_context(|| format!("starting the server container of framework {}", fw.name()))?;
-    let result = verify_started(engine, run, network, fairground_image, fw, &server, opts).await;
+    if let Some(db) = &database {
+        for (k, v) in contract::db::env(&db.ip, VERIFY_POOL) {
+            container.env.insert(k.to_string(), v);
+        }
+    }
+    let server = match engine.start_container(&container).await {
+        Ok(s) => s,
+        Err(e) => {
+            if let Some(db) = &database {
+                let _ = engine.remove(&db.handle).await;
+            }
+            return Err(e.context(format!(
+                "starting the server container of framework {}",
+                fw.name()
+            )));
+        }
+    };
+    let ctx = Verifier {
+        engine,
+        run,
+        network,
+        fairground_image,
+        fw,
+        server: &server,
+        opts,
+        certs: certs.as_ref(),
+    };
+    let mut result = ctx.verify_protocols(&spec).await;
+    if let (Some(db), Ok(reports)) = (&database, result.as_mut()) {
+        // The database checks run from here (they read the database through
+        // the engine), once, on the first protocol's report.
+        if let Some(first) = reports.first_mut() {
+            let options = crate::verify::VerifyOptions {
+                timeout: opts.timeout,
+                ..Default::default()
+            };
+            let access = crate::verify::database::ContainerDatabase {
+                engine,
+                handle: &db.handle,
+            };
+            crate::verify::database::check_report(first, &options, &access).await;
+        }
+    }
     let removed = engine.remove(&server).await;
-    let mut report = result?;
+    if let Some(db) = &database {
+        let _ = engine.remove(&db.handle).await;
+    }
+    let mut reports = result?;
     removed.with_context(|| format!("removing the server container of framework {}", fw.name()))?;
-    report.footprint = Some(Footprint {
+    let footprint = Footprint {
         lines: footprint::count_dir(&fw.dir)
             .with_context(|| format!("counting lines of code in {}", fw.dir.display()))?,
         // Read from the image when it was built or reused: the size of its
         // one `/app` binary, none for interpreted frameworks.
         binary_bytes: image.app_binary_bytes,
-    });
-    report.declared_limits = fw.manifest.limits.clone();
-    Ok(report)
+    };
+    // The footprint is the framework's, said once (on the http1 report).
+    if let Some(first) = reports.first_mut() {
+        first.footprint = Some(footprint);
+    }
+    for report in &mut reports {
+        report.declared_limits = fw.manifest.limits.clone();
+    }
+    Ok(reports)
 }
 
-async fn verify_started<E: Engine>(
-    engine: &E,
-    run: &RunId,
-    network: &str,
-    fairground_image: &str,
-    fw: &Framework,
-    server: &crate::docker::engine::Handle,
-    opts: &OrchestrateOptions,
-) -> anyhow::Result<VerifyReport> {
-    let ip = server.ip.clone().unwrap_or_default();
-    let url = format!("http://{ip}:{}", fw.manifest.port);
-    let check = ReadyCheck {
-        port: fw.manifest.port,
-        path: fw.manifest.readiness.clone(),
-        timeout: opts.ready_timeout,
-    };
-    if let Err(e) = engine.wait_ready(server, &check).await {
-        return Ok(VerifyReport::not_started(
-            fw.name(),
-            &url,
-            &fw.manifest.scenarios,
-            format!("{e:#}"),
-        ));
+/// What verifying one started server needs.
+struct Verifier<'a, E: Engine> {
+    engine: &'a E,
+    run: &'a RunId,
+    network: &'a str,
+    fairground_image: &'a str,
+    fw: &'a Framework,
+    server: &'a crate::docker::engine::Handle,
+    opts: &'a OrchestrateOptions,
+    certs: Option<&'a crate::tls::RunCerts>,
+}
+
+impl<E: Engine> Verifier<'_, E> {
+    /// Wait for the server's readiness, then verify each protocol of
+    /// `spec` in turn.
+    async fn verify_protocols(&self, spec: &ServerSpec) -> anyhow::Result<Vec<VerifyReport>> {
+        let fw = self.fw;
+        let ip = self.server.ip.clone().unwrap_or_default();
+        let url_of = |p: Protocol| {
+            let scheme = if p.is_tls() { "https" } else { "http" };
+            format!("{scheme}://{ip}:{}", spec.port_of(p))
+        };
+        let check = ReadyCheck {
+            port: fw.manifest.port,
+            path: fw.manifest.readiness.clone(),
+            timeout: self.opts.ready_timeout,
+        };
+        if let Err(e) = self.engine.wait_ready(self.server, &check).await {
+            return Ok(vec![VerifyReport::not_started(
+                fw.name(),
+                &url_of(Protocol::Http1),
+                &fw.manifest.scenarios,
+                format!("{e:#}"),
+            )]);
+        }
+        let mut reports = Vec::new();
+        for &protocol in &spec.protocols {
+            reports.push(self.verify_protocol(protocol, &url_of(protocol)).await?);
+        }
+        Ok(reports)
     }
-    let mut spec = ContainerSpec::new(
-        run,
-        Role::Probe,
-        format!("{}-verify-{}", run.name_prefix(), fw.name()),
-        fairground_image,
-    );
-    spec.network = Some(network.to_string());
-    spec.read_only_rootfs = true;
-    spec.cmd = verifier_args(&url, fw, opts);
-    let out = engine
-        .run_to_exit(&spec, verifier_bound(fw, opts), None)
-        .await
-        .with_context(|| format!("running the verifier for framework {}", fw.name()))?;
-    serde_json::from_str(&out.stdout).with_context(|| {
-        format!(
-            "the verifier for framework {} printed no report (exit {}); its stderr: {}",
-            fw.name(),
-            out.exit_code,
-            out.stderr.trim()
-        )
-    })
+
+    /// Run the verifier container against `url` in `protocol`.
+    async fn verify_protocol(&self, protocol: Protocol, url: &str) -> anyhow::Result<VerifyReport> {
+        let fw = self.fw;
+        let suffix = if protocol.is_http1() {
+            String::new()
+        } else {
+            format!(" over {protocol}")
+        };
+        let mut spec = ContainerSpec::new(
+            self.run,
+            Role::Probe,
+            format!(
+                "{}-verify-{}{}",
+                self.run.name_prefix(),
+                fw.name(),
+                if protocol.is_http1() {
+                    String::new()
+                } else {
+                    format!("-{protocol}")
+                }
+            ),
+            self.fairground_image,
+        );
+        spec.network = Some(self.network.to_string());
+        spec.read_only_rootfs = true;
+        spec.cmd = verifier_args(url, protocol, fw, self.opts);
+        if let Some(certs) = self.certs.filter(|_| protocol.is_tls()) {
+            spec.files = vec![SeededFile {
+                dir: contract::TLS_DIR.into(),
+                name: crate::tls::CA_FILE.into(),
+                contents: certs.ca_pem.clone().into_bytes(),
+            }];
+        }
+        let out = self
+            .engine
+            .run_to_exit(&spec, verifier_bound(fw, self.opts), None)
+            .await
+            .with_context(|| {
+                format!(
+                    "running the verifier for framework {} ({protocol})",
+                    fw.name()
+                )
+            })?;
+        serde_json::from_str(&out.stdout).with_context(|| {
+            format!(
+                "the verifier for framework {}{suffix} printed no report (exit {}); its stderr: {}",
+                fw.name(),
+                out.exit_code,
+                out.stderr.trim()
+            )
+        })
+    }
 }
 
 /// Build or reuse the images, create the run network, and verify each
@@ -199,12 +364,15 @@ pub async fn verify_all<E: Engine>(
             )
         })?;
         eprintln!("verifying {} ({}) …", fw.name(), image.tag);
-        reports.push(
+        reports.extend(
             verify_one(
                 engine,
                 run,
                 &network.name,
-                &images.fairground.tag,
+                (
+                    &images.fairground.tag,
+                    images.database.as_ref().map(|d| d.tag.as_str()),
+                ),
                 fw,
                 image,
                 opts,
@@ -252,6 +420,7 @@ pub fn select(all: &[Framework], names: &[String]) -> anyhow::Result<Vec<Framewo
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::contract::Scenario;
     use crate::docker::fake::{FakeEngine, FakeScript};
     use std::path::Path;
 
@@ -354,11 +523,31 @@ mod tests {
     fn verifier_args_carry_the_manifest_scenarios_and_options() {
         let tmp = tempfile::tempdir().unwrap();
         let fw = framework(tmp.path());
-        let args = verifier_args("http://10.213.0.2:8080", &fw, &opts());
+        let args = verifier_args("http://10.213.0.2:8080", Protocol::Http1, &fw, &opts());
         assert_eq!(
             args.join(" "),
             "verify --url http://10.213.0.2:8080 --json --exit-zero --name demo \
              --timeout 2000ms --scenario plaintext,param --require-pipelining --seed 9"
+        );
+    }
+
+    #[test]
+    fn a_tls_protocol_trusts_the_seeded_ca_under_the_certificates_name() {
+        let tmp = tempfile::tempdir().unwrap();
+        let fw = framework(tmp.path());
+        let args = verifier_args("https://10.213.0.2:8443", Protocol::H2, &fw, &opts());
+        let line = args.join(" ");
+        assert!(
+            line.contains(
+                "--protocol h2 --tls-ca /run/fairground/tls/ca.pem \
+                 --tls-name server.fairground.internal"
+            ),
+            "{line}"
+        );
+        let h2c = verifier_args("http://10.213.0.2:8082", Protocol::H2c, &fw, &opts()).join(" ");
+        assert!(
+            h2c.contains("--protocol h2c") && !h2c.contains("--tls-ca"),
+            "{h2c}"
         );
     }
 

@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
-use crate::contract::Scenario;
+use crate::contract::{Protocol, Scenario};
 use crate::export::{json_bytes, Exporter, Rendered};
 
 /// The human table of verification reports (`fairground verify`).
@@ -63,8 +63,14 @@ pub mod names {
     pub const INVALID_INPUT: &str = "invalid-input";
     /// middleware-N: every `x-mw-i` header carries the request's `x-test`.
     pub const MW_HEADERS: &str = "mw-headers";
+    /// Database scenarios: every row returned holds the stored number.
+    pub const DB_VALUES: &str = "db-values";
+    /// Database scenarios: `pg_stat_statements` counted a query per row.
+    pub const DB_QUERIES: &str = "db-queries";
+    /// updates-N: the numbers returned are the numbers stored afterwards.
+    pub const DB_PERSIST: &str = "db-persist";
     /// Scenario checks, in table order.
-    pub const SCENARIO: [&str; 7] = [
+    pub const SCENARIO: [&str; 10] = [
         STATUS,
         CONTENT_TYPE,
         BODY,
@@ -72,6 +78,9 @@ pub mod names {
         RANDOM_INPUTS,
         INVALID_INPUT,
         MW_HEADERS,
+        DB_VALUES,
+        DB_QUERIES,
+        DB_PERSIST,
     ];
 
     /// Many requests answered on one connection.
@@ -86,8 +95,24 @@ pub mod names {
     pub const SERVER: &str = "server";
     /// Bytes on the wire per plaintext answer (recorded).
     pub const WIRE_BYTES: &str = "wire-bytes";
-    /// Connection-wide checks, in table order.
+    /// Connection-wide checks of HTTP/1.1 on TCP, in table order.
     pub const CONNECTION: [&str; 6] = [KEEP_ALIVE, PIPELINING, NOT_FOUND, DATE, SERVER, WIRE_BYTES];
+
+    /// https and h2: the TLS handshake with the CA given (certificate,
+    /// version, cipher suite, ALPN agreed).
+    pub const TLS: &str = "tls";
+    /// h2 and h2c: the server speaks HTTP/2 (ALPN agreed exactly `h2`; the
+    /// connection preface answered with SETTINGS).
+    pub const HTTP2: &str = "http2";
+    /// h2 and h2c: concurrent streams on one connection all answered
+    /// correctly (HTTP/2's counterpart of pipelining).
+    pub const STREAMS: &str = "streams";
+    /// Every connection-wide check of every protocol, in table order (a
+    /// table shows those any of its reports has, and always
+    /// [`CONNECTION`]).
+    pub const CONNECTION_ALL: [&str; 9] = [
+        TLS, HTTP2, KEEP_ALIVE, PIPELINING, STREAMS, NOT_FOUND, DATE, SERVER, WIRE_BYTES,
+    ];
     /// Orchestrated mode: the server container started and became ready.
     pub const START: &str = "start";
 }
@@ -170,6 +195,28 @@ pub struct Facts {
     pub pipelining: Option<bool>,
     /// Requests answered on one connection before it closed or failed.
     pub keep_alive_answered: u32,
+    /// HTTP/2: the server's SETTINGS_MAX_CONCURRENT_STREAMS (None: not
+    /// HTTP/2, or not announced, which means no limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_concurrent_streams: Option<u32>,
+    /// HTTP/2: whether concurrent streams on one connection were all
+    /// answered correctly (None: not tried).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrent_streams: Option<bool>,
+}
+
+/// What the TLS handshake agreed (https and h2).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct TlsFacts {
+    /// `TLS 1.3` or `TLS 1.2`.
+    pub version: String,
+    /// The cipher suite, e.g. `TLS13_AES_256_GCM_SHA384`.
+    pub cipher_suite: String,
+    /// The ALPN protocol agreed (None: the server agreed none).
+    pub alpn: Option<String>,
+    /// The name the certificate was verified for (sent as SNI when it is a
+    /// DNS name).
+    pub server_name: String,
 }
 
 /// What a framework's app costs to write and ship.
@@ -195,6 +242,12 @@ pub struct VerifyReport {
     pub timeout_ms: u64,
     /// Whether pipelining was required.
     pub require_pipelining: bool,
+    /// The protocol the server was spoken to in (absent in JSON: http1).
+    #[serde(default, skip_serializing_if = "Protocol::is_http1")]
+    pub protocol: Protocol,
+    /// What TLS agreed (https and h2), when a handshake completed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<TlsFacts>,
     /// Connection-wide checks (keep-alive, pipelining, 404, headers).
     pub checks: Vec<ContractCheck>,
     /// One entry per scenario asked for.
@@ -234,6 +287,8 @@ impl VerifyReport {
             seed: 0,
             timeout_ms: 0,
             require_pipelining: false,
+            protocol: Protocol::Http1,
+            tls: None,
             checks: vec![ContractCheck::required(names::START, Err(why))],
             scenarios: scenarios
                 .iter()
@@ -325,13 +380,21 @@ pub fn render_table(reports: &[(String, &VerifyReport)]) -> String {
     let mut out = String::new();
     write_aligned(&mut out, &rows);
 
+    // HTTP/1.1 columns always, those of other protocols when a report has
+    // them: a table of http1 reports reads as it always did.
+    let columns: Vec<&str> = names::CONNECTION_ALL
+        .into_iter()
+        .filter(|c| {
+            names::CONNECTION.contains(c) || reports.iter().any(|(_, r)| r.check(c).is_some())
+        })
+        .collect();
     let mut rows: Vec<Vec<String>> = Vec::new();
     let mut head = vec!["framework".to_string()];
-    head.extend(names::CONNECTION.iter().map(|s| s.to_string()));
+    head.extend(columns.iter().map(|s| s.to_string()));
     rows.push(head);
     for (name, r) in reports {
         let mut row = vec![name.clone()];
-        for check in names::CONNECTION {
+        for &check in &columns {
             let cell = match (check, r.check(check)) {
                 (_, None) => "-".to_string(),
                 (names::SERVER, Some(_)) => {
@@ -393,11 +456,21 @@ pub fn render_table(reports: &[(String, &VerifyReport)]) -> String {
             );
         }
     }
+    for (name, r) in reports {
+        if let Some(line) = protocol_line(r) {
+            let _ = writeln!(out, "{name}: {line}");
+        }
+    }
     out.push('\n');
     for (name, r) in reports {
+        let protocol = if r.protocol.is_http1() {
+            String::new()
+        } else {
+            format!("{}, ", r.protocol)
+        };
         let _ = writeln!(
             out,
-            "{name}: {} (seed {}, timeout {} ms)",
+            "{name}: {} ({protocol}seed {}, timeout {} ms)",
             if r.passed {
                 "every required check passed"
             } else {
@@ -408,6 +481,39 @@ pub fn render_table(reports: &[(String, &VerifyReport)]) -> String {
         );
     }
     out
+}
+
+/// What the protocol agreed, for every protocol but http1:
+/// `h2 over TLS 1.3 (TLS13_AES_128_GCM_SHA256), ALPN h2, certificate
+/// verified for localhost; SETTINGS_MAX_CONCURRENT_STREAMS 200`.
+fn protocol_line(r: &VerifyReport) -> Option<String> {
+    if r.protocol.is_http1() {
+        return None;
+    }
+    let mut line = match (&r.tls, r.protocol.is_tls()) {
+        (Some(t), _) => format!(
+            "{} over {} ({}), ALPN {}, certificate verified for {}",
+            r.protocol,
+            t.version,
+            t.cipher_suite,
+            t.alpn.as_deref().unwrap_or("none"),
+            t.server_name
+        ),
+        (None, true) => format!("{} (no TLS handshake completed)", r.protocol),
+        (None, false) => format!("{} (HTTP/2 with prior knowledge, no TLS)", r.protocol),
+    };
+    if r.protocol.is_http2() {
+        match (r.check(names::HTTP2), r.facts.max_concurrent_streams) {
+            (Some(c), Some(n)) if c.status == CheckStatus::Pass => {
+                let _ = write!(line, "; SETTINGS_MAX_CONCURRENT_STREAMS {n}");
+            }
+            (Some(c), None) if c.status == CheckStatus::Pass => {
+                line.push_str("; no SETTINGS_MAX_CONCURRENT_STREAMS (no limit)");
+            }
+            _ => {}
+        }
+    }
+    Some(line)
 }
 
 fn write_aligned(out: &mut String, rows: &[Vec<String>]) {
@@ -444,6 +550,8 @@ mod tests {
             seed: 1,
             timeout_ms: 500,
             require_pipelining: false,
+            protocol: Protocol::Http1,
+            tls: None,
             checks: vec![
                 ContractCheck::required(names::KEEP_ALIVE, Ok("100 answered".into())),
                 ContractCheck::recorded(names::PIPELINING, Err("answered out of order".into())),

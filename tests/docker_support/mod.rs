@@ -136,7 +136,7 @@ pub fn images() -> BuiltImages {
     built
 }
 
-/// Names of containers and networks still carrying `run`'s label.
+/// Names of containers, networks and volumes still carrying `run`'s label.
 pub fn leftovers(run: &RunId) -> Vec<String> {
     use bollard::query_parameters::{ListContainersOptions, ListNetworksOptions};
     use std::collections::HashMap;
@@ -159,12 +159,26 @@ pub fn leftovers(run: &RunId) -> Vec<String> {
             .collect();
         names.extend(
             d.list_networks(Some(ListNetworksOptions {
-                filters: Some(filters),
+                filters: Some(filters.clone()),
             }))
             .await
             .unwrap()
             .into_iter()
             .filter_map(|n| n.name),
+        );
+        // The anonymous volumes of seeded files (TLS certificates) go with
+        // their containers.
+        names.extend(
+            d.list_volumes(Some(bollard::query_parameters::ListVolumesOptions {
+                filters: Some(filters),
+            }))
+            .await
+            .unwrap()
+            .volumes
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|v| !v.labels.contains_key(fairground::docker::LABEL_KIND))
+            .map(|v| format!("volume {}", v.name)),
         );
         names
     })
@@ -219,7 +233,7 @@ pub fn results_of(dir: &Path) -> Results {
     results::from_json(&std::fs::read_to_string(&path).unwrap(), "results.json").unwrap()
 }
 
-/// Containers and networks still carrying the run's label.
+/// Containers, networks and volumes still carrying the run's label.
 pub fn run_leftovers(stderr: &str) -> String {
     let run = stderr
         .lines()
@@ -246,10 +260,32 @@ pub fn run_leftovers(stderr: &str) -> String {
         ])
         .output()
         .unwrap();
+    // Volumes of the run's containers (seeded files); build caches
+    // (`fairground.kind`) are kept across runs on purpose.
+    let volumes = Command::new("docker")
+        .args([
+            "volume",
+            "ls",
+            "--filter",
+            &format!("label=fairground.run={run}"),
+            "--format",
+            "{{.Name}} {{.Label \"fairground.kind\"}}",
+        ])
+        .output()
+        .unwrap();
+    let volumes: String = String::from_utf8_lossy(&volumes.stdout)
+        .lines()
+        .filter_map(|l| match l.trim().split_once(' ') {
+            None => Some(l.trim().to_string()),
+            Some((name, kind)) if kind.trim().is_empty() => Some(name.to_string()),
+            Some(_) => None,
+        })
+        .collect();
     format!(
-        "{}{}",
+        "{}{}{}",
         String::from_utf8_lossy(&ps.stdout).trim(),
-        String::from_utf8_lossy(&nets.stdout).trim()
+        String::from_utf8_lossy(&nets.stdout).trim(),
+        volumes
     )
 }
 

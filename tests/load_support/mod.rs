@@ -2,6 +2,10 @@
 //! and small blocking test servers that misbehave on purpose.
 #![allow(dead_code)]
 
+pub mod h2_server;
+pub mod proxy;
+pub mod serve_child;
+
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::Command;

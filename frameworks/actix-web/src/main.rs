@@ -1,6 +1,8 @@
 //! The fairground contract on actix-web 4: `web::Path` / `web::Json`
 //! extractors and a classic `Transform` middleware wrapped N times around
-//! each `/mw/N` resource.
+//! each `/mw/N` resource. One `App` factory behind three listeners:
+//! HTTP/1.1 on 8080, HTTP/1.1 and HTTP/2 over TLS on 8443 (rustls 0.23,
+//! ALPN), and HTTP/2 with prior knowledge (h2c) on 8082.
 
 use std::future::{ready, Future, Ready};
 use std::pin::Pin;
@@ -9,6 +11,8 @@ use actix_web::dev::{forward_ready, Service, ServiceRequest, ServiceResponse, Tr
 use actix_web::http::header::HeaderName;
 use actix_web::{web, App, Error, HttpResponse, HttpServer, Responder};
 use serde::{Deserialize, Serialize};
+
+mod db;
 
 #[derive(Serialize)]
 struct Message {
@@ -161,6 +165,40 @@ fn listen_backlog() -> u32 {
         .unwrap_or(1024)
 }
 
+/// A port from the environment variable `name`, or `default`.
+fn port_env(name: &str, default: u16) -> u16 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// The rustls configuration for https and h2 (docs/contract.md, "Protocols")
+/// when fairground handed the server a certificate: the chain (server
+/// certificate, then the CA) from `FAIRGROUND_TLS_CERT`, the PKCS#8 key
+/// from `FAIRGROUND_TLS_KEY`; ring provider, TLS 1.2 and 1.3.
+/// `bind_rustls_0_23` adds ALPN `h2` and `http/1.1` itself.
+fn tls_config() -> Option<rustls::ServerConfig> {
+    use rustls_pki_types::pem::PemObject;
+    use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+
+    let cert_path = std::env::var_os("FAIRGROUND_TLS_CERT")?;
+    let key_path = std::env::var_os("FAIRGROUND_TLS_KEY").expect("FAIRGROUND_TLS_KEY");
+    let chain = CertificateDer::pem_file_iter(&cert_path)
+        .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+        .expect("read FAIRGROUND_TLS_CERT");
+    let key = PrivateKeyDer::from_pem_file(&key_path).expect("read FAIRGROUND_TLS_KEY");
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    Some(
+        rustls::ServerConfig::builder_with_provider(provider)
+            .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
+            .expect("TLS versions")
+            .with_no_client_auth()
+            .with_single_cert(chain, key)
+            .expect("certificate and key"),
+    )
+}
+
 #[actix_web::main]
 async fn main() -> std::io::Result<()> {
     let workers = std::env::var("FAIRGROUND_CPUS")
@@ -169,9 +207,14 @@ async fn main() -> std::io::Result<()> {
         .filter(|&n| n > 0)
         .unwrap_or(1);
     eprintln!("actix-web listening on 0.0.0.0:8080 with {workers} workers");
-    HttpServer::new(|| {
+    // The database, only when fairground gave the server one: a pool per
+    // worker (db.rs), FAIRGROUND_DB_POOL connections divided among them.
+    let db = db::Settings::from_env(workers);
+    let mut server = HttpServer::new(move || {
         App::new()
             .app_data(web::JsonConfig::default().limit(1 << 20))
+            .app_data(web::Data::new(db::worker_pool(&db)))
+            .configure(db::routes)
             .route("/", web::get().to(plaintext))
             .route("/json", web::get().to(json))
             .route("/users/{id}", web::get().to(user))
@@ -187,7 +230,17 @@ async fn main() -> std::io::Result<()> {
     })
     .workers(workers)
     .backlog(listen_backlog())
-    .bind(("0.0.0.0", 8080))?
-    .run()
-    .await
+    .bind(("0.0.0.0", 8080))?;
+    // h2c: actix-web's `bind_auto_h2c` serves HTTP/2 with prior knowledge
+    // (and HTTP/1.1) on plain TCP, on the same workers.
+    let h2c_port = port_env("FAIRGROUND_H2C_PORT", 8082);
+    server = server.bind_auto_h2c(("0.0.0.0", h2c_port))?;
+    eprintln!("actix-web h2c listening on 0.0.0.0:{h2c_port}");
+    // https and h2 only when fairground mounted a certificate.
+    if let Some(config) = tls_config() {
+        let tls_port = port_env("FAIRGROUND_TLS_PORT", 8443);
+        server = server.bind_rustls_0_23(("0.0.0.0", tls_port), config)?;
+        eprintln!("actix-web https/h2 listening on 0.0.0.0:{tls_port}");
+    }
+    server.run().await
 }

@@ -9,6 +9,8 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 
+mod db;
+
 #[derive(Serialize)]
 struct Message {
     message: &'static str,
@@ -133,7 +135,86 @@ async fn serve() {
     for n in 0..=10 {
         app = app.merge(chain(n));
     }
+    app = app.merge(db::routes(db::pool()));
+    // h2c: axum::serve with the http2 feature answers HTTP/2 with prior
+    // knowledge (and HTTP/1.1) on its own port.
+    let h2c_port = port_env("FAIRGROUND_H2C_PORT", 8082);
+    let h2c = listener(([0, 0, 0, 0], h2c_port).into()).expect("bind the h2c port");
+    let h2c_app = app.clone();
+    tokio::spawn(async move { axum::serve(h2c, h2c_app).await.expect("axum h2c server") });
+    eprintln!("axum h2c listening on 0.0.0.0:{h2c_port}");
+    // https and h2 only when fairground gave the server a certificate.
+    if let Some(acceptor) = tls_acceptor() {
+        let tls_port = port_env("FAIRGROUND_TLS_PORT", 8443);
+        let tls = listener(([0, 0, 0, 0], tls_port).into()).expect("bind the TLS port");
+        tokio::spawn(serve_tls(tls, acceptor, app.clone()));
+        eprintln!("axum https/h2 listening on 0.0.0.0:{tls_port}");
+    }
     let listener = listener(([0, 0, 0, 0], 8080).into()).expect("bind 0.0.0.0:8080");
     eprintln!("axum listening on 0.0.0.0:8080");
     axum::serve(listener, app).await.expect("axum server");
+}
+
+/// A port from the environment variable `name`, or `default`.
+fn port_env(name: &str, default: u16) -> u16 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// The TLS acceptor for https and h2 (docs/contract.md, "Protocols"), when
+/// fairground handed the server a certificate: the chain from
+/// `FAIRGROUND_TLS_CERT`, the PKCS#8 key from `FAIRGROUND_TLS_KEY`; ring
+/// provider, TLS 1.2 and 1.3, ALPN `h2` then `http/1.1`.
+fn tls_acceptor() -> Option<tokio_rustls::TlsAcceptor> {
+    use rustls_pki_types::pem::PemObject;
+    use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+    use tokio_rustls::rustls::{self, ServerConfig};
+
+    let cert_path = std::env::var_os("FAIRGROUND_TLS_CERT")?;
+    let key_path = std::env::var_os("FAIRGROUND_TLS_KEY").expect("FAIRGROUND_TLS_KEY");
+    let chain = CertificateDer::pem_file_iter(&cert_path)
+        .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+        .expect("read FAIRGROUND_TLS_CERT");
+    let key = PrivateKeyDer::from_pem_file(&key_path).expect("read FAIRGROUND_TLS_KEY");
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = ServerConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
+        .expect("TLS versions")
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .expect("certificate and key");
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Some(tokio_rustls::TlsAcceptor::from(std::sync::Arc::new(config)))
+}
+
+/// https and h2 on one TLS listener, as axum's low-level-rustls example
+/// serves a Router: hyper-util's auto builder speaks whichever protocol
+/// ALPN agreed.
+async fn serve_tls(
+    listener: tokio::net::TcpListener,
+    acceptor: tokio_rustls::TlsAcceptor,
+    app: Router,
+) {
+    use hyper_util::rt::{TokioExecutor, TokioIo};
+    loop {
+        let Ok((stream, _)) = listener.accept().await else {
+            continue;
+        };
+        let _ = stream.set_nodelay(true);
+        let acceptor = acceptor.clone();
+        let app = app.clone();
+        tokio::spawn(async move {
+            let Ok(tls) = acceptor.accept(stream).await else {
+                return;
+            };
+            let svc = hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+                tower_service::Service::call(&mut app.clone(), req)
+            });
+            let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
+                .serve_connection(TokioIo::new(tls), svc)
+                .await;
+        });
+    }
 }

@@ -1,6 +1,8 @@
 //! The fairground contract on plain hyper 1: a hand-written router and
 //! middleware as nested `hyper::service::Service` wrappers, the way a hyper
-//! user composes services without a framework.
+//! user composes services without a framework. HTTP/1.1 on 8080, HTTP/1.1
+//! and HTTP/2 over TLS (rustls, ALPN) on 8443, HTTP/2 with prior knowledge
+//! (h2c) on 8082, all through the same router and middleware.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -14,10 +16,12 @@ use hyper::body::Incoming;
 use hyper::header::{HeaderName, HeaderValue, CONTENT_TYPE};
 use hyper::service::Service;
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use serde::{Deserialize, Serialize};
 
-type Resp = Response<Full<Bytes>>;
+mod db;
+
+pub(crate) type Resp = Response<Full<Bytes>>;
 type BoxFut = Pin<Box<dyn Future<Output = Result<Resp, Infallible>> + Send>>;
 
 /// Largest request body accepted (the contract sends at most 64 KiB).
@@ -33,7 +37,7 @@ fn text(status: StatusCode, body: &'static str) -> Resp {
     r
 }
 
-fn json<T: Serialize>(value: &T) -> Resp {
+pub(crate) fn json<T: Serialize>(value: &T) -> Resp {
     let mut r = Response::new(Full::new(Bytes::from(serde_json::to_vec(value).unwrap())));
     r.headers_mut().insert(CONTENT_TYPE, JSON);
     r
@@ -142,10 +146,18 @@ fn chain(n: u16) -> DynService {
 struct App {
     /// Middleware chains by length, index = N (0 to 10).
     chains: Vec<DynService>,
+    /// The database, when fairground gave the server one (db.rs).
+    db: Option<db::Db>,
 }
 
 impl App {
     async fn route(self: Arc<Self>, req: Request<Incoming>) -> Result<Resp, Infallible> {
+        if req.method() == Method::GET {
+            let uri = req.uri().clone();
+            if let Some(resp) = db::route(self.db.as_ref(), uri.path(), uri.query()).await {
+                return Ok(resp);
+            }
+        }
         let path = req.uri().path();
         let resp = match (req.method(), path) {
             (&Method::GET, "/") => text(StatusCode::OK, "Hello, World!"),
@@ -226,10 +238,122 @@ fn listener(addr: std::net::SocketAddr) -> std::io::Result<tokio::net::TcpListen
     socket.listen(listen_backlog())
 }
 
+/// A port from the environment variable `name`, or `default`.
+fn port_env(name: &str, default: u16) -> u16 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// The TLS acceptor for https and h2 (docs/contract.md, "Protocols"), when
+/// fairground handed the server a certificate: the chain (server certificate,
+/// then the CA) from `FAIRGROUND_TLS_CERT` and the PKCS#8 key from
+/// `FAIRGROUND_TLS_KEY`. rustls with the ring provider, TLS 1.2 and 1.3,
+/// ALPN `h2` then `http/1.1` (the client asks for exactly one).
+fn tls_acceptor() -> Option<tokio_rustls::TlsAcceptor> {
+    use rustls_pki_types::pem::PemObject;
+    use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+    use tokio_rustls::rustls::{self, ServerConfig};
+
+    let cert_path = std::env::var_os("FAIRGROUND_TLS_CERT")?;
+    let key_path = std::env::var_os("FAIRGROUND_TLS_KEY").expect("FAIRGROUND_TLS_KEY");
+    let chain = CertificateDer::pem_file_iter(&cert_path)
+        .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+        .expect("read FAIRGROUND_TLS_CERT");
+    let key = PrivateKeyDer::from_pem_file(&key_path).expect("read FAIRGROUND_TLS_KEY");
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = ServerConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
+        .expect("TLS versions")
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .expect("certificate and key");
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Some(tokio_rustls::TlsAcceptor::from(Arc::new(config)))
+}
+
+/// Serves one connection with hyper's HTTP/1.1 server, as on port 8080.
+async fn serve_http1<I>(io: I, app: Arc<App>)
+where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let svc = hyper::service::service_fn(move |req| app.clone().route(req));
+    let _ = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .serve_connection(TokioIo::new(io), svc)
+        .await;
+}
+
+/// Serves one connection with hyper's HTTP/2 server (streams are tasks on the
+/// same runtime).
+async fn serve_http2<I>(io: I, app: Arc<App>)
+where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let svc = hyper::service::service_fn(move |req| app.clone().route(req));
+    let _ = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
+        .timer(TokioTimer::new())
+        .serve_connection(TokioIo::new(io), svc)
+        .await;
+}
+
+/// `https` and `h2` on one TLS listener: the protocol ALPN agreed picks
+/// hyper's HTTP/2 or HTTP/1.1 server.
+async fn serve_tls(listener: tokio::net::TcpListener, acceptor: tokio_rustls::TlsAcceptor, app: Arc<App>) {
+    loop {
+        let Ok((stream, _)) = listener.accept().await else {
+            continue;
+        };
+        let _ = stream.set_nodelay(true);
+        let acceptor = acceptor.clone();
+        let app = app.clone();
+        tokio::spawn(async move {
+            let Ok(tls) = acceptor.accept(stream).await else {
+                return;
+            };
+            if tls.get_ref().1.alpn_protocol() == Some(b"h2") {
+                serve_http2(tls, app).await;
+            } else {
+                serve_http1(tls, app).await;
+            }
+        });
+    }
+}
+
+/// `h2c`: HTTP/2 with prior knowledge on plain TCP.
+async fn serve_h2c(listener: tokio::net::TcpListener, app: Arc<App>) {
+    loop {
+        let Ok((stream, _)) = listener.accept().await else {
+            continue;
+        };
+        let _ = stream.set_nodelay(true);
+        tokio::spawn(serve_http2(stream, app.clone()));
+    }
+}
+
 async fn serve() {
     let app = Arc::new(App {
         chains: (0..=10).map(chain).collect(),
+        db: db::Db::from_env(),
     });
+    if app.db.is_some() {
+        let app = app.clone();
+        tokio::spawn(async move { app.db.as_ref().unwrap().open().await });
+    }
+    // h2c on its own port (FAIRGROUND_H2C_PORT, 8082); it needs no files, so
+    // it is always open.
+    let h2c_addr = SocketAddr::from(([0, 0, 0, 0], port_env("FAIRGROUND_H2C_PORT", 8082)));
+    let h2c = listener(h2c_addr).expect("bind the h2c port");
+    tokio::spawn(serve_h2c(h2c, app.clone()));
+    eprintln!("hyper h2c listening on {h2c_addr}");
+    // https and h2 only when fairground gave the server a certificate.
+    if let Some(acceptor) = tls_acceptor() {
+        let tls_addr = SocketAddr::from(([0, 0, 0, 0], port_env("FAIRGROUND_TLS_PORT", 8443)));
+        let tls = listener(tls_addr).expect("bind the TLS port");
+        tokio::spawn(serve_tls(tls, acceptor, app.clone()));
+        eprintln!("hyper https/h2 listening on {tls_addr}");
+    }
     let addr = SocketAddr::from(([0, 0, 0, 0], 8080));
     let listener = listener(addr).expect("bind 0.0.0.0:8080");
     eprintln!("hyper listening on {addr}");
@@ -238,13 +362,6 @@ async fn serve() {
             continue;
         };
         let _ = stream.set_nodelay(true);
-        let app = app.clone();
-        tokio::spawn(async move {
-            let svc = hyper::service::service_fn(move |req| app.clone().route(req));
-            let _ = hyper::server::conn::http1::Builder::new()
-                .timer(TokioTimer::new())
-                .serve_connection(TokioIo::new(stream), svc)
-                .await;
-        });
+        tokio::spawn(serve_http1(stream, app.clone()));
     }
 }

@@ -10,7 +10,11 @@ use crate::roles::load::LoadReport;
 use crate::verify;
 
 /// What verify found, in the results' terms.
-pub fn outcome(report: &verify::VerifyReport, scenarios: &[Scenario]) -> VerifyOutcome {
+pub fn outcome(
+    report: &verify::VerifyReport,
+    scenarios: &[Scenario],
+    protocol: crate::contract::Protocol,
+) -> VerifyOutcome {
     let all = report
         .checks
         .iter()
@@ -29,6 +33,7 @@ pub fn outcome(report: &verify::VerifyReport, scenarios: &[Scenario]) -> VerifyO
             None => passed.push(s),
             Some(reason) => excluded.push(Exclusion {
                 scenario: s,
+                protocol,
                 reason,
             }),
         }
@@ -154,6 +159,76 @@ pub fn lab_figures(
         host: None,
         loaders: Vec::new(),
         machine: None,
+        database: None,
+    }
+}
+
+/// The database's figures over the loader's window: its CPU and memory
+/// read from `series` as the server's are, the statements counted between
+/// the window's edges (`before` at its start, `after` at its end).
+pub fn database_figures(
+    load: &LoadReport,
+    series: &Series,
+    before: anyhow::Result<crate::docker::database::StatementCounts>,
+    after: Option<anyhow::Result<crate::docker::database::StatementCounts>>,
+    spec: &crate::plan::spec::DatabaseSpec,
+) -> crate::results::DatabaseSamples {
+    let w = load.window;
+    let cpu = series.cpu_usec_between(w.start_mono_ns, w.end_mono_ns);
+    // The counts are read as the window opens and as it closes (a query
+    // away), at instants the database's own clock gives: the statements
+    // of that span, clipped to the window's end (the drain only answers
+    // what is in flight), over the answers of that span at the window's
+    // rate.
+    let (statements, statements_span_s, statements_unknown) = match (before, after) {
+        (Ok(b), Some(Ok(a))) => {
+            let d = b.since(a);
+            let from = (b.at_unix_us * 1000).max(w.start_unix_ns);
+            let to = (a.at_unix_us * 1000).min(w.end_unix_ns);
+            let span_s = to.saturating_sub(from) as f64 / 1e9;
+            let window_s = w.end_unix_ns.saturating_sub(w.start_unix_ns) as f64 / 1e9;
+            if span_s < window_s / 2.0 {
+                (
+                    None,
+                    None,
+                    Some(format!(
+                        "pg_stat_statements was read {span_s:.2} s apart inside the {window_s:.2} s window: too late after its start to stand for it"
+                    )),
+                )
+            } else {
+                (
+                    Some(crate::results::DatabaseStatements {
+                        world_reads: d.world_reads,
+                        world_updates: d.world_updates,
+                        rows_updated: d.rows_updated,
+                        fortune_reads: d.fortune_reads,
+                        total: d.total,
+                    }),
+                    Some(span_s),
+                    None,
+                )
+            }
+        }
+        (Err(e), _) | (_, Some(Err(e))) => (
+            None,
+            None,
+            Some(format!("pg_stat_statements could not be read: {e:#}")),
+        ),
+        (Ok(_), None) => (
+            None,
+            None,
+            Some("the loader never announced the end of its window".to_string()),
+        ),
+    };
+    crate::results::DatabaseSamples {
+        cpu_time_us: cpu,
+        cpu_unknown: cpu.is_none().then(|| cpu_unknown_reason(series, w)),
+        memory_samples_bytes: series.mem_between(w.start_mono_ns, w.end_mono_ns),
+        statements,
+        statements_span_s,
+        statements_unknown,
+        cpus: spec.resources.cpus.unwrap_or(1.0),
+        shares_cores_with: spec.shares_cores_with.clone(),
     }
 }
 

@@ -15,8 +15,8 @@ use std::time::Duration;
 use anyhow::Context;
 
 use super::host::HostProbe;
-use super::lab::{Lab, Measured, Started};
-use crate::contract::Scenario;
+use super::lab::{Lab, Measured, Started, Urls};
+use crate::contract::{Protocol, Scenario};
 use crate::docker::cleanup::CleanupReport;
 use crate::docker::container::{ContainerSpec, HOST_NETWORK};
 use crate::docker::engine::{Engine, Handle, ReadyCheck};
@@ -61,10 +61,14 @@ const LOG_LINES: usize = 1000;
 pub struct DockerServer {
     handle: Handle,
     framework: String,
-    url: String,
+    urls: Urls,
     /// The core the calibration probe runs on: the server's first, when
     /// it is pinned and its daemon shares this machine.
     probe_core: Option<usize>,
+    /// Its database, started (and seeded) before it, removed after it.
+    database: Option<crate::docker::database::StartedDatabase>,
+    /// What that database was started from.
+    database_spec: Option<crate::plan::spec::DatabaseSpec>,
 }
 
 /// The real lab for one run.
@@ -215,6 +219,7 @@ impl<'a, E: Engine> DockerLab<'a, E> {
                 && running.limits == spec.limits
                 && running.sysctls == spec.sysctls
                 && running.network == spec.network
+                && running.files == spec.files
         };
         match self.loader_host.take() {
             Some((running, h)) if fits(&running) => {
@@ -253,7 +258,7 @@ impl<'a, E: Engine> DockerLab<'a, E> {
         }
         let what = describe(server, loader);
         let host = host.context("no loader container for this run")?;
-        let spec = ContainerSpec::loader(&self.run, "", loader, &self.network, &server.url);
+        let spec = ContainerSpec::loader(&self.run, "", loader, &self.network, &loader.args.url);
         let cmd: Vec<String> = std::iter::once(FAIRGROUND_IN_IMAGE.to_string())
             .chain(spec.cmd)
             .collect();
@@ -350,8 +355,30 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
             port_free_on_host(spec.port)
                 .with_context(|| format!("starting {} on the host's network", spec.framework))?;
         }
+        let database = match &spec.database {
+            Some(db) => {
+                anyhow::ensure!(
+                    self.spread.is_none() && self.network != HOST_NETWORK,
+                    "{}: the database scenarios run on the run's own bridge network, with the \
+                     loader on this host (not `network: host`, not `hosts:`)",
+                    spec.framework
+                );
+                let name = self.name(&format!("{}-db", spec.framework));
+                Some(
+                    crate::docker::database::start(self.engine, &self.run, name, db, &self.network)
+                        .await
+                        .with_context(|| format!("the database of {}", spec.framework))?,
+                )
+            }
+            None => None,
+        };
         let name = self.name(&spec.framework);
         let mut container = ContainerSpec::server(&self.run, name, spec, &self.network);
+        if let (Some(db), Some(started)) = (&spec.database, &database) {
+            for (k, v) in crate::contract::db::env(&started.ip, db.pool) {
+                container.env.insert(k.to_string(), v);
+            }
+        }
         if self.spread.is_some() {
             container.publish = Some(spec.port);
         }
@@ -360,11 +387,15 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
             path: spec.readiness_path.clone(),
             timeout: spec.readiness_timeout,
         };
-        let ready = self
-            .engine
-            .start_ready(&container, &check)
-            .await
-            .with_context(|| format!("{} never became ready", spec.framework))?;
+        let ready = match self.engine.start_ready(&container, &check).await {
+            Ok(r) => r,
+            Err(e) => {
+                if let Some(db) = &database {
+                    let _ = self.engine.remove(&db.handle).await;
+                }
+                return Err(e.context(format!("{} never became ready", spec.framework)));
+            }
+        };
         let handle = ready.handle;
         let limits = self.engine.inspect_limits(&handle).await.ok();
         let ip = handle.ip.clone().ok_or_else(|| {
@@ -373,24 +404,36 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
                 handle.name
             )
         })?;
-        let url = match &self.spread {
-            None => format!("http://{ip}:{}", spec.port),
-            Some(spread) => {
-                let port = handle
-                    .published_port
-                    .ok_or_else(|| anyhow::anyhow!("{} has no published port", handle.name))?;
-                format!("http://{}:{port}", spread.server_address)
-            }
-        };
+        let urls =
+            match &self.spread {
+                None => Urls::on(&ip, spec),
+                Some(spread) => {
+                    // Loaders on other daemons reach the server through its
+                    // published port; only its HTTP/1.1 port is published.
+                    anyhow::ensure!(
+                    spec.protocols == [Protocol::Http1],
+                    "{}: loaders on other Docker hosts (`hosts:`) reach the server through one \
+                     published port and speak http1 only; run {} with the loaders on this host",
+                    spec.framework,
+                    spec.protocols.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(", ")
+                );
+                    let port = handle
+                        .published_port
+                        .ok_or_else(|| anyhow::anyhow!("{} has no published port", handle.name))?;
+                    Urls::http1(format!("http://{}:{port}", spread.server_address))
+                }
+            };
         Ok((
             DockerServer {
                 handle,
                 framework: spec.framework.clone(),
-                url: url.clone(),
+                urls: urls.clone(),
                 probe_core: probe_core(spec),
+                database,
+                database_spec: spec.database.clone(),
             },
             Started {
-                url,
+                urls,
                 cold_start_ms: ready.readiness.cold_start_ms.map(|ms| ms as f64),
                 cold_start_is_upper_bound: ready.readiness.cold_start_is_upper_bound,
                 limits,
@@ -436,16 +479,33 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
         &mut self,
         server: &DockerServer,
         scenarios: &[Scenario],
+        protocol: Protocol,
+        tls: Option<&verify::VerifyTls>,
     ) -> anyhow::Result<VerifyOutcome> {
+        let url = server.urls.of(protocol).ok_or_else(|| {
+            anyhow::anyhow!(
+                "{} is not spoken to in {protocol} on this run",
+                server.framework
+            )
+        })?;
         let options = VerifyOptions {
             timeout: VERIFY_TIMEOUT,
             framework: Some(server.framework.clone()),
+            protocol,
+            tls: tls.filter(|_| protocol.is_tls()).cloned(),
             ..VerifyOptions::default()
         };
-        let report = verify::verify_url(&server.url, scenarios, &options)
+        let mut report = verify::verify_url(url, scenarios, &options)
             .await
-            .with_context(|| format!("verifying {} at {}", server.framework, server.url))?;
-        Ok(outcome(&report, scenarios))
+            .with_context(|| format!("verifying {} at {url} ({protocol})", server.framework))?;
+        if let Some(db) = &server.database {
+            let access = verify::database::ContainerDatabase {
+                engine: self.engine,
+                handle: &db.handle,
+            };
+            verify::database::check_report(&mut report, &options, &access).await;
+        }
+        Ok(outcome(&report, scenarios, protocol))
     }
 
     async fn measure(
@@ -472,6 +532,28 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
             .probe_core
             .map(|core| (core, crate::host::speed::start(core, SAMPLE_EVERY)));
         let mut peak = self.engine.peak_watch(&server.handle).await.unwrap_or(None);
+        // The database, in database scenarios: sampled like the server, its
+        // statements counted at the window's edges.
+        let db_sampler = match &server.database {
+            Some(db) => Some(self.engine.start_sampler(&db.handle, SAMPLE_EVERY).await?),
+            None => None,
+        };
+        let mut counts_at_start = None;
+        let mut counts_at_end = None;
+        // Statement counts are read over a connection of the lab's own at
+        // the window's edges (a query, not a process start on the core the
+        // database shares).
+        let db_client = match &server.database {
+            Some(db) => Some(crate::docker::database::connect(&db.ip).await),
+            None => None,
+        };
+        let counts_now = || async {
+            match &db_client {
+                Some(Ok(c)) => crate::docker::database::counts_over(c).await,
+                Some(Err(e)) => Err(anyhow::anyhow!("{e:#}")),
+                None => Err(anyhow::anyhow!("no database")),
+            }
+        };
         let id = server.handle.id.clone();
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let mut mark = None;
@@ -494,6 +576,10 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
                                 announced = true;
                                 sampler.sample_now();
                                 mark = self.host.mark();
+                                if let Some(s) = &db_sampler {
+                                    s.sample_now();
+                                    counts_at_start = Some(counts_now().await);
+                                }
                                 if let Some(w) = peak.as_mut() {
                                     match w.reset() {
                                         Ok(before) => before_reset = Some(before),
@@ -504,6 +590,10 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
                             Progress::Drain { .. } => {
                                 sampler.sample_now();
                                 end_mark = self.host.mark();
+                                if let Some(s) = &db_sampler {
+                                    s.sample_now();
+                                    counts_at_end = Some(counts_now().await);
+                                }
                                 window_peak = peak.as_mut().and_then(|w| w.read().ok());
                             }
                             _ => {}
@@ -525,6 +615,10 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
         // Stopping takes a reading now, after the loader's exit and so after
         // the window's end: the window is bracketed without a wait.
         let series = sampler.stop().await;
+        let db_series = match db_sampler {
+            Some(s) => Some(s.stop().await),
+            None => None,
+        };
         let probed = match prober {
             Some((core, running)) => Some((
                 core,
@@ -560,6 +654,11 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
         load.window = window;
         let mut lab = lab_figures(&load, &series, window_peak, loader, !shares.is_empty());
         lab.window_clock = clock.to_string();
+        if let (Some(series), Some(spec), Some(start)) =
+            (&db_series, &server.database_spec, counts_at_start)
+        {
+            lab.database = Some(database_figures(&load, series, start, counts_at_end, spec));
+        }
         lab.loaders = shares;
         lab.machine = match probed {
             Some((core, Ok(samples))) => {
@@ -610,9 +709,20 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
         // server's CPU it cannot be told, so no host figure rather than a
         // made-up one.
         let loader_cpu_us = load.loader.user_cpu_us + load.loader.sys_cpu_us;
-        if let (Some(mark), Some(end), Some(server_cpu)) = (mark, end_mark, lab.server.cpu_time_us)
+        // The database is the run's own too (database scenarios).
+        let database_cpu_us = match &lab.database {
+            Some(d) => d.cpu_time_us,
+            None => Some(0),
+        };
+        if let (Some(mark), Some(end), Some(server_cpu), Some(db_cpu)) =
+            (mark, end_mark, lab.server.cpu_time_us, database_cpu_us)
         {
-            lab.host = HostProbe::between(mark, end, server_cpu + loader_cpu_us, load.measured_s);
+            lab.host = HostProbe::between(
+                mark,
+                end,
+                server_cpu + loader_cpu_us + db_cpu,
+                load.measured_s,
+            );
         }
         let phases = loader_phases(&load, asked_ns, loaded_ns, now_ns());
         Ok(Measured { load, lab, phases })
@@ -641,10 +751,18 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
                 );
             }
         }
-        self.engine
+        let removed = self
+            .engine
             .remove(&server.handle)
             .await
-            .with_context(|| format!("removing {}", server.handle.name))
+            .with_context(|| format!("removing {}", server.handle.name));
+        if let Some(db) = &server.database {
+            self.engine
+                .remove(&db.handle)
+                .await
+                .with_context(|| format!("removing {}", db.handle.name))?;
+        }
+        removed
     }
 }
 
@@ -662,7 +780,9 @@ fn probe_core(spec: &ServerSpec) -> Option<usize> {
 mod figures;
 mod spread;
 
-pub use figures::{lab_figures, loader_phases, on_this_clock, outcome, WINDOW_CLOCK_WALL};
+pub use figures::{
+    database_figures, lab_figures, loader_phases, on_this_clock, outcome, WINDOW_CLOCK_WALL,
+};
 #[cfg(test)]
 pub use figures::{PEAK_FROM_MARK, PEAK_FROM_SAMPLES, WINDOW_CLOCK_MONOTONIC};
 #[cfg(test)]

@@ -60,7 +60,7 @@ pub(super) async fn load<E: Engine>(
                 l.args.rate = loader.args.rate.map(|r| r / n as f64);
                 l.args.start_at_unix_ns = Some(start_at);
                 l.time_limit += BARRIER_LEAD;
-                let spec = ContainerSpec::loader(run, name, &l, HOST_NETWORK, &server.url);
+                let spec = ContainerSpec::loader(run, name, &l, HOST_NETWORK, &l.args.url);
                 let sink = if i == 0 { lines.clone() } else { None };
                 let what = format!("{what} (loader {} on {endpoint})", i + 1);
                 async move {

@@ -63,6 +63,7 @@ fn key(rate: Option<u64>) -> CellKey {
     CellKey {
         framework: "a".into(),
         scenario: Scenario::Plaintext,
+        protocol: crate::contract::Protocol::Http1,
         concurrency: 4,
         rate,
     }
@@ -98,16 +99,16 @@ fn measures_a_round_from_the_loaders_json_and_the_servers_samples() {
         let (server, started) = lab.start(spec.server("a").unwrap()).await.unwrap();
         assert_eq!(started.cold_start_ms, Some(50.0));
         assert!(
-            started.url.starts_with("http://10.213.0."),
+            started.urls.http().starts_with("http://10.213.0."),
             "{}",
-            started.url
+            started.urls.http()
         );
         let limits = started.limits.unwrap();
         assert_eq!(
             (limits.cpus, limits.nofile_soft),
             (Some(1.0), Some(profile.server.nofile))
         );
-        let loader = spec.loader(&key(None), 0, &started.url);
+        let loader = spec.loader(&key(None), 0, started.urls.http());
         let m = lab.measure(&server, &loader).await.unwrap();
         assert_eq!(*seen.lock().unwrap(), [(false, 900), (true, 1000)]);
         assert_eq!(m.load.warmup.seconds, load.warmup.seconds);
@@ -181,7 +182,7 @@ fn failed_round(script: FakeScript) -> String {
             .await
             .unwrap();
         let (server, started) = lab.start(spec.server("a").unwrap()).await.unwrap();
-        let loader = spec.loader(&key(None), 0, &started.url);
+        let loader = spec.loader(&key(None), 0, started.urls.http());
         let err = lab.measure(&server, &loader).await.unwrap_err();
         lab.stop(server).await.unwrap();
         format!("{err:#}")
@@ -234,7 +235,7 @@ fn fixed_rate_reaches_the_loaders_command_line() {
             .await
             .unwrap();
         let (server, started) = lab.start(spec.server("a").unwrap()).await.unwrap();
-        let loader = spec.loader(&key(Some(5_000)), 0, &started.url);
+        let loader = spec.loader(&key(Some(5_000)), 0, started.urls.http());
         lab.measure(&server, &loader).await.unwrap();
         lab.stop(server).await.unwrap();
     });
@@ -252,7 +253,7 @@ async fn verify_outcome_of_the_reference_server_passes_every_scenario() {
         .await
         .unwrap();
     server.stop();
-    let o = outcome(&report, &scenarios);
+    let o = outcome(&report, &scenarios, crate::contract::Protocol::Http1);
     assert!(o.excluded.is_empty(), "{:?}", o.excluded);
     assert_eq!(o.passed, scenarios);
     assert!(o.checks > 0 && o.failed == 0);
@@ -349,11 +350,11 @@ fn loaders_on_other_daemons_split_the_round_share_one_start_and_merge_exactly() 
             DockerLab::open_spread(&server_daemon, RunId("t".into()), Network::Bridge, spread);
         let (server, started) = lab.start(spec.server("a").unwrap()).await.unwrap();
         assert!(
-            started.url.starts_with("http://192.0.2.7:"),
+            started.urls.http().starts_with("http://192.0.2.7:"),
             "the published port on the server's address: {}",
-            started.url
+            started.urls.http()
         );
-        let loader = spec.loader(&key(None), 0, &started.url);
+        let loader = spec.loader(&key(None), 0, started.urls.http());
         let m = lab.measure(&server, &loader).await.unwrap();
         lab.stop(server).await.unwrap();
         lab.close().await.unwrap();
@@ -410,7 +411,7 @@ fn the_loader_container_starts_during_the_settle_and_serves_every_round() {
             .count();
         assert_eq!(loaders_after_settle, 1, "{:?}", engine.calls());
         for round in 0..3 {
-            let loader = spec.loader(&key(None), round, &started.url);
+            let loader = spec.loader(&key(None), round, started.urls.http());
             lab.measure(&server, &loader).await.unwrap();
         }
         lab.stop(server).await.unwrap();

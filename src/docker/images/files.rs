@@ -118,7 +118,7 @@ async fn download_from_image(
         cmd: Some(vec!["/fairground-never-started".into()]),
         labels: Some(HashMap::from([
             (LABEL_RUN.to_string(), run.0.clone()),
-            (LABEL_ROLE.to_string(), "probe".to_string()),
+            (LABEL_ROLE.to_string(), super::ROLE_PROBE.to_string()),
         ])),
         network_disabled: Some(true),
         ..Default::default()

@@ -34,6 +34,7 @@ use sha2::{Digest, Sha256};
 use super::error::{is_not_found, ApiContext, DockerError};
 use super::{RunId, LABEL_INPUTS, LABEL_KIND, LABEL_NAME, LABEL_RUN};
 use crate::framework::VERSIONS_FILE;
+use rust::sandbox::ROLE_BUILD;
 
 pub(crate) use context::open_log;
 pub use context::{build, context_files, hash_dir, tail_file, BuildRequest, Context};
@@ -50,6 +51,10 @@ pub const STATIC_TARGET: &str = "x86_64-unknown-linux-gnu";
 pub const STATIC_RUSTFLAGS: &str = "-C target-feature=+crt-static";
 /// Lines of a failed build log shown in the error.
 const TAIL_LINES: usize = 30;
+
+/// The `fairground.role` of the stopped containers an image build creates
+/// to read a file out of an image.
+pub const ROLE_PROBE: &str = "probe";
 
 /// Reports what the image builder is doing, one line at a time.
 pub type ProgressFn = Arc<dyn Fn(&str) + Send + Sync>;
@@ -249,13 +254,52 @@ pub async fn prune_build_stages(docker: &Docker) -> anyhow::Result<usize> {
     Ok(resp.images_deleted.map_or(0, |d| d.len()))
 }
 
+/// What [`prune_superseded`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Superseded {
+    /// Tags removed.
+    pub removed: Vec<String>,
+    /// Names of the fairground containers that exist, when their existence
+    /// kept every superseded image (empty when nothing was held back).
+    pub held_by: Vec<String>,
+}
+
 /// Remove the images `current` supersedes: other tags of the same
 /// repositories (`fairground/fairground`, `fairground/fw-NAME`,
 /// `fairground/base-NAME`), built from inputs that have since changed.
-/// Nothing is removed while any fairground container exists: another run
-/// may be between two containers of an image this one supersedes. Returns
-/// the tags removed.
-pub async fn prune_superseded(docker: &Docker, current: &[&str]) -> anyhow::Result<Vec<String>> {
+/// Nothing is removed while any fairground container exists (another run
+/// may be between two containers of an image this one supersedes); the
+/// result names those containers so the caller can say why. The build's
+/// own helper containers (`run`'s build and probe containers, removed best
+/// effort as each ends) are removed again first rather than counted.
+pub async fn prune_superseded(
+    docker: &Docker,
+    run: &RunId,
+    current: &[&str],
+) -> anyhow::Result<Superseded> {
+    let own = docker
+        .list_containers(Some(bollard::query_parameters::ListContainersOptions {
+            all: true,
+            filters: Some(HashMap::from([(
+                "label".to_string(),
+                vec![format!("{LABEL_RUN}={}", run.0)],
+            )])),
+            ..Default::default()
+        }))
+        .await
+        .doing(|| format!("listing the containers of build {}", run.0))?;
+    for c in own {
+        let role = c
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(crate::docker::LABEL_ROLE))
+            .map(String::as_str);
+        if matches!(role, Some(ROLE_BUILD | ROLE_PROBE)) {
+            if let Some(id) = &c.id {
+                let _ = crate::docker::cleanup::force_remove(docker, id).await;
+            }
+        }
+    }
     let others = docker
         .list_containers(Some(bollard::query_parameters::ListContainersOptions {
             all: true,
@@ -268,7 +312,20 @@ pub async fn prune_superseded(docker: &Docker, current: &[&str]) -> anyhow::Resu
         .await
         .doing(|| "listing fairground containers".into())?;
     if !others.is_empty() {
-        return Ok(Vec::new());
+        let held_by = others
+            .into_iter()
+            .map(|c| {
+                c.names
+                    .and_then(|n| n.into_iter().next())
+                    .map(|n| n.trim_start_matches('/').to_string())
+                    .or(c.id)
+                    .unwrap_or_default()
+            })
+            .collect();
+        return Ok(Superseded {
+            removed: Vec::new(),
+            held_by,
+        });
     }
     let repo = |t: &str| {
         t.rsplit_once(':')
@@ -300,7 +357,10 @@ pub async fn prune_superseded(docker: &Docker, current: &[&str]) -> anyhow::Resu
             removed.push(tag);
         }
     }
-    Ok(removed)
+    Ok(Superseded {
+        removed,
+        held_by: Vec::new(),
+    })
 }
 
 // ---------------------------------------------------------------------------

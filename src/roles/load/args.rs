@@ -11,7 +11,7 @@ use clap::Args;
 
 use super::config::TlsClient;
 use super::{CustomRequest, LoadConfig};
-use crate::contract::Scenario;
+use crate::contract::{Protocol, Scenario};
 
 /// Options of `fairground load`.
 #[derive(Debug, Clone, PartialEq, Args)]
@@ -52,6 +52,15 @@ pub struct LoadArgs {
     /// Requests in flight per connection (HTTP/1.1 pipelining).
     #[arg(long, default_value_t = 1)]
     pub pipeline: usize,
+    /// What to speak: http1, https (TLS, ALPN http/1.1), h2 (TLS, ALPN h2)
+    /// or h2c (HTTP/2 with prior knowledge). Default: https for https
+    /// URLs, http1 otherwise.
+    #[arg(long, value_enum)]
+    pub protocol: Option<Protocol>,
+    /// Concurrent streams per HTTP/2 connection (h2, h2c): requests in
+    /// flight = connections × streams, like h2load's -m.
+    #[arg(long, default_value_t = 1)]
+    pub streams: usize,
     /// A request unanswered this long is a timeout error.
     #[arg(long, default_value = "2s", value_parser = humantime::parse_duration)]
     pub timeout: Duration,
@@ -138,6 +147,12 @@ impl LoadArgs {
         if let Some(r) = self.rate {
             a.extend(["--rate".into(), r.to_string()]);
         }
+        if let Some(p) = self.protocol {
+            a.extend(["--protocol".into(), p.to_string()]);
+        }
+        if self.streams != 1 {
+            a.extend(["--streams".into(), self.streams.to_string()]);
+        }
         a.extend([
             "--pipeline".into(),
             self.pipeline.to_string(),
@@ -215,6 +230,11 @@ impl LoadArgs {
         cfg.progress = self.progress;
         cfg.seed = self.seed;
         cfg.start_at_unix_ns = self.start_at_unix_ns;
+        // Default: from the URL (LoadConfig::new); one that does not fit
+        // it is refused by validate() below.
+        let protocol = self.protocol.unwrap_or(cfg.protocol);
+        cfg.protocol = protocol;
+        cfg.streams = self.streams;
         if let Some(ca) = &self.tls_ca {
             anyhow::ensure!(
                 cfg.target.tls,
@@ -226,7 +246,7 @@ impl LoadArgs {
             let ip = cfg.target.addr.ip().to_string();
             let name = self.tls_name.as_deref().unwrap_or(&ip);
             cfg.tls = Some(
-                TlsClient::new(&pem, name, crate::contract::Protocol::Https)
+                TlsClient::new(&pem, name, protocol)
                     .with_context(|| format!("--tls-ca {}", ca.display()))?,
             );
         }
@@ -277,6 +297,29 @@ mod tests {
         a.tls_ca = Some("/run/fairground/tls/ca.pem".into());
         a.tls_name = Some("server".into());
         assert_eq!(parse_back(&a), a);
+        a.protocol = Some(Protocol::H2);
+        a.streams = 8;
+        assert_eq!(parse_back(&a), a);
+    }
+
+    #[test]
+    fn the_protocol_must_fit_the_url_and_streams_are_for_http2() {
+        let mut a = LoadArgs::new("http://127.0.0.1:9");
+        a.protocol = Some(Protocol::H2);
+        let err = a.to_config().unwrap_err().to_string();
+        assert!(err.contains("--protocol h2 needs an https:// URL"), "{err}");
+        a.protocol = Some(Protocol::H2c);
+        a.streams = 4;
+        let cfg = a.to_config().unwrap();
+        assert_eq!((cfg.protocol, cfg.streams), (Protocol::H2c, 4));
+        a.protocol = None;
+        let err = a.to_config().unwrap_err().to_string();
+        assert!(err.contains("--streams"), "{err}");
+        a.protocol = Some(Protocol::H2c);
+        a.streams = 1;
+        a.pipeline = 2;
+        let err = a.to_config().unwrap_err().to_string();
+        assert!(err.contains("--pipeline"), "{err}");
     }
 
     #[test]

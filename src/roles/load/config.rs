@@ -6,7 +6,7 @@ use std::time::Duration;
 use anyhow::bail;
 
 use super::request::{CustomRequest, RequestSpec, Target};
-use crate::contract::Scenario;
+use crate::contract::{Protocol, Scenario};
 
 /// Everything a load run needs. Build with [`LoadConfig::new`] and the
 /// chained setters, or fill the fields directly.
@@ -49,6 +49,10 @@ pub struct LoadConfig {
     pub start_at_unix_ns: Option<u64>,
     /// https: how to speak TLS to the target (required for an https URL).
     pub tls: Option<TlsClient>,
+    /// The protocol spoken (TLS ones need `tls`).
+    pub protocol: Protocol,
+    /// Concurrent streams per HTTP/2 connection (1 for HTTP/1).
+    pub streams: usize,
     /// Fault injection for the accounting check's own test: one answered
     /// window request is dropped without being counted anywhere.
     #[cfg(test)]
@@ -60,7 +64,7 @@ pub struct LoadConfig {
 /// must carry (the target's IP address unless told otherwise).
 #[derive(Debug, Clone)]
 pub struct TlsClient {
-    /// rustls client configuration (ALPN `http/1.1`).
+    /// rustls client configuration (ALPN as [`TlsClient::new`] says).
     pub config: std::sync::Arc<rustls::ClientConfig>,
     /// The name verified against the certificate, and sent as SNI when it
     /// is a DNS name.
@@ -76,18 +80,34 @@ impl PartialEq for TlsClient {
 impl TlsClient {
     /// A client for `protocol` that trusts the CA in `ca_pem` and checks
     /// the certificate against `name`.
+    ///
+    /// ALPN: https offers `http/1.1`; h2 offers `h2`, then `http/1.1`, as
+    /// HTTP/2 clients do (h2load, browsers), so that a server without h2
+    /// agrees `http/1.1` and the loader can say so ("ALPN agreed http/1.1,
+    /// not h2") instead of a bare `no_application_protocol` alert. The
+    /// loader never speaks what it did not ask for: a connection where h2
+    /// was not agreed is a failed handshake (`conn::alpn_refused`).
     pub fn new(
         ca_pem: &[u8],
         name: &str,
         protocol: crate::contract::Protocol,
     ) -> anyhow::Result<TlsClient> {
+        let mut config = crate::tls::client_config(ca_pem, protocol)?;
+        if protocol == Protocol::H2 {
+            let mut c = (*config).clone();
+            c.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+            config = std::sync::Arc::new(c);
+        }
         Ok(TlsClient {
-            config: crate::tls::client_config(ca_pem, protocol)?,
+            config,
             name: rustls::pki_types::ServerName::try_from(name.to_string())
                 .map_err(|_| anyhow::anyhow!("`{name}` is neither a DNS name nor an IP address"))?,
         })
     }
 }
+
+/// Most concurrent streams per HTTP/2 connection the loader keeps.
+pub const MAX_STREAMS: usize = 256;
 
 impl Default for LoadConfig {
     fn default() -> Self {
@@ -109,6 +129,8 @@ impl Default for LoadConfig {
             seed: 0x5eed,
             start_at_unix_ns: None,
             tls: None,
+            protocol: Protocol::Http1,
+            streams: 1,
             #[cfg(test)]
             drop_one_record: false,
         }
@@ -116,13 +138,30 @@ impl Default for LoadConfig {
 }
 
 impl LoadConfig {
-    /// Defaults aimed at `url` (`http://IP:PORT[/path]`).
+    /// Defaults aimed at `url` (`http://IP:PORT[/path]`): the protocol is
+    /// https for an `https://` URL, http1 otherwise.
     pub fn new(url: &str) -> anyhow::Result<Self> {
+        let target = Target::parse(url)?;
         Ok(Self {
-            target: Target::parse(url)?,
+            protocol: if target.tls {
+                Protocol::Https
+            } else {
+                Protocol::Http1
+            },
+            target,
             url: url.to_string(),
             ..Self::default()
         })
+    }
+    /// The protocol to speak (h2 and https need `tls` and an https URL).
+    pub fn protocol(mut self, p: Protocol) -> Self {
+        self.protocol = p;
+        self
+    }
+    /// Concurrent streams per HTTP/2 connection.
+    pub fn streams(mut self, n: usize) -> Self {
+        self.streams = n;
+        self
     }
     /// Send requests of a contract scenario.
     pub fn scenario(mut self, s: Scenario) -> Self {
@@ -193,6 +232,36 @@ impl LoadConfig {
         }
         if !(1..=1024).contains(&self.pipeline) {
             bail!("--pipeline must be from 1 to 1024 (got {})", self.pipeline);
+        }
+        if !(1..=MAX_STREAMS).contains(&self.streams) {
+            bail!(
+                "--streams must be from 1 to {MAX_STREAMS} (got {})",
+                self.streams
+            );
+        }
+        if self.streams > 1 && !self.protocol.is_http2() {
+            bail!(
+                "--streams {} is for HTTP/2 (--protocol h2 or h2c); {} has one request in flight per connection (see --pipeline)",
+                self.streams,
+                self.protocol
+            );
+        }
+        if self.pipeline > 1 && self.protocol.is_http2() {
+            bail!(
+                "--pipeline is HTTP/1.1's; HTTP/2 keeps requests in flight as streams (--streams)"
+            );
+        }
+        if self.protocol.is_tls() != self.target.tls {
+            bail!(
+                "--protocol {} needs an {} URL; --url {} is not one",
+                self.protocol,
+                if self.protocol.is_tls() {
+                    "https://"
+                } else {
+                    "http://"
+                },
+                self.url
+            );
         }
         if let Some(r) = self.rate {
             if !(r.is_finite() && r > 0.0) {

@@ -56,6 +56,11 @@ use super::request::{RequestGen, RequestSet};
 use crate::contract::{self, Scenario};
 use crate::host::clock::now_ns;
 
+mod counted;
+mod h2;
+
+use counted::{Counted, Marks, Traffic};
+
 /// Initial read buffer per connection; grows (rarely) for larger heads.
 pub const READ_BUF: usize = 8 * 1024;
 /// Largest response head accepted; beyond it the response is a parse error.
@@ -86,6 +91,8 @@ pub struct LoadPlan {
     pub duration_ns: u64,
     /// Server address.
     pub addr: SocketAddr,
+    /// `host:port` as the URL wrote it (HTTP/2's :authority).
+    pub authority: String,
     /// Requests to send.
     pub set: RequestSet,
     /// Connections actually opened (across all threads).
@@ -107,6 +114,10 @@ pub struct LoadPlan {
     /// https: the client configuration and the name the server's
     /// certificate must carry; `None` for plain HTTP.
     pub tls: Option<super::config::TlsClient>,
+    /// The protocol spoken on every connection.
+    pub protocol: crate::contract::Protocol,
+    /// Concurrent streams per HTTP/2 connection (1 for HTTP/1).
+    pub streams: usize,
     /// Fault injection (tests only): drop one answered window request
     /// without counting it, to prove the accounting check can fail.
     #[cfg(test)]
@@ -244,6 +255,10 @@ pub struct ThreadStats {
     /// https: what the last completed handshake agreed: TLS version,
     /// cipher suite, ALPN protocol.
     pub tls_agreed: Option<(String, String, Option<String>)>,
+    /// HTTP/2: the lowest SETTINGS_MAX_CONCURRENT_STREAMS a server sent
+    /// when it was below `--streams` (the streams beyond it waited in the
+    /// h2 crate's queue, their wait counted in latency).
+    pub h2_stream_limit: Option<usize>,
 }
 
 impl ThreadStats {
@@ -274,6 +289,7 @@ impl ThreadStats {
             tls_failed: 0,
             tls_last_error: None,
             tls_agreed: None,
+            h2_stream_limit: None,
         }
     }
 }
@@ -354,7 +370,7 @@ impl Worker {
                 0
             }),
             books: (0..local_connections)
-                .map(|_| Rc::new(RefCell::new(Book::new(plan.pipeline))))
+                .map(|_| Rc::new(RefCell::new(Book::new(plan.pipeline.max(plan.streams)))))
                 .collect(),
             timeouts: RefCell::new(
                 (0..local_connections)
@@ -840,16 +856,29 @@ pub async fn connection(w: Rc<Worker>, global: usize, local: usize) {
         };
         // Requests are written whole; Nagle would only delay them.
         let _ = stream.set_nodelay(true);
+        let http2 = plan.protocol.is_http2();
         let end = match &plan.tls {
+            None if http2 => {
+                backoff = FIRST_BACKOFF;
+                conn.serve_h2(&w, stream, None, !established, connected_at)
+                    .await
+            }
             None => {
                 backoff = FIRST_BACKOFF;
-                conn.serve(&w, stream, !established, connected_at).await
+                conn.serve(&w, stream, None, !established, connected_at)
+                    .await
             }
             Some(tls) => {
                 // The connection counts as open once it can carry a
                 // request: after its handshake. From here: the first
                 // attempt waited for the gate above.
                 let shake_start = now_ns();
+                // Counted below TLS: wire bytes are the records.
+                let socket = Rc::new(Traffic::default());
+                let stream = Counted {
+                    inner: stream,
+                    traffic: Rc::clone(&socket),
+                };
                 let shaken = tokio::time::timeout(
                     plan.connect_timeout,
                     tokio_rustls::TlsConnector::from(Arc::clone(&tls.config))
@@ -857,7 +886,25 @@ pub async fn connection(w: Rc<Worker>, global: usize, local: usize) {
                 )
                 .await
                 .map_err(|_| "the TLS handshake timed out".to_string())
-                .and_then(|r| r.map_err(|e| e.to_string()));
+                .and_then(|r| {
+                    r.map_err(|e| {
+                        let e = e.to_string();
+                        if e.contains("NoApplicationProtocol") {
+                            let asked: Vec<_> = tls
+                                .config
+                                .alpn_protocols
+                                .iter()
+                                .map(|p| String::from_utf8_lossy(p))
+                                .collect();
+                            format!(
+                                "no protocol in common under ALPN ({} asked): {e}",
+                                asked.join(", ")
+                            )
+                        } else {
+                            e
+                        }
+                    })
+                });
                 let done_at = now_ns();
                 let stream = match shaken {
                     Ok(s) => s,
@@ -867,9 +914,23 @@ pub async fn connection(w: Rc<Worker>, global: usize, local: usize) {
                         continue;
                     }
                 };
+                // ALPN must agree the protocol asked: h2 is never silently
+                // HTTP/1.1. (https takes a server that agreed nothing: TLS
+                // without ALPN is HTTP/1.1.)
+                if let Some(why) = alpn_refused(plan.protocol, stream.get_ref().1.alpn_protocol()) {
+                    w.handshake_failed(done_at, why);
+                    back_off(&mut backoff).await;
+                    continue;
+                }
                 backoff = FIRST_BACKOFF;
                 w.handshake_done(done_at.saturating_sub(shake_start), stream.get_ref().1);
-                conn.serve(&w, stream, !established, done_at).await
+                if http2 {
+                    conn.serve_h2(&w, stream, Some(socket), !established, done_at)
+                        .await
+                } else {
+                    conn.serve(&w, stream, Some(socket), !established, done_at)
+                        .await
+                }
             }
         };
         established = true;
@@ -897,6 +958,27 @@ struct ConnState {
     local: usize,
 }
 
+/// Why a TLS connection that agreed `agreed` under ALPN cannot carry
+/// `protocol`, if it cannot: h2 needs `h2`; https takes `http/1.1` or
+/// nothing (no ALPN at all is HTTP/1.1).
+fn alpn_refused(protocol: contract::Protocol, agreed: Option<&[u8]>) -> Option<String> {
+    let want = protocol.alpn()?;
+    let fits = match protocol {
+        contract::Protocol::H2 => agreed == Some(want),
+        _ => agreed.is_none_or(|a| a == want),
+    };
+    (!fits).then(|| {
+        format!(
+            "ALPN agreed {}, not {}",
+            agreed.map_or_else(
+                || "no protocol".to_string(),
+                |p| String::from_utf8_lossy(p).into_owned()
+            ),
+            String::from_utf8_lossy(want)
+        )
+    })
+}
+
 /// Wait `backoff` after a failed attempt, then double it (up to
 /// [`MAX_BACKOFF`]).
 async fn back_off(backoff: &mut Duration) {
@@ -906,17 +988,43 @@ async fn back_off(backoff: &mut Duration) {
 
 impl ConnState {
     /// Serve requests on `stream`, open since `at` (its first open when
-    /// `first`), until it ends.
+    /// `first`), until it ends. `socket` counts the bytes under `stream`
+    /// when it is TLS; on plain TCP the reads and writes are the wire.
     async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
         &mut self,
         w: &Worker,
         stream: S,
+        socket: Option<Rc<Traffic>>,
         first: bool,
         at: u64,
     ) -> ConnEnd {
         w.opened(self.local, first, at);
         self.free_at = now_ns();
-        self.drive(w, stream).await
+        self.drive(w, stream, socket.as_deref().map(Marks::new))
+            .await
+    }
+
+    /// Before a wait: put the oldest request's deadline in the thread's
+    /// timeout table and return it, with the wait for the next request's
+    /// due time `pace_deadline` (a wait that never ends when it is 0).
+    #[inline]
+    fn arm(&self, w: &Worker, pace_deadline: u64) -> (u64, impl Future<Output = ()> + 'static) {
+        let deadline = self
+            .book
+            .borrow()
+            .inflight
+            .front()
+            .map_or(u64::MAX, |f| f.sent + w.plan.timeout_ns);
+        w.arm_timeout(self.local, deadline);
+        let pacer = w.pacer.clone();
+        let local = self.local;
+        let pace = async move {
+            match pacer {
+                Some(p) if pace_deadline != 0 => p.until(local, pace_deadline).await,
+                _ => std::future::pending::<()>().await,
+            }
+        };
+        (deadline, pace)
     }
 
     /// Lose every request in flight to an error of `kind` at `t`.
@@ -1006,6 +1114,7 @@ impl ConnState {
         &mut self,
         w: &Worker,
         mut stream: S,
+        mut socket: Option<Marks<'_>>,
     ) -> ConnEnd {
         let plan = &*w.plan;
         let head = plan.set.is_head();
@@ -1042,15 +1151,24 @@ impl ConnState {
                         let len = self.gen.next(n).len() as u64;
                         for i in 0..n {
                             let f = self.record(w, i, now, now, window);
-                            w.sent(window, if i == 0 { len } else { 0 });
+                            let bytes = if i == 0 && socket.is_none() { len } else { 0 };
+                            w.sent(window, bytes);
                             if window {
                                 self.wrote_window_request(w);
                             }
                             self.push(f);
                         }
-                        if stream.write_all(self.gen.current()).await.is_err() {
+                        if write_flushed(&mut stream, self.gen.current())
+                            .await
+                            .is_err()
+                        {
                             self.lose_inflight(w, ErrorKind::Write, now_ns());
                             return ConnEnd::Reconnect;
+                        }
+                        if let Some(n) = socket.as_mut().map(Marks::written) {
+                            if window {
+                                w.stats.borrow_mut().bytes_written += n;
+                            }
                         }
                     }
                 }
@@ -1082,7 +1200,7 @@ impl ConnState {
                         self.k += 1;
                         let len = self.gen.next(1).len() as u64;
                         let f = self.record(w, 0, intended, now, window);
-                        w.sent(window, len);
+                        w.sent(window, if socket.is_none() { len } else { 0 });
                         if window {
                             self.wrote_window_request(w);
                             let mut s = w.stats.borrow_mut();
@@ -1090,9 +1208,17 @@ impl ConnState {
                             s.max_lag_ns = s.max_lag_ns.max(lag);
                         }
                         self.push(f);
-                        if stream.write_all(self.gen.current()).await.is_err() {
+                        if write_flushed(&mut stream, self.gen.current())
+                            .await
+                            .is_err()
+                        {
                             self.lose_inflight(w, ErrorKind::Write, now_ns());
                             return ConnEnd::Reconnect;
+                        }
+                        if let Some(n) = socket.as_mut().map(Marks::written) {
+                            if window {
+                                w.stats.borrow_mut().bytes_written += n;
+                            }
                         }
                     }
                 }
@@ -1112,21 +1238,7 @@ impl ConnState {
                     return ConnEnd::Reconnect;
                 }
             }
-            let deadline = self
-                .book
-                .borrow()
-                .inflight
-                .front()
-                .map_or(u64::MAX, |f| f.sent + plan.timeout_ns);
-            w.arm_timeout(self.local, deadline);
-            let pacer = w.pacer.clone();
-            let local = self.local;
-            let pace = async move {
-                match pacer {
-                    Some(p) if pace_deadline != 0 => p.until(local, pace_deadline).await,
-                    _ => std::future::pending::<()>().await,
-                }
-            };
+            let (deadline, pace) = self.arm(w, pace_deadline);
             let read = tokio::select! {
                 biased;
                 r = stream.read(&mut self.rbuf[end..]) => r,
@@ -1155,8 +1267,12 @@ impl ConnState {
                 }
                 Ok(n) => {
                     end += n;
+                    let wire = match &mut socket {
+                        Some(m) => m.read(),
+                        None => n as u64,
+                    };
                     if w.in_window(now).is_some() {
-                        w.stats.borrow_mut().bytes_read += n as u64;
+                        w.stats.borrow_mut().bytes_read += wire;
                     }
                 }
                 Err(_) => {
@@ -1192,6 +1308,10 @@ impl ConnState {
                             w.stray_error(ErrorKind::Parse, now);
                             return ConnEnd::Reconnect;
                         }
+                        let wire_bytes = match &mut socket {
+                            Some(m) => m.answered(),
+                            None => wire_bytes,
+                        };
                         self.complete(w, &parser, status, wire_bytes, now);
                         if close {
                             self.lose_inflight(w, ErrorKind::Read, now);
@@ -1229,4 +1349,14 @@ impl ConnState {
             self.free_at = now;
         }
     }
+}
+
+/// Write `bytes` and flush them. On plain TCP the flush is free; over TLS it
+/// is what sends the records: tokio-rustls returns from a write once the
+/// socket reads as not ready (a full send buffer, or the task's cooperative
+/// budget used up), leaving the request in its buffer until a flush, so a
+/// connection would wait for an answer to a request it never sent.
+async fn write_flushed<S: AsyncWrite + Unpin>(stream: &mut S, bytes: &[u8]) -> std::io::Result<()> {
+    stream.write_all(bytes).await?;
+    stream.flush().await
 }

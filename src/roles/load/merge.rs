@@ -164,6 +164,8 @@ pub(super) fn merge(
             },
             threads,
             pipeline: cfg.pipeline,
+            protocol: cfg.protocol,
+            streams: cfg.streams,
             warmup_s: cfg.warmup.as_secs_f64(),
             duration_s: cfg.duration.as_secs_f64(),
             timeout_ms: cfg.timeout.as_millis() as u64,

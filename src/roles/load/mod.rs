@@ -167,6 +167,7 @@ pub fn run(cfg: &LoadConfig) -> anyhow::Result<LoadReport> {
         fixed_warmup_ns: cfg.until_stable.is_none().then_some(warmup_ns),
         duration_ns,
         addr: cfg.target.addr,
+        authority: cfg.target.authority.clone(),
         set,
         connections: attempted,
         pipeline: cfg.pipeline,
@@ -177,6 +178,8 @@ pub fn run(cfg: &LoadConfig) -> anyhow::Result<LoadReport> {
         seed: cfg.seed,
         window_seconds: duration_ns.div_ceil(1_000_000_000) as usize,
         tls: cfg.tls.clone(),
+        protocol: cfg.protocol,
+        streams: cfg.streams,
         #[cfg(test)]
         drop_one_record: cfg.drop_one_record,
     });
@@ -388,7 +391,16 @@ pub fn run(cfg: &LoadConfig) -> anyhow::Result<LoadReport> {
         stable,
         windows_ok: warm_windows,
     };
+    let stream_limit = stats.iter().filter_map(|s| s.h2_stream_limit).min();
     let mut report = merge::merge(cfg, attempted, threads, &shared, stats, window, warmup);
+    if let Some(limit) = stream_limit {
+        report.warnings.push(format!(
+            "the server allows {limit} concurrent streams per connection \
+             (SETTINGS_MAX_CONCURRENT_STREAMS), fewer than --streams {}: the others waited \
+             in the loader's queue, and their wait is in the latency",
+            cfg.streams
+        ));
+    }
     report.drain_s = drain_end.saturating_sub(window.end_mono_ns) as f64 / 1e9;
     report.loader = merge::loader_usage(cpu_start, cpu_end, report.responses.total());
     if let (Some(start), Some(end)) = (throttle_start, throttle_end) {
@@ -539,6 +551,7 @@ mod tests {
             config::TlsClient::new(ca.as_bytes(), "127.0.0.1", crate::contract::Protocol::Https)
                 .unwrap(),
         );
+        c.protocol = crate::contract::Protocol::Https;
         run(&c).unwrap()
     }
 

@@ -26,7 +26,8 @@ pub enum ErrorKind {
     Write,
     /// A request was still unanswered `--timeout` after it was sent.
     Timeout,
-    /// The response could not be parsed as HTTP/1.1.
+    /// The response could not be parsed as HTTP/1.1, or (HTTP/2) the h2
+    /// crate found the server's frames invalid.
     Parse,
     /// The TLS handshake failed (a certificate the run's CA did not sign,
     /// no protocol in common, a handshake that timed out).
@@ -41,18 +42,24 @@ pub enum ErrorKind {
 pub struct ErrorCounts {
     /// Failed connection attempts (refused, unreachable, connect timeout).
     pub connect: u64,
-    /// Requests lost to a read error or to the server closing the connection.
+    /// Requests lost to a read error or to the server closing the
+    /// connection; over HTTP/2 also a stream the server reset (RST_STREAM)
+    /// or refused (GOAWAY).
     pub read: u64,
     /// Requests that could not be written.
     pub write: u64,
     /// Requests unanswered `--timeout` after they were sent (the connection
-    /// is then closed and reopened), and requests of the window still
-    /// unanswered when the drain after it ended.
+    /// is then closed and reopened; over HTTP/2 the stream is cancelled,
+    /// and the connection reopened only when no stream ended in that
+    /// time), and requests of the window still unanswered when the drain
+    /// after it ended.
     pub timeout: u64,
-    /// Requests lost to a response that is not valid HTTP/1.1.
+    /// Requests lost to a response that is not valid HTTP/1.1 (or HTTP/2
+    /// frames the h2 crate refused).
     pub parse: u64,
-    /// Failed TLS handshakes (https only): connection attempts, like
-    /// `connect`, placed by when they failed. Left out when 0, so plain
+    /// Failed TLS handshakes (https and h2): connection attempts, like
+    /// `connect`, placed by when they failed; a handshake whose ALPN did
+    /// not agree the protocol asked is one. Left out when 0, so plain
     /// HTTP reports and results read as they always did.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub tls: u64,
@@ -118,6 +125,14 @@ pub struct RunSettings {
     pub threads: usize,
     /// Requests in flight per connection (batch size in closed loop).
     pub pipeline: usize,
+    /// The protocol spoken; absent for http1.
+    #[serde(default, skip_serializing_if = "crate::contract::Protocol::is_http1")]
+    pub protocol: crate::contract::Protocol,
+    /// Concurrent streams per HTTP/2 connection, what `pipeline` is to
+    /// HTTP/1.1: a closed loop holds connections × streams requests in
+    /// flight. Absent when 1.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub streams: usize,
     /// Warmup before measuring, seconds.
     pub warmup_s: f64,
     /// Measured duration asked for, seconds.
@@ -134,6 +149,19 @@ pub struct RunSettings {
     /// (`warmup_s` is then its longest).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub until_stable: Option<StableSettings>,
+}
+
+impl RunSettings {
+    /// Requests a closed loop keeps in flight per connection: `streams`
+    /// over HTTP/2, `pipeline` over HTTP/1.1 (Little's law: answers/s ×
+    /// mean latency = connections served × this).
+    pub fn in_flight_per_connection(&self) -> usize {
+        if self.protocol.is_http2() {
+            self.streams
+        } else {
+            self.pipeline
+        }
+    }
 }
 
 /// What `--warmup-until-stable` asked for.
@@ -297,10 +325,18 @@ impl Connections {
     }
 }
 
-/// TLS as the loader saw it, over the whole run (https targets only).
+fn one() -> usize {
+    1
+}
+
+fn is_one(n: &usize) -> bool {
+    *n == 1
+}
+
+/// TLS as the loader saw it, over the whole run (https and h2 only).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct TlsReport {
-    /// Handshakes completed.
+    /// Handshakes completed that agreed the protocol asked under ALPN.
     pub handshakes: u64,
     /// Handshakes that failed (each also counted in `errors_whole_run.tls`).
     pub failed: u64,
@@ -313,7 +349,9 @@ pub struct TlsReport {
     pub cipher_suite: Option<String>,
     /// Protocol it agreed under ALPN, if any.
     pub alpn: Option<String>,
-    /// The last failed handshake, in rustls's words.
+    /// The last failed handshake, in rustls's words, or the ALPN protocol
+    /// agreed when it was not the one asked ("ALPN agreed http/1.1, not
+    /// h2").
     pub last_error: Option<String>,
 }
 
@@ -503,7 +541,8 @@ pub struct LoadReport {
     pub uncorrected_latency: Option<LatencySummary>,
     /// Fixed rate only: target vs achieved rate and schedule lag.
     pub rate: Option<RateReport>,
-    /// https only: handshakes, their time, and what the server agreed.
+    /// https and h2 only: handshakes, their time, and what the server
+    /// agreed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls: Option<TlsReport>,
     /// Answers checked against the contract under load.
@@ -529,9 +568,16 @@ impl LoadReport {
             Mode::Closed => "closed loop".to_string(),
             Mode::FixedRate => format!("fixed rate {:.0} req/s", s.rate_rps.unwrap_or(0.0)),
         };
+        let protocol = if s.protocol.is_http2() {
+            format!(", {} with {} streams per connection", s.protocol, s.streams)
+        } else if s.protocol.is_http1() {
+            String::new()
+        } else {
+            format!(", {}", s.protocol)
+        };
         writeln!(
             w,
-            "Running {:.1}s test @ {} ({what}, {mode})",
+            "Running {:.1}s test @ {} ({what}, {mode}{protocol})",
             s.duration_s, s.url
         )?;
         let c = &self.connections;

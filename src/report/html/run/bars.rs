@@ -405,8 +405,18 @@ fn cpu_row(ctx: &Ctx<'_>, c: &Cell) -> (BarRow, Vec<Td>) {
         .summary
         .as_ref()
         .and_then(|s| s.cpu_us_per_request.as_ref());
+    // Database scenarios: the database's own CPU per response beside the
+    // server's (medians over the rounds).
+    let db: Vec<f64> = c
+        .rounds
+        .iter()
+        .filter_map(|r| r.database.as_ref()?.cpu_us_per_request)
+        .collect();
+    let db = crate::stats::median(&db)
+        .map(|m| format!(" + {} µs database", sig3(m)))
+        .unwrap_or_default();
     let text = match a {
-        Some(a) => format!("{} µs{}", sig3(a.median), ctx.marker(c)),
+        Some(a) => format!("{} µs{db}{}", sig3(a.median), ctx.marker(c)),
         None => "– (no reading)".into(),
     };
     let row = BarRow {

@@ -223,13 +223,23 @@ pub(super) fn scaling(
     )?;
     Ok(Figure {
         caption: caption(
-            "Throughput against concurrency",
+            &match cols.first().map(|c| c.protocol) {
+                Some(p) if !p.is_http1() => format!("Throughput against concurrency, {p}"),
+                _ => "Throughput against concurrency".to_string(),
+            },
             "req/s, median of rounds; hollow points flagged; a gap is a rejected cell",
         ),
         svg,
         legend: legend(&items),
         notes: footnotes_named(ctx, &all, false, |c| {
-            format!("{} c={}", c.key.framework, c.key.concurrency)
+            if c.key.protocol.is_http1() {
+                format!("{} c={}", c.key.framework, c.key.concurrency)
+            } else {
+                format!(
+                    "{} {} c={}",
+                    c.key.framework, c.key.protocol, c.key.concurrency
+                )
+            }
         }),
         numbers: t.render(),
         ..Figure::default()

@@ -290,6 +290,15 @@ fn rounds_sentence(r: &Results) -> String {
 }
 
 fn col_title(col: Column) -> String {
+    let title = col_load(col);
+    if col.protocol.is_http1() {
+        title
+    } else {
+        format!("{}, {title}", col.protocol)
+    }
+}
+
+fn col_load(col: Column) -> String {
     match col.rate {
         Some(rate) => format!(
             "{} connections at a fixed {} req/s",
@@ -449,9 +458,23 @@ fn summary_table(
 fn scenario_section(ctx: &Ctx<'_>, scenario: Scenario) -> anyhow::Result<Section> {
     let cols = ctx.view.columns(Some(scenario));
     let mut parts: Vec<Markup> = Vec::new();
-    let closed: Vec<Column> = cols.iter().copied().filter(|c| !c.fixed_rate()).collect();
-    if closed.len() > 1 {
-        parts.push(scaling(ctx, scenario, &closed)?);
+    // One scaling chart per protocol: connections are the x axis, so two
+    // protocols' cells at one count must not share a line.
+    let mut protocols = Vec::new();
+    for c in &cols {
+        if !protocols.contains(&c.protocol) {
+            protocols.push(c.protocol);
+        }
+    }
+    for protocol in protocols {
+        let closed: Vec<Column> = cols
+            .iter()
+            .copied()
+            .filter(|c| !c.fixed_rate() && c.protocol == protocol)
+            .collect();
+        if closed.len() > 1 {
+            parts.push(scaling(ctx, scenario, &closed)?);
+        }
     }
     for col in cols {
         let missing: Vec<String> = ctx
@@ -459,7 +482,7 @@ fn scenario_section(ctx: &Ctx<'_>, scenario: Scenario) -> anyhow::Result<Section
             .frameworks()
             .into_iter()
             .filter(|fw| ctx.view.find(fw, col).is_none())
-            .map(|fw| match ctx.view.skipped_reason(fw, scenario) {
+            .map(|fw| match ctx.view.skipped_reason(fw, col) {
                 Some(why) => format!("{fw} (skipped: {why})"),
                 None => format!("{fw} ({})", ctx.view.missing(fw, col).text()),
             })

@@ -1,0 +1,168 @@
+//! The database container's figures of a round (database scenarios only):
+//! its cgroup over the same window as the server's, and what PostgreSQL
+//! itself counted (`pg_stat_statements`) between the window's edges.
+
+use serde::{Deserialize, Serialize};
+
+/// Statements of the contract's tables PostgreSQL counted over a window.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
+pub struct DatabaseStatements {
+    /// SELECTs of `world`.
+    pub world_reads: u64,
+    /// UPDATEs of `world`.
+    pub world_updates: u64,
+    /// Rows those UPDATEs changed.
+    pub rows_updated: u64,
+    /// SELECTs of `fortune`.
+    pub fortune_reads: u64,
+    /// Every statement of the contract's tables.
+    pub total: u64,
+}
+
+/// The database's cgroup and counts as the lab read them over one window:
+/// raw readings, summarised by [`DatabaseUse::of`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DatabaseSamples {
+    /// CPU time inside the window, µs; `None`: unknown, `cpu_unknown` says why.
+    pub cpu_time_us: Option<u64>,
+    /// Why the CPU time is unknown.
+    pub cpu_unknown: Option<String>,
+    /// Memory samples inside the window, bytes.
+    pub memory_samples_bytes: Vec<u64>,
+    /// Statements counted over `statements_span_s` of the window; `None`
+    /// when they could not be read (the reason in `statements_unknown`).
+    pub statements: Option<DatabaseStatements>,
+    /// The part of the window they were counted over, seconds.
+    pub statements_span_s: Option<f64>,
+    /// Why the statements are unknown.
+    pub statements_unknown: Option<String>,
+    /// CPUs it was allotted.
+    pub cpus: f64,
+    /// What it shares its cores with (`the server`), if anything.
+    pub shares_cores_with: Option<String>,
+}
+
+/// The database's use in a round.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct DatabaseUse {
+    /// CPU time inside the window, µs.
+    pub cpu_time_us: Option<u64>,
+    /// CPU time per 2xx response, µs: the database's share of a request.
+    pub cpu_us_per_request: Option<f64>,
+    /// Why the CPU time is unknown, when it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_unknown: Option<String>,
+    /// How near the database was to its CPU ceiling, from 0 to 1: its CPU
+    /// over its allotment; when it shares the server's cores and used more
+    /// CPU than the server, the two together over that allotment (the core
+    /// they share ran full, and the database took most of it).
+    pub saturation: Option<f64>,
+    /// Median memory inside the window, bytes.
+    pub memory_median_bytes: Option<u64>,
+    /// Highest memory sample inside the window, bytes.
+    pub memory_max_bytes: Option<u64>,
+    /// Statements of the contract's tables per response: those counted
+    /// over `statements_span_s`, over the responses of that span (the
+    /// window's rate of answers times its length).
+    pub queries_per_request: Option<f64>,
+    /// The statements PostgreSQL counted over `statements_span_s`.
+    pub statements: Option<DatabaseStatements>,
+    /// The part of the window the statements were counted over, seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub statements_span_s: Option<f64>,
+    /// Why the statements are unknown, when they are.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub statements_unknown: Option<String>,
+    /// CPUs it was allotted.
+    pub cpus: f64,
+    /// What it shares its cores with, if anything.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shares_cores_with: Option<String>,
+}
+
+impl DatabaseUse {
+    /// The summary of `s` over a window of `duration_s` that served `ok`
+    /// 2xx responses of `answered` (any status) while the server used
+    /// `server_cpu_us`.
+    pub fn of(
+        s: DatabaseSamples,
+        ok: u64,
+        answered: u64,
+        duration_s: f64,
+        server_cpu_us: Option<u64>,
+    ) -> Self {
+        let per = |n: f64| (ok > 0).then(|| n / ok as f64);
+        let samples: Vec<f64> = s.memory_samples_bytes.iter().map(|&b| b as f64).collect();
+        let allot_us = s.cpus * duration_s * 1e6;
+        let saturation = s.cpu_time_us.filter(|_| allot_us > 0.0).map(|db| {
+            match (server_cpu_us, s.shares_cores_with.is_some()) {
+                (Some(server), true) if db >= server => (db + server) as f64 / allot_us,
+                _ => db as f64 / allot_us,
+            }
+        });
+        DatabaseUse {
+            cpu_time_us: s.cpu_time_us,
+            cpu_us_per_request: s.cpu_time_us.and_then(|c| per(c as f64)),
+            cpu_unknown: s.cpu_unknown,
+            saturation,
+            memory_median_bytes: crate::stats::median(&samples).map(|m| m.round() as u64),
+            memory_max_bytes: s.memory_samples_bytes.iter().copied().max(),
+            queries_per_request: match (s.statements, s.statements_span_s) {
+                (Some(st), Some(span)) if answered > 0 && duration_s > 0.0 && span > 0.0 => {
+                    Some(st.total as f64 / (answered as f64 / duration_s * span))
+                }
+                _ => None,
+            },
+            statements: s.statements,
+            statements_span_s: s.statements_span_s,
+            statements_unknown: s.statements_unknown,
+            cpus: s.cpus,
+            shares_cores_with: s.shares_cores_with,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn samples(db_cpu: u64, shares: bool) -> DatabaseSamples {
+        DatabaseSamples {
+            cpu_time_us: Some(db_cpu),
+            memory_samples_bytes: vec![30, 10, 20],
+            statements: Some(DatabaseStatements {
+                world_reads: 2000,
+                total: 2000,
+                ..Default::default()
+            }),
+            statements_span_s: Some(0.5),
+            cpus: 1.0,
+            shares_cores_with: shares.then(|| "the server".into()),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn per_request_figures_divide_by_2xx() {
+        let u = DatabaseUse::of(samples(400_000, false), 1000, 1000, 1.0, Some(500_000));
+        assert_eq!(u.cpu_us_per_request, Some(400.0));
+        // 2000 statements over half the window's 1000 answers.
+        assert_eq!(u.queries_per_request, Some(4.0));
+        assert_eq!(u.memory_median_bytes, Some(20));
+        assert_eq!(u.saturation, Some(0.4));
+    }
+
+    #[test]
+    fn a_shared_core_run_full_by_the_database_is_saturated() {
+        let u = DatabaseUse::of(samples(600_000, true), 1000, 1000, 1.0, Some(380_000));
+        assert!((u.saturation.unwrap() - 0.98).abs() < 1e-9);
+        // The server took most of the core: not the database's ceiling.
+        let u = DatabaseUse::of(samples(300_000, true), 1000, 1000, 1.0, Some(680_000));
+        assert_eq!(u.saturation, Some(0.3));
+        // Nothing served: no per-request figure rather than a division by 0.
+        let u = DatabaseUse::of(samples(1, false), 0, 0, 1.0, None);
+        assert_eq!(u.cpu_us_per_request, None);
+    }
+}

@@ -1,0 +1,205 @@
+//! Known answers for TLS and HTTP/2 through the real pipeline: `fairground
+//! run` with its loader container, certificates made for the run and seeded
+//! into the containers, contract verification per protocol.
+//!
+//! The server is the reference server itself (`fairground serve
+//! --contract-ports`, the static binary copied into a `FROM scratch`
+//! framework made here): http1 on 8080, h2c on 8082, TLS on 8443, every
+//! answer 200 ms late once verification is past. So:
+//! - `refserve` at 8 connections: http1 and https answer 8 / 0.2 s = 40
+//!   req/s; h2 and h2c with 4 streams per connection 8 × 4 / 0.2 s = 160
+//!   req/s, each within 2%; Little's law holds per stream (32 in flight);
+//!   the TLS cells carry their handshakes (one per connection, ALPN what
+//!   was asked);
+//! - `h1only`, the same server whose TLS listener offers only `http/1.1`
+//!   under ALPN while its manifest claims h2: its h2 cell is rejected with
+//!   ALPN named, and its other protocols are measured as usual.
+//!
+//! Only traffic: containers on the run's own internal network.
+
+mod docker_support;
+
+use std::path::Path;
+use std::sync::OnceLock;
+
+use docker_support::*;
+use fairground::contract::Protocol;
+use fairground::results::{Cell, Reason, Results, Status};
+
+const CONNECTIONS: f64 = 8.0;
+const STREAMS: f64 = 4.0;
+const DELAY_S: f64 = 0.2;
+
+/// A framework `name` under `dir/frameworks` that is the reference server
+/// (this build's static binary) serving the contract's ports, `env` added.
+fn refserve(dir: &Path, name: &str, env: &[(&str, &str)]) {
+    let d = dir.join("frameworks").join(name);
+    std::fs::create_dir_all(&d).unwrap();
+    let bin = std::env::var_os("FAIRGROUND_STATIC_BIN")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            fairground::docker::images::locate_static_binary(&root()).expect("make static")
+        });
+    std::fs::copy(bin, d.join("app")).unwrap();
+    std::fs::write(d.join("versions.txt"), "fairground serve (this build)\n").unwrap();
+    std::fs::write(
+        d.join("Dockerfile"),
+        "ARG BASE=scratch\nFROM ${BASE}\nCOPY app /app\nCOPY versions.txt /fairground/versions.txt\n\
+         USER 65534:65534\nENTRYPOINT [\"/app\", \"serve\", \"--bind\", \"0.0.0.0\", \"--port\", \"8080\", \
+         \"--threads\", \"1\", \"--contract-ports\"]\n",
+    )
+    .unwrap();
+    let mut manifest = format!(
+        "name: {name}\nlanguage: rust\nframework: fairground serve (reference server, test fixture)\n\
+         base: scratch\nscenarios: [plaintext, json]\nprotocols: [http1, https, h2, h2c]\n\
+         workers: one thread\nnotes: test fixture; never benchmarked\nenv:\n\
+         \x20 FAIRGROUND_SERVE_DELAY: \"200ms\"\n\x20 FAIRGROUND_SERVE_DELAY_AFTER: \"4000\"\n"
+    );
+    for (k, v) in env {
+        manifest.push_str(&format!("  {k}: \"{v}\"\n"));
+    }
+    std::fs::write(d.join("framework.yaml"), manifest).unwrap();
+}
+
+/// The run every test reads, once per test process.
+fn run() -> Option<&'static (Results, String)> {
+    static RUN: OnceLock<Option<(Results, String)>> = OnceLock::new();
+    RUN.get_or_init(|| {
+        if !docker_or_skip("protocols_docker") {
+            return None;
+        }
+        let tmp = tempfile::tempdir().unwrap().keep();
+        refserve(&tmp, "refserve", &[]);
+        refserve(&tmp, "h1only", &[("FAIRGROUND_SERVE_TLS_PROTOCOL", "https")]);
+        let profile = format!(
+            "description: \"protocol known answers\"\n\
+             frameworks: [refserve, h1only]\nscenarios: [json]\n\
+             protocol: [http1, https, h2, h2c]\nconcurrency: [{CONNECTIONS}]\n\
+             warmup: 2s\nduration: 3s\nrounds: 1\n\
+             load: {{threads: 1, streams: {STREAMS}, timeout: 2s}}\n\
+             server: {{cpus: 1, memory: 256MiB, nofile: 16384}}\n\
+             loader: {{cpus: 1, memory: 256MiB, nofile: 16384}}\n\
+             idle_settle: 1s\nreadiness_timeout: 30s\nthresholds: {{preflight: warn}}\n"
+        );
+        let (r, stderr) = run_profile_in(&tmp, &profile);
+        for c in &r.cells {
+            let round = c.rounds.first();
+            eprintln!(
+                "protocol known answer {:8} {:5} {:>8} req/s, mean {:>8} µs, in use {:>6}, tls {:?}: {:?} {:?}",
+                c.key.framework,
+                c.key.protocol.to_string(),
+                round.map_or("-".into(), |x| format!("{:.2}", x.throughput_rps)),
+                round.map_or("-".into(), |x| format!("{:.0}", x.latency.mean_us)),
+                round.map_or("-".into(), |x| format!("{:.2}", x.connections_in_use)),
+                round.and_then(|x| x.tls.as_ref()).map(|t| (t.handshakes, t.failed, t.alpn.clone())),
+                c.verdict.status,
+                c.verdict.reasons.iter().map(|r| r.to_string()).collect::<Vec<_>>()
+            );
+        }
+        let ca = std::fs::read_to_string(run_dir(&tmp.join("output")).join("tls/ca.pem"))
+            .expect("the run keeps its CA");
+        assert!(ca.starts_with("-----BEGIN CERTIFICATE-----"), "{ca}");
+        let _ = std::fs::remove_dir_all(&tmp);
+        Some((r, stderr))
+    })
+    .as_ref()
+}
+
+fn cell<'a>(r: &'a Results, fw: &str, p: Protocol, stderr: &str) -> &'a Cell {
+    r.cells
+        .iter()
+        .find(|c| c.key.framework == fw && c.key.protocol == p)
+        .unwrap_or_else(|| panic!("no {fw} {p} cell\n{stderr}"))
+}
+
+#[test]
+fn each_protocol_answers_connections_times_streams_over_the_delay() {
+    let Some((r, stderr)) = run() else { return };
+    for (p, in_flight) in [
+        (Protocol::Http1, CONNECTIONS),
+        (Protocol::Https, CONNECTIONS),
+        (Protocol::H2, CONNECTIONS * STREAMS),
+        (Protocol::H2c, CONNECTIONS * STREAMS),
+    ] {
+        let c = cell(r, "refserve", p, stderr);
+        // Measured and not rejected (a busy shared host may flag it).
+        assert_ne!(
+            c.verdict.status,
+            Status::Rejected,
+            "{p}: {:?}\n{stderr}",
+            c.verdict
+        );
+        let round = &c.rounds[0];
+        let want = in_flight / DELAY_S;
+        let got = round.throughput_rps;
+        assert!(
+            (got / want - 1.0).abs() <= 0.02,
+            "{p}: {got:.2} req/s, want {want:.0} ±2%\n{stderr}"
+        );
+        // Little's law per stream: what was in flight is connections ×
+        // streams.
+        assert!(
+            (round.connections_in_use / in_flight - 1.0).abs() <= 0.05,
+            "{p}: {:.2} in use, want {in_flight}",
+            round.connections_in_use
+        );
+        assert!(
+            (round.latency.mean_us / 1e6 / DELAY_S - 1.0).abs() <= 0.03,
+            "{p}: mean latency {} µs",
+            round.latency.mean_us
+        );
+        assert_eq!(round.answers.wrong, 0, "{p}");
+    }
+}
+
+#[test]
+fn tls_cells_carry_one_handshake_per_connection_and_what_alpn_agreed() {
+    let Some((r, stderr)) = run() else { return };
+    for (p, alpn) in [(Protocol::Https, "http/1.1"), (Protocol::H2, "h2")] {
+        let round = &cell(r, "refserve", p, stderr).rounds[0];
+        let tls = round
+            .tls
+            .as_ref()
+            .unwrap_or_else(|| panic!("{p}: no TLS figures"));
+        assert_eq!(tls.failed, 0, "{p}: {tls:?}");
+        assert_eq!(
+            tls.handshakes, CONNECTIONS as u64,
+            "{p}: one per connection: {tls:?}"
+        );
+        assert_eq!(tls.alpn.as_deref(), Some(alpn), "{p}");
+        assert!(tls.handshake.p50_us > 0, "{p}: {tls:?}");
+    }
+    for p in [Protocol::Http1, Protocol::H2c] {
+        assert!(
+            cell(r, "refserve", p, stderr).rounds[0].tls.is_none(),
+            "{p}"
+        );
+    }
+}
+
+#[test]
+fn a_server_that_offers_only_http1_under_alpn_gets_no_h2_number() {
+    let Some((r, stderr)) = run() else { return };
+    let c = cell(r, "h1only", Protocol::H2, stderr);
+    assert_eq!(c.verdict.status, Status::Rejected, "{:?}", c.verdict);
+    let why: Vec<String> = c.verdict.reasons.iter().map(|x| x.to_string()).collect();
+    assert!(
+        c.verdict
+            .reasons
+            .iter()
+            .any(|x| matches!(x, Reason::FailedVerify { .. }))
+            && why.iter().any(|w| w.contains("ALPN")),
+        "the reason names ALPN: {why:?}"
+    );
+    assert!(c.rounds.is_empty(), "never measured");
+    for p in [Protocol::Http1, Protocol::Https, Protocol::H2c] {
+        let other = cell(r, "h1only", p, stderr);
+        assert_ne!(
+            other.verdict.status,
+            Status::Rejected,
+            "{p}: {:?}",
+            other.verdict
+        );
+        assert!(!other.rounds.is_empty(), "{p}: measured");
+    }
+}
