@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install the host packages fairground needs, from Debian's archive, once.
 #   mmdebstrap: builds base images from the Debian archive (no registry here)
-#   wrk, nginx-light: the loader speed comparison (scripts/bench-loader.sh)
+#   wrk, nginx-light, nghttp2-client (h2load): the loader speed comparison
+#     (scripts/bench-loader.sh)
 #   chromium: renders report.html headless in the browser test
 #     (tests/report_html_browser.rs)
 # Skips apt entirely when everything is already there.
@@ -10,6 +11,7 @@ need=()
 command -v mmdebstrap >/dev/null || need+=(mmdebstrap)
 command -v wrk >/dev/null || need+=(wrk)
 command -v nginx >/dev/null || need+=(nginx-light)
+command -v h2load >/dev/null || need+=(nghttp2-client)
 command -v docker >/dev/null || need+=(docker.io)
 command -v iptables >/dev/null || need+=(iptables)  # docker tests: isolation rule of internal networks
 command -v chromium >/dev/null || need+=(chromium)
