@@ -110,6 +110,7 @@ pub(crate) fn round(index: u32, concurrency: u32, rps: f64) -> Round {
         }),
         loaders: Vec::new(),
         machine: None,
+        slowed: None,
     }
 }
 

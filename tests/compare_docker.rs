@@ -95,7 +95,7 @@ fn wait_for_quiet_host() {
     }
 }
 
-/// Rounds of each cell not measured on a busy host, fewest first.
+/// Rounds of each cell not left out (busy host, slowed machine), fewest.
 fn clean_rounds(r: &Results) -> usize {
     r.cells
         .iter()
@@ -104,7 +104,7 @@ fn clean_rounds(r: &Results) -> usize {
                 .verdict
                 .reasons
                 .iter()
-                .filter(|x| matches!(x, Reason::HostBusy { .. }))
+                .filter(|x| matches!(x, Reason::HostBusy { .. } | Reason::MachineSlowed { .. }))
                 .count();
             c.rounds.len() - busy
         })

@@ -45,7 +45,8 @@ fn objectives_on_a_known_latency_are_met_missed_or_undecided_and_a_miss_exits_99
          load: {threads: 1, timeout: 2s}\n\
          server: {cpus: 1, memory: 256MiB, nofile: 16384}\n\
          loader: {cpus: 1, memory: 256MiB, nofile: 16384}\n\
-         idle_settle: 1s\nreadiness_timeout: 30s\nthresholds: {preflight: warn}\n\
+         idle_settle: 1s\nreadiness_timeout: 30s\n\
+         thresholds: {preflight: warn, off: [slowed_machine]}\n\
          objectives:\n  plaintext: [\"p99 < 5ms\", \"p999 < 60ms\", \"p50 < 20ms\"]\n";
     let out = dir.join("output");
     let (code, stderr) = run_profile_to(dir, profile, &out);

@@ -65,7 +65,9 @@ fn runs_a_profile_end_to_end_and_writes_the_report() {
     let r = results_of(&dir);
     assert_eq!(r.cells.len(), 1, "{stderr}");
     let cell = &r.cells[0];
-    assert_eq!(cell.rounds.len(), 2);
+    // Both planned rounds; a round left out (slowed machine, busy host) adds
+    // its repeat after them.
+    assert_eq!(cell.rounds.iter().filter(|r| r.index < 2).count(), 2);
     assert!(
         cell.verdict.status != Status::Rejected,
         "{:?}\n{stderr}",
@@ -362,7 +364,7 @@ fn a_server_that_drops_connections_or_runs_out_of_memory_is_rejected_and_the_res
         .find(|c| c.key.framework == "plainfw")
         .unwrap();
     assert_eq!(
-        healthy.rounds.len(),
+        healthy.rounds.iter().filter(|r| r.index < 2).count(),
         2,
         "the healthy framework was measured whole"
     );

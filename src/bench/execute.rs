@@ -18,7 +18,7 @@ use tokio::sync::Notify;
 
 use super::lab::{Lab, Measured, Urls};
 use super::store::Store;
-use crate::judge::gates::{finish_cell, GateContext};
+use crate::judge::gates::{finish_cell, left_out, machine_reference, GateContext};
 use crate::plan::spec::RunSpec;
 use crate::plan::{FrameworkPlan, Plan, Step};
 use crate::results::{
@@ -92,6 +92,9 @@ pub enum Event<'a> {
         round: u32,
         /// Steps finished in the whole run before this one.
         done: usize,
+        /// Set when this round measures again round `again` (0-based) of
+        /// the cell, which was left out (slowed machine or busy host).
+        again: Option<u32>,
     },
     /// A round finished and its cell was stored.
     Stored {
@@ -499,6 +502,7 @@ impl<L: Lab> Runner<'_, L> {
         let name = fw.name.as_str();
         let outcome = self.verify(fw, running(slot)?).await?;
         let mut last_round = steps.first().map(|s| s.round);
+        let mut measured = Vec::new();
         for step in steps {
             if self.cancel.is_cancelled() {
                 return Ok(RunOutcome::Interrupted);
@@ -517,37 +521,135 @@ impl<L: Lab> Runner<'_, L> {
                 self.done += 1;
                 continue;
             }
-            if self.job.plan.restart_between_rounds && last_round != Some(step.round) {
-                self.restart(name, slot).await?;
+            if self
+                .measure_step(name, &step, None, &mut last_round, slot)
+                .await?
+                == RunOutcome::Interrupted
+            {
+                return Ok(RunOutcome::Interrupted);
             }
-            last_round = Some(step.round);
-            self.observer.on(&Event::Step {
-                key: &step.key,
-                round: step.round,
-                done: self.done,
-            });
-            let cancel = self.cancel;
-            self.first_round.get_or_insert_with(Instant::now);
-            let measured = tokio::select! {
-                m = measure_round(self.lab, self.job.spec, &step, running(slot)?) => m,
-                () = cancel.cancelled() => return Ok(RunOutcome::Interrupted),
-            };
-            self.done += 1;
-            match measured {
-                Ok(m) => {
-                    self.phases.add(&m.phases);
-                    self.store_round(name, &step, m, slot).await?;
+            measured.push(step);
+        }
+        // A fixed number of rounds: each round left out of its cell's
+        // figures (slowed machine, busy host) is measured once more, after
+        // the segment's other steps, so the repeat falls outside the spell
+        // that slowed it when that spell is short. Rounds that go on until
+        // precise need no repeat: the left-out round does not count towards
+        // the precision, so the cell's next round follows by itself.
+        if self.job.plan.precision.is_none() {
+            for step in &measured {
+                self.recheck_slowed(step)?;
+            }
+            for step in measured {
+                if !self.left_out(&step) {
+                    continue;
                 }
-                Err(e) => {
-                    let what = format!("round {} not measured: {e:#}", step.round + 1);
-                    self.incident(name, Some(&step), what)?;
-                    if !self.lab.alive(&running(slot)?.server).await? {
-                        self.restart(name, slot).await?;
-                    }
+                let again = Step {
+                    round: self.next_round(&step.key),
+                    key: step.key.clone(),
+                };
+                if self
+                    .measure_step(name, &again, Some(step.round), &mut last_round, slot)
+                    .await?
+                    == RunOutcome::Interrupted
+                {
+                    return Ok(RunOutcome::Interrupted);
                 }
             }
         }
         Ok(RunOutcome::Finished)
+    }
+
+    /// Measure `step` on the running server (restarting it first when the
+    /// profile restarts between rounds) and store its cell; `again` names
+    /// the left-out round it measures again. A round that could not be
+    /// measured is an incident; the run goes on.
+    async fn measure_step(
+        &mut self,
+        name: &str,
+        step: &Step,
+        again: Option<u32>,
+        last_round: &mut Option<u32>,
+        slot: &mut Option<Running<L::Server>>,
+    ) -> anyhow::Result<RunOutcome> {
+        if self.job.plan.restart_between_rounds && *last_round != Some(step.round) {
+            self.restart(name, slot).await?;
+        }
+        *last_round = Some(step.round);
+        self.observer.on(&Event::Step {
+            key: &step.key,
+            round: step.round,
+            done: self.done,
+            again,
+        });
+        let cancel = self.cancel;
+        self.first_round.get_or_insert_with(Instant::now);
+        let measured = tokio::select! {
+            m = measure_round(self.lab, self.job.spec, step, running(slot)?) => m,
+            () = cancel.cancelled() => return Ok(RunOutcome::Interrupted),
+        };
+        // A repeat is on top of the planned steps the progress counts.
+        if again.is_none() {
+            self.done += 1;
+        }
+        match measured {
+            Ok(m) => {
+                self.phases.add(&m.phases);
+                self.store_round(name, step, m, slot).await?;
+            }
+            Err(e) => {
+                let what = format!("round {} not measured: {e:#}", step.round + 1);
+                self.incident(name, Some(step), what)?;
+                if !self.lab.alive(&running(slot)?.server).await? {
+                    self.restart(name, slot).await?;
+                }
+            }
+        }
+        Ok(RunOutcome::Finished)
+    }
+
+    /// Whether `step`'s round, as stored, is left out of its cell's figures.
+    fn left_out(&self, step: &Step) -> bool {
+        self.store
+            .results()
+            .cell(&step.key)
+            .and_then(|c| c.rounds.iter().find(|r| r.index == step.round))
+            .is_some_and(|r| left_out(r, &self.job.rules.thresholds))
+    }
+
+    /// The index of a cell's next round: one past its highest (repeats
+    /// come after the planned rounds).
+    fn next_round(&self, key: &CellKey) -> u32 {
+        self.store
+            .results()
+            .cell(key)
+            .and_then(|c| c.rounds.iter().map(|r| r.index).max())
+            .map_or(self.job.plan.rounds, |m| (m + 1).max(self.job.plan.rounds))
+    }
+
+    /// The probe's verdict on `round` of `key`: slowed when it read more
+    /// than `thresholds.slowed_machine` above the framework's fast
+    /// reference over its rounds so far (this one included).
+    fn slowed(&self, key: &CellKey, round: &Round) -> Option<crate::results::Slowed> {
+        let t = &self.job.rules.thresholds;
+        let now = round.machine?.exchange_ns;
+        if t.off.slowed_machine {
+            return None;
+        }
+        let earlier = self
+            .store
+            .results()
+            .cells
+            .iter()
+            .filter(|c| c.key.framework == key.framework)
+            .flat_map(|c| {
+                c.rounds
+                    .iter()
+                    .filter(move |r| !(c.key == *key && r.index == round.index))
+            })
+            .filter_map(|r| r.machine.map(|m| m.exchange_ns));
+        let reference = machine_reference(earlier.chain([now]))?;
+        crate::results::Slowed::judge(now, reference, t.slowed_machine)
     }
 
     /// Judge the cell with its new round and store it; restart a server
@@ -560,6 +662,7 @@ impl<L: Lab> Runner<'_, L> {
         slot: &mut Option<Running<L::Server>>,
     ) -> anyhow::Result<()> {
         let mut round = m.into_round(step.round)?;
+        round.slowed = self.slowed(&step.key, &round);
         let alive = self.lab.alive(&running(slot)?.server).await?;
         if !alive && round.server.restarts == 0 {
             round.server.restarts = 1;
@@ -573,18 +676,7 @@ impl<L: Lab> Runner<'_, L> {
         rounds.retain(|r| r.index != step.round);
         rounds.push(round.clone());
         rounds.sort_by_key(|r| r.index);
-        let mut cell = finish_cell(step.key.clone(), rounds, &self.gates())?;
-        // A cell whose rounds reached the asked precision is judged as
-        // precise: its CV is what that precision allows.
-        let asked = self.job.plan.precision;
-        if crate::compare::precision::of(&cell, asked).is_some_and(|p| p.met()) {
-            let ctx = GateContext {
-                precise: true,
-                ..self.gates()
-            };
-            cell = finish_cell(step.key.clone(), cell.rounds, &ctx)?;
-        }
-        self.store.append_cell(cell)?;
+        self.judge_and_store(&step.key, rounds)?;
         // As stored: with the rank and precision the store gave it.
         if let Some(cell) = self.store.results().cell(&step.key) {
             self.observer.on(&Event::Stored {
@@ -601,6 +693,46 @@ impl<L: Lab> Runner<'_, L> {
             self.restart(name, slot).await?;
         }
         Ok(())
+    }
+}
+
+impl<L: Lab> Runner<'_, L> {
+    /// Judge a cell's rounds and store the cell.
+    fn judge_and_store(&mut self, key: &CellKey, rounds: Vec<Round>) -> anyhow::Result<()> {
+        let mut cell = finish_cell(key.clone(), rounds, &self.gates())?;
+        // A cell whose rounds reached the asked precision is judged as
+        // precise: its CV is what that precision allows.
+        let asked = self.job.plan.precision;
+        if crate::compare::precision::of(&cell, asked).is_some_and(|p| p.met()) {
+            let ctx = GateContext {
+                precise: true,
+                ..self.gates()
+            };
+            cell = finish_cell(key.clone(), cell.rounds, &ctx)?;
+        }
+        self.store.append_cell(cell)
+    }
+
+    /// Judge `step`'s stored round again by the probe, now that the
+    /// framework has more rounds (the segment's first rounds had only
+    /// themselves to go by); a round found slowed is marked and its cell
+    /// judged and stored again. A mark is never taken back.
+    fn recheck_slowed(&mut self, step: &Step) -> anyhow::Result<()> {
+        let Some(cell) = self.store.results().cell(&step.key) else {
+            return Ok(());
+        };
+        let mut rounds = cell.rounds.clone();
+        let Some(round) = rounds.iter_mut().find(|r| r.index == step.round) else {
+            return Ok(());
+        };
+        if round.slowed.is_some() {
+            return Ok(());
+        }
+        let Some(slowed) = self.slowed(&step.key, round) else {
+            return Ok(());
+        };
+        round.slowed = Some(slowed);
+        self.judge_and_store(&step.key, rounds)
     }
 }
 

@@ -178,6 +178,10 @@ pub(crate) struct Script {
     /// Round-to-round swing of throughput: even rounds reach
     /// rps × (1 + jitter), odd ones rps × (1 − jitter).
     pub jitter: f64,
+    /// Rounds (scenario, round) measured on a slowed machine: the probe
+    /// reads 8.5 µs instead of 5.0 µs and throughput is 30% lower. When
+    /// any is set, every round carries a probe reading.
+    pub slowed_at: Vec<(Scenario, u32)>,
 }
 
 impl Default for Script {
@@ -192,6 +196,7 @@ impl Default for Script {
             oom_at: None,
             loader_error_at: None,
             jitter: 0.0,
+            slowed_at: vec![],
         }
     }
 }
@@ -377,7 +382,22 @@ impl Lab for FakeLab {
             anyhow::bail!("loader container exited with code 1: connection refused");
         }
         let swing = if round % 2 == 0 { 1.0 } else { -1.0 };
-        let mut m = measurement(concurrency, script.rps * (1.0 + swing * script.jitter));
+        let slowed = script.slowed_at.contains(&(scenario, round));
+        let speed = if slowed { 0.7 } else { 1.0 };
+        let mut m = measurement(
+            concurrency,
+            script.rps * speed * (1.0 + swing * script.jitter),
+        );
+        if !script.slowed_at.is_empty() {
+            let exchange_ns = if slowed { 8_500.0 } else { 5_000.0 };
+            m.lab.machine = Some(crate::results::MachineSpeed {
+                core: 0,
+                samples: 12,
+                exchange_ns,
+                exchange_ns_min: exchange_ns * 0.97,
+                exchange_ns_max: exchange_ns * 1.03,
+            });
+        }
         m.load.loader.user_cpu_us = (script.loader_fraction * 10.0 * 1e6) as u64;
         m.load.loader.sys_cpu_us = 0;
         let served = (f64::from(concurrency) * script.established_fraction).round() as u64;

@@ -34,8 +34,14 @@ pub fn round_line(cell: &Cell, round: &Round) -> String {
             p.rounds
         )
     });
+    let slowed = round.slowed.map_or(String::new(), |s| {
+        format!(
+            " (machine slowed: probe {} above the reference; left out)",
+            crate::report::fmt::percent(s.slowdown())
+        )
+    });
     format!(
-        "{} round {}/{}: {} req/s, p99 {}, {} errors, {}/{} connections served{precise}{mark}",
+        "{} round {}/{}: {} req/s, p99 {}, {} errors, {}/{} connections served{precise}{slowed}{mark}",
         cell.key,
         round.index + 1,
         cell.rounds_asked(),
@@ -66,10 +72,25 @@ fn text(event: &Event<'_>, total: usize) -> Option<String> {
         } else {
             format!("{name}: contract verified, {excluded} scenario(s) excluded")
         }),
-        Event::Step { key, round, done } => Some(format!(
+        Event::Step {
+            key,
+            round,
+            done,
+            again: None,
+        } => Some(format!(
             "[{}/{total}] {key} round {} …",
             done + 1,
             round + 1
+        )),
+        Event::Step {
+            key,
+            round,
+            again: Some(left),
+            ..
+        } => Some(format!(
+            "[again] {key} round {} (round {} was left out: slowed machine or busy host) …",
+            round + 1,
+            left + 1
         )),
         Event::Stored { cell, round } => Some(round_line(cell, round)),
         Event::Incident(i) => Some(format!("{}: {}", i.framework, i.what)),
@@ -160,7 +181,9 @@ pub fn live_text(l: &LiveSecond) -> String {
 impl Observer for Bars {
     fn on(&mut self, event: &Event<'_>) {
         match event {
-            Event::Step { key, round, done } => {
+            Event::Step {
+                key, round, done, ..
+            } => {
                 self.run.set_position(*done as u64);
                 self.round.reset_elapsed();
                 let base = format!(

@@ -606,3 +606,169 @@ async fn a_cell_that_reached_its_asked_precision_is_not_flagged_for_its_cv_one_t
         "a fixed count judges the CV as ever"
     );
 }
+
+/// Framework `a` with rounds on a slowed machine at `at` (scenario, round):
+/// its probe reads 8.5 µs there instead of 5.0 µs, and req/s is 30% lower.
+fn slowed(at: Vec<(Scenario, u32)>, profile: Profile) -> (Run, FakeLab) {
+    let run = setup(profile);
+    let mut lab = FakeLab::default();
+    lab.scripts.insert(
+        "a".into(),
+        Script {
+            slowed_at: at,
+            ..Script::default()
+        },
+    );
+    (run, lab)
+}
+
+fn slowed_rounds(c: &crate::results::Cell) -> Vec<u32> {
+    c.rounds
+        .iter()
+        .filter(|r| r.slowed.is_some())
+        .map(|r| r.index)
+        .collect()
+}
+
+#[tokio::test]
+async fn rounds_on_a_slowed_machine_are_left_out_of_the_figures_and_measured_again_once() {
+    // Plaintext's first rounds: a's very first round had only itself to go
+    // by when stored, so it is found when a's steps are done; json's second
+    // rounds are found as they are stored.
+    let (run, mut lab) = slowed(
+        vec![(Scenario::Plaintext, 0), (Scenario::Json, 1)],
+        profile(),
+    );
+    let mut store = run.store();
+    assert_eq!(
+        run.go(&mut lab, &mut store, &Cancel::new()).await,
+        RunOutcome::Finished
+    );
+    let r = run.on_disk();
+    for c in &r.cells {
+        if c.key.framework == "b" {
+            assert_eq!((c.rounds.len(), slowed_rounds(c)), (2, vec![]), "{}", c.key);
+            continue;
+        }
+        let want = if c.key.scenario == Scenario::Plaintext {
+            0
+        } else {
+            1
+        };
+        assert_eq!(c.rounds.len(), 3, "{}: measured once more", c.key);
+        assert_eq!(slowed_rounds(c), [want], "{}", c.key);
+        let s = c.rounds[want as usize].slowed.unwrap();
+        assert_eq!(
+            (s.exchange_ns, s.reference_ns, s.limit),
+            (8_500.0, 5_000.0, 0.10)
+        );
+        assert_eq!(
+            c.verdict.status,
+            Status::Accepted,
+            "{}: {:?}",
+            c.key,
+            c.verdict
+        );
+        assert!(c
+            .verdict
+            .reasons
+            .iter()
+            .any(|x| matches!(x, Reason::MachineSlowed { round, .. } if *round == want)));
+        assert!(c.verdict.labels(true).is_empty(), "a note has no label");
+        // The figures rest on the two clean rounds; the slowed one (7,000
+        // req/s) is in neither the median nor the spread.
+        let t = &c.summary.as_ref().unwrap().throughput_rps;
+        assert_eq!((t.n, t.median, t.cv), (2, 10_000.0, 0.0), "{}", c.key);
+        assert_eq!(crate::compare::left_out_rounds(c), [want]);
+    }
+    assert_eq!(
+        lab.measures(),
+        16 + 4,
+        "one repeat per slowed round, no more"
+    );
+    // The repeats come after the segment's planned steps.
+    let at = |line: &str| lab.log.iter().position(|l| l == line).unwrap();
+    assert!(at("measure a plaintext c=10 r2") > at("measure a json c=100 r1"));
+    assert_eq!(lab.leaked(), 0);
+}
+
+#[tokio::test]
+async fn a_repeat_on_a_slowed_machine_too_flags_the_cell_and_is_not_repeated_again() {
+    let (run, mut lab) = slowed(
+        vec![(Scenario::Plaintext, 1), (Scenario::Plaintext, 2)],
+        profile(),
+    );
+    let mut store = run.store();
+    run.go(&mut lab, &mut store, &Cancel::new()).await;
+    let r = run.on_disk();
+    for c in r.cells.iter().filter(|c| c.key.framework == "a") {
+        if c.key.scenario == Scenario::Json {
+            assert_eq!(c.verdict.status, Status::Accepted);
+            continue;
+        }
+        assert_eq!(slowed_rounds(c), [1, 2], "{}", c.key);
+        assert_eq!(c.verdict.status, Status::Flagged, "{:?}", c.verdict);
+        assert!(c
+            .verdict
+            .reasons
+            .contains(&Reason::FewCleanRounds { clean: 1, asked: 2 }));
+        assert_eq!(c.verdict.labels(true), ["slowed machine"]);
+        assert_eq!(c.summary.as_ref().unwrap().throughput_rps.n, 1);
+    }
+    assert_eq!(lab.measures(), 16 + 2);
+}
+
+#[tokio::test]
+async fn rounds_until_precise_count_only_rounds_on_an_unslowed_machine() {
+    let (run, mut lab) = slowed(
+        vec![(Scenario::Plaintext, 1)],
+        Profile {
+            rounds: Rounds::UntilPrecise {
+                min: 3,
+                max: 6,
+                precision: 0.02,
+            },
+            ..profile()
+        },
+    );
+    let mut store = run.store();
+    run.go(&mut lab, &mut store, &Cancel::new()).await;
+    let r = run.on_disk();
+    for c in r.cells.iter().filter(|c| c.key.framework == "a") {
+        let p = c.precision.as_ref().unwrap();
+        if c.key.scenario == Scenario::Plaintext {
+            // Three clean rounds are what precision needs: a fourth is taken.
+            assert_eq!(
+                (c.rounds.len(), slowed_rounds(c)),
+                (4, vec![1]),
+                "{}",
+                c.key
+            );
+            assert_eq!(p.rounds, 3);
+        } else {
+            assert_eq!(c.rounds.len(), 3);
+        }
+        assert!(p.met(), "{p:?}");
+        assert_eq!(c.verdict.status, Status::Accepted, "{:?}", c.verdict);
+    }
+    assert!(!lab.log.iter().any(|l| l.contains(" r4")), "{:?}", lab.log);
+}
+
+#[tokio::test]
+async fn with_slowed_machine_switched_off_every_round_counts() {
+    let mut p = profile();
+    p.thresholds.off.slowed_machine = true;
+    let (run, mut lab) = slowed(vec![(Scenario::Plaintext, 1)], p);
+    let mut store = run.store();
+    run.go(&mut lab, &mut store, &Cancel::new()).await;
+    let r = run.on_disk();
+    assert!(r
+        .cells
+        .iter()
+        .all(|c| c.rounds.len() == 2 && slowed_rounds(c).is_empty()));
+    let k = key("a", Scenario::Plaintext, 10);
+    assert!(reasons(&r, &k)
+        .iter()
+        .any(|x| matches!(x, Reason::HighCv { .. })));
+    assert_eq!(lab.measures(), 16);
+}

@@ -75,10 +75,10 @@ pub(crate) fn compare_runs(
     compare(&side(base), &side(new), false)
 }
 
-/// Rounds of a cell measured on a busy host, which `compare` leaves out
-/// (and so does `history`).
-pub(crate) fn busy_rounds(cell: &Cell) -> Vec<u32> {
-    figures::busy_rounds(cell)
+/// Rounds of a cell the gates left out of its figures (busy host, slowed
+/// machine), which `compare` leaves out too (and so does `history`).
+pub(crate) fn left_out_rounds(cell: &Cell) -> Vec<u32> {
+    figures::left_out_rounds(cell)
 }
 
 /// Compare two loaded sides. Refuses (exit 2) when the runs differ in what
@@ -111,7 +111,12 @@ fn compare(base: &LoadedSide, new: &LoadedSide, force: bool) -> anyhow::Result<C
         if b.verdict.status == Status::Rejected || n.verdict.status == Status::Rejected {
             not_compared.push(rejected(cref, b, n));
         } else {
-            let drift = machine::drift(b, n, &figures::busy_rounds(b), &figures::busy_rounds(n));
+            let drift = machine::drift(
+                b,
+                n,
+                &figures::left_out_rounds(b),
+                &figures::left_out_rounds(n),
+            );
             compared.push((cref, b, n, drift));
         }
     }
@@ -182,11 +187,12 @@ fn side(s: &LoadedSide) -> Side {
 }
 
 /// One side's sample of `metric` in `cell`: one value per round that has
-/// one, with the req/s windows' floor. Rounds measured on a busy host are
-/// left out: the other processes' CPU use is in their figures, and it
-/// differs between any two runs, so it would read as a change.
+/// one, with the req/s windows' floor. Rounds the gates left out (busy
+/// host, slowed machine) are left out here too: another process's CPU use
+/// or the machine's slow spell is in their figures, and it differs between
+/// any two runs, so it would read as a change.
 fn sample(metric: Metric, cell: &Cell) -> stats::Sample {
-    let busy = figures::busy_rounds(cell);
+    let busy = figures::left_out_rounds(cell);
     let with: Vec<_> = cell
         .rounds
         .iter()
@@ -229,7 +235,7 @@ fn row(
 ) -> Row {
     let figures = |s: &stats::Sample, c: &Cell, range: Option<f64>| Figures {
         rounds: s.values.len(),
-        busy_rounds_left_out: figures::busy_rounds(c).len(),
+        rounds_left_out: figures::left_out_rounds(c).len(),
         windows: s.windows,
         values: s.values.clone(),
         geomean: geomean(&s.values),
@@ -291,11 +297,11 @@ fn row(
         }
         Err(why) => {
             r.why = why.to_string();
-            let left_out = r.base.busy_rounds_left_out + r.new.busy_rounds_left_out;
+            let left_out = r.base.rounds_left_out + r.new.rounds_left_out;
             if left_out > 0 {
                 r.why.push_str(&format!(
-                    " ({} BASE and {} NEW round(s) measured on a busy host were left out)",
-                    r.base.busy_rounds_left_out, r.new.busy_rounds_left_out
+                    " ({} BASE and {} NEW round(s) measured on a busy host or a slowed machine were left out)",
+                    r.base.rounds_left_out, r.new.rounds_left_out
                 ));
             }
         }

@@ -239,8 +239,9 @@ pub struct Figures {
     /// Rounds with a value, used.
     pub rounds: usize,
     /// Rounds left out because the gates found them measured on a busy host
-    /// (foreign CPU above the run's threshold).
-    pub busy_rounds_left_out: usize,
+    /// (foreign CPU above the run's threshold) or on a slowed machine (the
+    /// calibration probe).
+    pub rounds_left_out: usize,
     /// Per-second windows behind the round values (req/s only; else 0).
     pub windows: usize,
     /// The value of each round, in round order, in `unit`.

@@ -7,7 +7,7 @@
 //!
 //! The interval is [`stats::location`]: the one-sample form of the
 //! interval `compare` and rank groups put on a ratio, over the same clean
-//! rounds (busy-host rounds left out) with the same per-second floor, so
+//! rounds (rounds on a busy host or a slowed machine left out) with the same per-second floor, so
 //! "precise to ±2%" and "apart from its neighbour" rest on one arithmetic.
 
 use super::stats::{self, CONFIDENCE};

@@ -137,7 +137,8 @@ pub struct Point {
     pub low: Option<f64>,
     /// High end.
     pub high: Option<f64>,
-    /// Rounds with the figure (busy-host rounds left out, as `compare` does).
+    /// Rounds with the figure (rounds on a busy host or a slowed machine left
+    /// out, as `compare` does).
     pub rounds: usize,
     /// The interval's coverage (see docs/results.md, "Objectives").
     pub coverage: f64,
@@ -466,7 +467,7 @@ pub(crate) fn build(mut runs: Vec<Run>) -> anyhow::Result<(History, Vec<Run>)> {
             alpha: ALPHA,
             permutations: PERMUTATIONS,
             min_segment: MIN_SEGMENT,
-            point: "median of the cell's rounds (busy-host rounds left out, as compare does), with the order-statistic interval of the median (min-max below 6 rounds)".into(),
+            point: "median of the cell's rounds (rounds on a busy host or a slowed machine left out, as compare does), with the order-statistic interval of the median (min-max below 6 rounds)".into(),
             confirmation: "fairground compare of the run just before and the run just after the change: confirmed when it calls the figure regressed or improved".into(),
         },
         summary: Summary {
@@ -512,7 +513,7 @@ fn point(i: usize, run: &Run, key: &CellKey, metric: Metric) -> Option<Point> {
 }
 
 /// The figure of every round of run `run`'s cell `key` that compare would
-/// judge (busy-host rounds left out); empty for a rejected or absent cell.
+/// judge (rounds the gates left out: busy host, slowed machine); empty for a rejected or absent cell.
 fn round_values(run: &Run, key: &CellKey, metric: Metric) -> Vec<f64> {
     let Some(cell) = run.results.cell(key) else {
         return Vec::new();
@@ -520,7 +521,7 @@ fn round_values(run: &Run, key: &CellKey, metric: Metric) -> Vec<f64> {
     if cell.verdict.status == Status::Rejected {
         return Vec::new();
     }
-    let busy = crate::compare::busy_rounds(cell);
+    let busy = crate::compare::left_out_rounds(cell);
     cell.rounds
         .iter()
         .filter(|r| !busy.contains(&r.index))

@@ -46,7 +46,14 @@ pub fn finish_cell(
     rounds: Vec<Round>,
     ctx: &GateContext<'_>,
 ) -> Result<Cell, HistogramError> {
-    let summary = CellSummary::of(&rounds)?;
+    // The figures rest on the rounds not left out; every round still
+    // counts for what went wrong in it (errors, connections, crashes).
+    let kept: Vec<Round> = rounds
+        .iter()
+        .filter(|r| !left_out(r, ctx.thresholds))
+        .cloned()
+        .collect();
+    let summary = CellSummary::of_kept(&rounds, &kept)?;
     // HTTP/2 keeps `http2_streams` requests in flight per connection.
     let ctx = &GateContext {
         closed_loop_pipeline: ctx.closed_loop_pipeline.map(|p| {
@@ -69,6 +76,36 @@ pub fn finish_cell(
         rank: None,
         precision: None,
     })
+}
+
+/// Whether `r` is left out of its cell's figures: measured on a busy host
+/// (foreign CPU above `max_foreign_cores`) or on a slowed machine (the
+/// probe's mark, unless `slowed_machine` is off). It stays in the results
+/// with the reason that left it out.
+pub fn left_out(r: &Round, t: &Thresholds) -> bool {
+    r.host
+        .as_ref()
+        .is_some_and(|h| h.foreign_cores > t.max_foreign_cores)
+        || (r.slowed.is_some() && !t.off.slowed_machine)
+}
+
+/// Share of a framework's probed rounds below which its fast reference
+/// sits: low enough to be a round outside any slow spell, high enough that
+/// one freak fast sample does not set it.
+pub const REFERENCE_QUANTILE: f64 = 0.10;
+
+/// The fast reference of a framework's calibration probe: the
+/// `REFERENCE_QUANTILE` quantile (lower nearest rank) of its rounds' probe
+/// exchange, ns; `None` without any. Per framework, because the probe
+/// shares the core with the server and a server's own load moves it a
+/// little; a round is slowed only against rounds of the same server.
+pub fn machine_reference(probes: impl IntoIterator<Item = f64>) -> Option<f64> {
+    let mut v: Vec<f64> = probes.into_iter().filter(|x| x.is_finite()).collect();
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    Some(v[((v.len() - 1) as f64 * REFERENCE_QUANTILE).floor() as usize])
 }
 
 /// The round where `count` is largest, with it; `None` when it is 0 in
@@ -296,6 +333,29 @@ pub fn judge(rounds: &[Round], summary: Option<&CellSummary>, ctx: &GateContext<
             planned: ctx.rounds_min,
         });
     }
+    // Rounds on a slowed machine are a note: left out of the figures and
+    // measured again. The cell is flagged only when too few clean rounds
+    // remain for what was asked.
+    if !t.off.slowed_machine {
+        for r in rounds {
+            if let Some(s) = r.slowed {
+                reasons.push(Reason::MachineSlowed {
+                    round: r.index,
+                    exchange_ns: s.exchange_ns,
+                    reference_ns: s.reference_ns,
+                    limit: s.limit,
+                });
+            }
+        }
+    }
+    let kept: Vec<&Round> = rounds.iter().filter(|r| !left_out(r, t)).collect();
+    let slowed = rounds.iter().any(|r| r.slowed.is_some()) && !t.off.slowed_machine;
+    if slowed && (rounds.len() as u32) >= ctx.rounds_min && (kept.len() as u32) < ctx.rounds_min {
+        reasons.push(Reason::FewCleanRounds {
+            clean: kept.len() as u32,
+            asked: ctx.rounds_min,
+        });
+    }
 
     if let Some(s) = summary {
         let a = &s.throughput_rps;
@@ -305,7 +365,7 @@ pub fn judge(rounds: &[Round], summary: Option<&CellSummary>, ctx: &GateContext<
                 limit: t.max_cv,
             });
         }
-        for (r, dev) in rounds.iter().zip(&a.deviation_from_median) {
+        for (r, dev) in kept.iter().zip(&a.deviation_from_median) {
             if dev.abs() > t.suspect_round && !t.off.suspect_round {
                 reasons.push(Reason::SuspectRound {
                     round: r.index,
@@ -666,6 +726,67 @@ mod tests {
             .reasons
             .iter()
             .any(|r| matches!(r, Reason::HostBusy { .. })));
+    }
+
+    #[test]
+    fn rounds_left_out_leave_the_speed_figures_but_count_for_what_went_wrong() {
+        // Round 2 on a busy host and round 3 on a slowed machine, both slow
+        // and with errors: req/s, its spread and latency are the clean
+        // rounds'; the errors of every round count.
+        let mut rounds = vec![
+            round(0, 100, 10_000.0),
+            round(1, 100, 10_050.0),
+            round(2, 100, 6_000.0),
+            round(3, 100, 7_000.0),
+        ];
+        rounds[2].host.as_mut().unwrap().foreign_cores = 1.5;
+        rounds[3].slowed = crate::results::Slowed::judge(8_500.0, 5_000.0, 0.10);
+        for r in &mut rounds[2..] {
+            r.errors.timeout = 5;
+        }
+        let cell = judge_rounds(rounds.clone(), &Thresholds::default());
+        let s = cell.summary.as_ref().unwrap();
+        assert_eq!(s.throughput_rps.n, 2);
+        assert!((s.throughput_rps.median - 10_025.0).abs() < 1e-9, "{s:?}");
+        assert!(s.throughput_rps.cv < 0.01, "{s:?}");
+        assert_eq!(
+            s.errors.timeout, 10,
+            "errors of left-out rounds still count"
+        );
+        let clean = CellSummary::of(&rounds[..2]).unwrap().unwrap();
+        assert_eq!(s.latency, clean.latency);
+        let r = &cell.verdict.reasons;
+        assert!(
+            !r.iter()
+                .any(|x| matches!(x, Reason::HighCv { .. } | Reason::SuspectRound { .. })),
+            "{r:?}"
+        );
+        assert!(r
+            .iter()
+            .any(|x| matches!(x, Reason::HostBusy { round: 2, .. })));
+        assert!(r
+            .iter()
+            .any(|x| matches!(x, Reason::MachineSlowed { round: 3, .. })));
+        // Switched off, the slowed round counts again, and is noisy.
+        let mut t = Thresholds::default();
+        t.off.slowed_machine = true;
+        let cell = judge_rounds(rounds, &t);
+        assert_eq!(cell.summary.unwrap().throughput_rps.n, 3);
+        assert!(!cell
+            .verdict
+            .reasons
+            .iter()
+            .any(|x| matches!(x, Reason::MachineSlowed { .. })));
+    }
+
+    #[test]
+    fn machine_reference_is_the_lower_tenth_of_the_probes() {
+        assert_eq!(machine_reference([]), None);
+        assert_eq!(machine_reference([8.0]), Some(8.0));
+        assert_eq!(machine_reference([8.0, 5.0, 9.0]), Some(5.0));
+        // 21 values: the 10th percentile is the third smallest.
+        let v: Vec<f64> = (0..21).map(|i| 100.0 - f64::from(i)).collect();
+        assert_eq!(machine_reference(v), Some(82.0));
     }
 
     #[test]

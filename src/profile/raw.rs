@@ -656,6 +656,12 @@ pub struct RawThresholds {
     /// `0.5`.
     #[serde(default)]
     pub max_foreign_cores: Option<f64>,
+    /// A round whose calibration probe read more than this share slower
+    /// than the framework's fast reference (the 10th percentile of its
+    /// rounds) was measured on a slowed machine: it is left out of the
+    /// figures and measured again, from 0 to 1. Default: `0.10`.
+    #[serde(default)]
+    pub slowed_machine: Option<f64>,
     /// Closed loop: largest gap between responses/s × mean latency and the
     /// connections served × pipeline (Little's law) before a cell is
     /// flagged, from 0 to 1. Default: `0.10`.
@@ -666,7 +672,7 @@ pub struct RawThresholds {
     #[serde(default)]
     pub preflight: Option<Preflight>,
     /// Gates to switch off, by threshold name (`max_error_rate`,
-    /// `littles_law_tolerance`, `max_cv`, `suspect_round`). A threshold that
+    /// `littles_law_tolerance`, `max_cv`, `suspect_round`, `slowed_machine`). A threshold that
     /// would switch its gate off (e.g. `max_error_rate: 1.0`) is refused
     /// unless the gate is named here; the report then says it was off.
     #[serde(default)]

@@ -820,6 +820,7 @@ fn thresholds(raw: Option<RawThresholds>, loc: &Locator<'_>) -> Result<Threshold
         min_rate_ratio: f(r.min_rate_ratio, "min_rate_ratio", d.min_rate_ratio, false)?,
         max_schedule_lag_us: r.max_schedule_lag_us.unwrap_or(d.max_schedule_lag_us),
         max_foreign_cores,
+        slowed_machine: f(r.slowed_machine, "slowed_machine", d.slowed_machine, false)?,
         littles_law_tolerance: f(
             r.littles_law_tolerance,
             "littles_law_tolerance",
@@ -840,6 +841,7 @@ fn thresholds(raw: Option<RawThresholds>, loc: &Locator<'_>) -> Result<Threshold
         ),
         ("max_cv", r.max_cv, off.max_cv),
         ("suspect_round", r.suspect_round, off.suspect_round),
+        ("slowed_machine", r.slowed_machine, off.slowed_machine),
     ] {
         if let (Some(v), false) = (value, is_off) {
             if v >= 1.0 {

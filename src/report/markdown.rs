@@ -357,7 +357,8 @@ fn method(s: &mut String, r: &Results) {
     s.push_str("## How to read these numbers\n\n");
     s.push_str(
         "- **req/s**: 2xx responses per second of the measured window (non-2xx responses never \
-         count), the median over rounds; min–max across rounds beside it.\n\
+         count), the median over rounds (rounds left out on a busy host or a slowed machine \
+         excluded); min–max across rounds beside it.\n\
          - **latency**: from sending the request (from its scheduled send time in fixed-rate \
          mode) to the end of the response, from the HDR histogram of every round's measured \
          window merged; average, 99th percentile and maximum.\n\
@@ -371,21 +372,8 @@ fn method(s: &mut String, r: &Results) {
     );
     let _ = writeln!(
         s,
-        "- **Gates**: rejected when connections established < requested, error rate > {}, an \
-         OOM kill or crash, or a failed contract verification; flagged when the loader used ≥ {} \
-         of its CPU or was throttled by its CPU quota in more than {} of scheduler periods, achieved < {} of a fixed target rate, lagged its schedule by more than {} \
-         at any point, the CV of req/s across rounds exceeded {}, a round was more than {} from the \
-         median, or other processes used more than {:.2} CPU cores on the host. docs/results.md \
-         gives every threshold's source.{}\n",
-        percent(t.max_error_rate),
-        percent(t.loader_saturation),
-        percent(t.max_loader_throttled),
-        percent(t.min_rate_ratio),
-        micros(t.max_schedule_lag_us as f64),
-        percent(t.max_cv),
-        percent(t.suspect_round),
-        t.max_foreign_cores,
-        t.off.sentence()
+        "- **Gates**: {} docs/results.md gives every threshold's source.\n",
+        super::view::gates_sentence(t)
     );
 }
 

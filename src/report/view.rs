@@ -82,6 +82,33 @@ impl Column {
     }
 }
 
+/// The gates a run applied, in one sentence for results.md and report.html:
+/// what rejects, what flags, which rounds are left out of the figures.
+pub(crate) fn gates_sentence(t: &crate::results::Thresholds) -> String {
+    use super::fmt::percent;
+    format!(
+        "Rejected when connections established < requested, error rate > {}, an OOM kill \
+         or crash, or a failed contract verification; flagged when the loader used ≥ {} \
+         of its CPU or was throttled by its CPU quota in more than {} of scheduler periods, \
+         achieved < {} of a fixed target rate, lagged its schedule by more than {} at any \
+         point, the CV of req/s across rounds exceeded {}, a round was more than {} from the \
+         median, or other processes used more than {:.2} CPU cores on the host. Rounds on such \
+         a busy host, and rounds whose calibration probe read more than {} slower than the \
+         framework's fast reference (a slowed machine), are left out of the figures and, with \
+         a fixed number of rounds, measured once more.{}",
+        percent(t.max_error_rate),
+        percent(t.loader_saturation),
+        percent(t.max_loader_throttled),
+        percent(t.min_rate_ratio),
+        micros(t.max_schedule_lag_us as f64),
+        percent(t.max_cv),
+        percent(t.suspect_round),
+        t.max_foreign_cores,
+        percent(t.slowed_machine),
+        t.off.sentence()
+    )
+}
+
 /// Reasons that get a note: everything except the environment flag, which
 /// is said once at the top and marked † on every figure instead.
 pub(crate) fn noted(cell: &Cell) -> Vec<&Reason> {

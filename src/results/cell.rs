@@ -215,6 +215,45 @@ pub struct Round {
     /// timed: absent when the daemon is on another host.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub machine: Option<MachineSpeed>,
+    /// Set when the probe found the machine slowed in this round, against
+    /// the framework's rounds measured before it: the round stays here with
+    /// its evidence but is left out of the cell's figures (and measured
+    /// again). Decided when the round was stored, against the framework's
+    /// rounds until then, and (a fixed number of rounds) once more when its
+    /// server's steps are done, against all of them; never taken back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slowed: Option<Slowed>,
+}
+
+/// A round measured on a slowed machine: its probe against the reference
+/// it was judged by.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Slowed {
+    /// The round's probe exchange (`machine.exchange_ns`), ns.
+    pub exchange_ns: f64,
+    /// The framework's fast reference the round was judged by: the 10th
+    /// percentile of the probe over its rounds so far, this one included, ns.
+    pub reference_ns: f64,
+    /// The threshold (`thresholds.slowed_machine`): the share above the
+    /// reference past which a round counts as slowed.
+    pub limit: f64,
+}
+
+impl Slowed {
+    /// The round's probe over the reference, − 1 (0.25 = 25% slower).
+    pub fn slowdown(&self) -> f64 {
+        self.exchange_ns / self.reference_ns - 1.0
+    }
+
+    /// Whether a round probed at `exchange_ns` is slowed against
+    /// `reference_ns` (`None` when it is not).
+    pub fn judge(exchange_ns: f64, reference_ns: f64, limit: f64) -> Option<Slowed> {
+        (reference_ns > 0.0 && exchange_ns > reference_ns * (1.0 + limit)).then_some(Slowed {
+            exchange_ns,
+            reference_ns,
+            limit,
+        })
+    }
 }
 
 /// The calibration probe over one round's window: a fixed loopback
@@ -375,7 +414,8 @@ pub struct Precision {
     pub unit: String,
     /// Confidence of the interval (0.95).
     pub confidence: f64,
-    /// Rounds it rests on: the clean ones (busy-host rounds left out).
+    /// Rounds it rests on: the clean ones (rounds on a busy host or a
+    /// slowed machine left out).
     pub rounds: u32,
     /// Lower end of the interval, in `unit`.
     pub low: f64,
@@ -431,7 +471,10 @@ impl RankGroup {
     }
 }
 
-/// Aggregates of a cell over its rounds.
+/// Aggregates of a cell over its rounds: the speed figures (throughput,
+/// latency, CPU per request, memory under load, wire bytes) over the rounds
+/// not left out (busy host, slowed machine: the verdict names them), the
+/// counts of what went wrong over every round.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CellSummary {
     /// Throughput per round, req/s; `median` is the headline figure.
@@ -473,6 +516,32 @@ fn least(rounds: &[Round], f: impl Fn(&Round) -> u64) -> u64 {
 }
 
 impl CellSummary {
+    /// Summarise `all` rounds, with the speed figures (req/s, latency, CPU
+    /// per request, memory under load, wire bytes) from `kept`, the rounds
+    /// not left out; what went wrong (responses, errors, connections, the
+    /// loader's peak) counts over every round. With no round kept, every
+    /// figure is over `all` (the verdict says why none was clean).
+    pub fn of_kept(
+        all: &[Round],
+        kept: &[Round],
+    ) -> Result<Option<CellSummary>, histogram::HistogramError> {
+        let Some(mut summary) = CellSummary::of(all)? else {
+            return Ok(None);
+        };
+        if kept.is_empty() || kept.len() == all.len() {
+            return Ok(Some(summary));
+        }
+        let speed = CellSummary::of(kept)?.expect("kept is not empty");
+        summary.throughput_rps = speed.throughput_rps;
+        summary.latency_p99_us = speed.latency_p99_us;
+        summary.latency = speed.latency;
+        summary.histogram = speed.histogram;
+        summary.cpu_us_per_request = speed.cpu_us_per_request;
+        summary.memory_median_bytes = speed.memory_median_bytes;
+        summary.wire_bytes_per_response = speed.wire_bytes_per_response;
+        Ok(Some(summary))
+    }
+
     /// Summarise `rounds`; `None` when there are none.
     pub fn of(rounds: &[Round]) -> Result<Option<CellSummary>, histogram::HistogramError> {
         if rounds.is_empty() {

@@ -31,7 +31,7 @@ pub use crate::plan::Skipped;
 pub use crate::roles::load::ErrorCounts;
 pub use cell::{
     AnswerChecks, Cell, CellKey, CellSummary, Connections, HostUse, LoaderShare, LoaderUse,
-    MachineSpeed, Precision, RankGroup, RateFigures, RequestAccounting, Round, ServerUse,
+    MachineSpeed, Precision, RankGroup, RateFigures, RequestAccounting, Round, ServerUse, Slowed,
     StatusCounts, WindowTimes,
 };
 pub use database::{DatabaseSamples, DatabaseStatements, DatabaseUse};

@@ -160,6 +160,7 @@ impl Round {
             window_clock: lab.window_clock,
             loaders: lab.loaders,
             machine: lab.machine,
+            slowed: None,
         })
     }
 }

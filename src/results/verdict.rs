@@ -277,6 +277,27 @@ pub enum Reason {
         /// Rounds planned.
         planned: u32,
     },
+    /// A note, not a flag: the calibration probe found the machine slowed
+    /// in this round, so it is left out of the figures (and was measured
+    /// again).
+    MachineSlowed {
+        /// Round (0-based).
+        round: u32,
+        /// The round's probe exchange, ns.
+        exchange_ns: f64,
+        /// The framework's fast reference it was judged by, ns.
+        reference_ns: f64,
+        /// Largest accepted slowdown (a fraction).
+        limit: f64,
+    },
+    /// Fewer rounds than asked were measured on an unslowed, quiet machine:
+    /// the figures rest on the clean ones.
+    FewCleanRounds {
+        /// Rounds the figures rest on.
+        clean: u32,
+        /// Rounds every cell takes.
+        asked: u32,
+    },
 }
 
 impl Reason {
@@ -292,6 +313,7 @@ impl Reason {
             | Reason::TlsFailed { .. }
             | Reason::RequestsUnaccounted { .. }
             | Reason::NoSuccess => Status::Rejected,
+            Reason::MachineSlowed { .. } => Status::Accepted,
             _ => Status::Flagged,
         }
     }
@@ -323,6 +345,8 @@ impl Reason {
             Reason::Unsent { .. } => "unsent requests",
             Reason::Reconnects { .. } => "reconnects",
             Reason::CpuUnknown { .. } => "CPU unknown",
+            Reason::MachineSlowed { .. } => "round re-measured",
+            Reason::FewCleanRounds { .. } => "slowed machine",
         }
     }
 }
@@ -447,6 +471,19 @@ impl fmt::Display for Reason {
                 f,
                 "only {measured} of {planned} planned rounds were measured (run interrupted or server lost)"
             ),
+            Reason::MachineSlowed { round, exchange_ns, reference_ns, limit } => write!(
+                f,
+                "round {} ran on a slowed machine: the calibration probe read {:.2} µs per exchange, {} above this framework's fast reference {:.2} µs (limit {}); left out of the figures and measured again",
+                round + 1,
+                exchange_ns / 1000.0,
+                pct(exchange_ns / reference_ns - 1.0),
+                reference_ns / 1000.0,
+                pct(*limit),
+            ),
+            Reason::FewCleanRounds { clean, asked } => write!(
+                f,
+                "only {clean} of the {asked} rounds asked were measured on a quiet, unslowed machine (the others are left out, and their repeats were slowed or busy too); the figures rest on those {clean}"
+            ),
             Reason::HighCv { cv, limit } => {
                 let (v, l) = pct_vs(*cv, *limit);
                 write!(f, "throughput varied across rounds: CV {v} is above the limit {l}")
@@ -487,11 +524,16 @@ pub struct Verdict {
 impl Verdict {
     /// The distinct labels of the reasons, in order (a reason found in two
     /// rounds is one label), optionally leaving out incomplete rounds, which
-    /// only matter once a run is over.
+    /// only matter once a run is over. Notes (a reason that changes no
+    /// status) have no label: the notes section lists them.
     pub fn labels(&self, with_incomplete: bool) -> Vec<&'static str> {
         let mut out: Vec<&'static str> = Vec::new();
         for r in &self.reasons {
             if !with_incomplete && matches!(r, Reason::IncompleteRounds { .. }) {
+                continue;
+            }
+            // A note (a round left out and measured again) changes no status.
+            if r.status() == Status::Accepted {
                 continue;
             }
             if !out.contains(&r.label()) {

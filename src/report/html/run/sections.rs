@@ -34,23 +34,7 @@ pub(super) fn environment(ctx: &Ctx<'_>) -> Section {
         (limits(r))
         h3 { "Gates applied" }
         p {
-            (format!(
-                "Rejected when connections established < requested, error rate > {}, an OOM kill \
-                 or crash, or a failed contract verification; flagged when the loader used ≥ {} \
-                 of its CPU or was throttled in more than {} of scheduler periods, achieved < {} \
-                 of a fixed target rate, lagged its schedule by more than {}, the CV of req/s \
-                 across rounds exceeded {}, a round was more than {} from the median, or other \
-                 processes used more than {:.2} CPU cores on the host.{}",
-                percent(th.max_error_rate),
-                percent(th.loader_saturation),
-                percent(th.max_loader_throttled),
-                percent(th.min_rate_ratio),
-                micros(th.max_schedule_lag_us as f64),
-                percent(th.max_cv),
-                percent(th.suspect_round),
-                th.max_foreign_cores,
-                th.off.sentence()
-            ))
+            (crate::report::view::gates_sentence(th))
         }
         details {
             summary { "The profile as run (defaults filled in)" }
