@@ -71,6 +71,18 @@ fn a_steady_cell_stops_at_min_and_a_jittery_one_goes_on_to_max_saying_its_precis
                 p.asked
             ))
         );
+        // The probe and the host per round: why a round was left out.
+        for x in &c.rounds {
+            eprintln!(
+                "  round {}: probe {:?} ns (min {:?}), foreign {:?} cores, slowed {:?}",
+                x.index + 1,
+                x.machine.map(|m| m.exchange_ns.round()),
+                x.machine.map(|m| m.exchange_ns_min.round()),
+                x.host.as_ref().map(|h| h.foreign_cores),
+                x.slowed
+            );
+        }
+        eprintln!("  verdict {:?}", c.verdict.labels(true));
         assert!(
             !c.verdict
                 .reasons

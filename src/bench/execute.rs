@@ -18,7 +18,7 @@ use tokio::sync::Notify;
 
 use super::lab::{Lab, Measured, Urls};
 use super::store::Store;
-use crate::judge::gates::{finish_cell, left_out, machine_reference, GateContext};
+use crate::judge::gates::{finish_cell, judged_probe, left_out, machine_reference, GateContext};
 use crate::plan::spec::RunSpec;
 use crate::plan::{FrameworkPlan, Plan, Step};
 use crate::results::{
@@ -629,10 +629,12 @@ impl<L: Lab> Runner<'_, L> {
 
     /// The probe's verdict on `round` of `key`: slowed when it read more
     /// than `thresholds.slowed_machine` above the framework's fast
-    /// reference over its rounds so far (this one included).
+    /// reference over its rounds so far (this one included). Only rounds
+    /// whose server kept its core busy are judged, and only they make the
+    /// reference (`gates::judged_probe`).
     fn slowed(&self, key: &CellKey, round: &Round) -> Option<crate::results::Slowed> {
         let t = &self.job.rules.thresholds;
-        let now = round.machine?.exchange_ns;
+        let now = judged_probe(round)?;
         if t.off.slowed_machine {
             return None;
         }
@@ -647,7 +649,7 @@ impl<L: Lab> Runner<'_, L> {
                     .iter()
                     .filter(move |r| !(c.key == *key && r.index == round.index))
             })
-            .filter_map(|r| r.machine.map(|m| m.exchange_ns));
+            .filter_map(judged_probe);
         let reference = machine_reference(earlier.chain([now]))?;
         crate::results::Slowed::judge(now, reference, t.slowed_machine)
     }

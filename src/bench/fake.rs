@@ -180,7 +180,8 @@ pub(crate) struct Script {
     pub jitter: f64,
     /// Rounds (scenario, round) measured on a slowed machine: the probe
     /// reads 8.5 µs instead of 5.0 µs and throughput is 30% lower. When
-    /// any is set, every round carries a probe reading.
+    /// any is set, every round carries a probe reading and its server
+    /// keeps 0.9 cores busy.
     pub slowed_at: Vec<(Scenario, u32)>,
 }
 
@@ -389,6 +390,9 @@ impl Lab for FakeLab {
             script.rps * speed * (1.0 + swing * script.jitter),
         );
         if !script.slowed_at.is_empty() {
+            // A server that keeps its core busy (0.9 cores over the 10 s
+            // window), so the probe judges its rounds.
+            m.lab.server.cpu_time_us = Some(9_000_000);
             let exchange_ns = if slowed { 8_500.0 } else { 5_000.0 };
             m.lab.machine = Some(crate::results::MachineSpeed {
                 core: 0,

@@ -89,6 +89,23 @@ pub fn left_out(r: &Round, t: &Thresholds) -> bool {
         || (r.slowed.is_some() && !t.off.slowed_machine)
 }
 
+/// Cores the server must keep busy through a round for the probe to judge
+/// it. Beside a busy server the probe reads steadily (within 1% across a
+/// cell's rounds in the `standard` run) and the machine's speed sets the
+/// server's figures; beside a server that mostly sleeps (a 10 ms delay at
+/// 800 req/s) its reading wandered by ±10% from round to round with the
+/// server's figures unmoved, so it judges nothing there.
+pub const PROBE_BUSY_CORES: f64 = 0.5;
+
+/// The probe reading a round can be judged by: its in-window median
+/// exchange, ns, when it was probed and its server kept at least
+/// `PROBE_BUSY_CORES` busy over the window.
+pub fn judged_probe(r: &Round) -> Option<f64> {
+    let m = r.machine?;
+    let cores = r.server.cpu_time_us? as f64 / (r.duration_s * 1e6);
+    (r.duration_s > 0.0 && cores >= PROBE_BUSY_CORES).then_some(m.exchange_ns)
+}
+
 /// Share of a framework's probed rounds below which its fast reference
 /// sits: low enough to be a round outside any slow spell, high enough that
 /// one freak fast sample does not set it.
@@ -777,6 +794,28 @@ mod tests {
             .reasons
             .iter()
             .any(|x| matches!(x, Reason::MachineSlowed { .. })));
+    }
+
+    #[test]
+    fn the_probe_judges_only_rounds_whose_server_kept_its_core_busy() {
+        let mut r = round(0, 100, 10_000.0);
+        r.machine = Some(crate::results::MachineSpeed {
+            core: 0,
+            samples: 12,
+            exchange_ns: 5_000.0,
+            exchange_ns_min: 4_900.0,
+            exchange_ns_max: 5_100.0,
+        });
+        let window_us = r.duration_s * 1e6;
+        r.server.cpu_time_us = Some((0.9 * window_us) as u64);
+        assert_eq!(judged_probe(&r), Some(5_000.0));
+        r.server.cpu_time_us = Some((0.3 * window_us) as u64);
+        assert_eq!(judged_probe(&r), None, "a server that mostly sleeps");
+        r.server.cpu_time_us = None;
+        assert_eq!(judged_probe(&r), None, "CPU unknown");
+        r.server.cpu_time_us = Some(window_us as u64);
+        r.machine = None;
+        assert_eq!(judged_probe(&r), None, "not probed");
     }
 
     #[test]
