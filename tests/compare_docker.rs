@@ -40,6 +40,11 @@ const QUIET_WAIT: Duration = Duration::from_secs(60);
 /// the gates' own default limit (results::verdict::DEFAULT_MAX_FOREIGN_CORES).
 const QUIET_CORES: f64 = fairground::results::verdict::DEFAULT_MAX_FOREIGN_CORES;
 
+/// The slowed-machine rule is off: these servers burn user-space CPU, which
+/// the probe's kernel path does not track. Beside them the probe wandered
+/// by up to 45% while req/s moved 3%, so the rule left out most rounds of
+/// the known answers it would not have moved (compare widens its band by
+/// the probe's drift instead).
 fn profile(rounds: u32, duration: &str, pipeline: u32, frameworks: &str) -> String {
     format!(
         "description: \"compare known answers\"\n\
@@ -48,7 +53,8 @@ fn profile(rounds: u32, duration: &str, pipeline: u32, frameworks: &str) -> Stri
          load: {{threads: 1, pipeline: {pipeline}}}\n\
          server: {{cpus: 1, memory: 128MiB, nofile: 16384}}\n\
          loader: {{cpus: 1, memory: 256MiB, nofile: 16384}}\n\
-         idle_settle: 1s\nreadiness_timeout: 30s\nthresholds: {{preflight: warn}}\n"
+         idle_settle: 1s\nreadiness_timeout: 30s\n\
+         thresholds: {{preflight: warn, off: [slowed_machine]}}\n"
     )
 }
 

@@ -215,7 +215,25 @@ fn ctrl_c_keeps_what_was_measured_and_resume_finishes_the_run() {
     let done = results_of(&dir);
     assert!(done.remaining().is_empty(), "{stderr}");
     let idx: Vec<u32> = done.cells[0].rounds.iter().map(|r| r.index).collect();
-    assert_eq!(idx, [0, 1, 2]);
+    assert_eq!(idx[..3], [0, 1, 2], "{idx:?}");
+    // Rounds past the planned three are repeats of rounds left out (a
+    // slowed machine or a busy host), one at most for each.
+    let left_out = done.cells[0]
+        .verdict
+        .reasons
+        .iter()
+        .filter(|x| {
+            matches!(
+                x,
+                results::Reason::MachineSlowed { .. } | results::Reason::HostBusy { .. }
+            )
+        })
+        .count();
+    assert!(
+        idx.len() - 3 <= left_out,
+        "{idx:?}: {:?}",
+        done.cells[0].verdict
+    );
     assert!(!done.interrupted && done.finished_at.is_some());
     assert_eq!(run_leftovers(&stderr), "");
 }
