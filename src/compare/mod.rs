@@ -192,11 +192,11 @@ fn side(s: &LoadedSide) -> Side {
 /// or the machine's slow spell is in their figures, and it differs between
 /// any two runs, so it would read as a change.
 fn sample(metric: Metric, cell: &Cell) -> stats::Sample {
-    let busy = figures::left_out_rounds(cell);
+    let left_out = figures::left_out_rounds(cell);
     let with: Vec<_> = cell
         .rounds
         .iter()
-        .filter(|r| !busy.contains(&r.index))
+        .filter(|r| !left_out.contains(&r.index))
         .filter_map(|r| metric.of(r).map(|v| (v, metric.windows(r))))
         .collect();
     let values: Vec<f64> = with.iter().map(|(v, _)| *v).collect();

@@ -521,10 +521,10 @@ fn round_values(run: &Run, key: &CellKey, metric: Metric) -> Vec<f64> {
     if cell.verdict.status == Status::Rejected {
         return Vec::new();
     }
-    let busy = crate::compare::left_out_rounds(cell);
+    let left_out = crate::compare::left_out_rounds(cell);
     cell.rounds
         .iter()
-        .filter(|r| !busy.contains(&r.index))
+        .filter(|r| !left_out.contains(&r.index))
         .filter_map(|r| metric.of(r))
         .collect()
 }

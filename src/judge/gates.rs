@@ -65,7 +65,7 @@ pub fn finish_cell(
         }),
         ..*ctx
     };
-    let verdict = judge(&rounds, summary.as_ref(), ctx);
+    let verdict = judge(&rounds, &kept, summary.as_ref(), ctx);
     Ok(Cell {
         key,
         rounds_planned: ctx.rounds_planned,
@@ -136,7 +136,14 @@ fn worst(rounds: &[Round], count: impl Fn(&Round) -> u64) -> Option<(&Round, u64
 }
 
 /// Every reason that applies to these rounds, as a verdict.
-pub fn judge(rounds: &[Round], summary: Option<&CellSummary>, ctx: &GateContext<'_>) -> Verdict {
+/// `kept` are the rounds not left out (`left_out`), which the summary's
+/// speed figures rest on.
+pub fn judge(
+    rounds: &[Round],
+    kept: &[Round],
+    summary: Option<&CellSummary>,
+    ctx: &GateContext<'_>,
+) -> Verdict {
     let t = ctx.thresholds;
     let mut reasons = Vec::new();
 
@@ -365,7 +372,6 @@ pub fn judge(rounds: &[Round], summary: Option<&CellSummary>, ctx: &GateContext<
             }
         }
     }
-    let kept: Vec<&Round> = rounds.iter().filter(|r| !left_out(r, t)).collect();
     let slowed = rounds.iter().any(|r| r.slowed.is_some()) && !t.off.slowed_machine;
     if slowed && (rounds.len() as u32) >= ctx.rounds_min && (kept.len() as u32) < ctx.rounds_min {
         reasons.push(Reason::FewCleanRounds {
