@@ -58,6 +58,7 @@ use crate::host::clock::now_ns;
 
 mod counted;
 mod h2;
+mod hpack;
 
 use counted::{Counted, Marks, Traffic};
 
@@ -257,7 +258,7 @@ pub struct ThreadStats {
     pub tls_agreed: Option<(String, String, Option<String>)>,
     /// HTTP/2: the lowest SETTINGS_MAX_CONCURRENT_STREAMS a server sent
     /// when it was below `--streams` (the streams beyond it waited in the
-    /// h2 crate's queue, their wait counted in latency).
+    /// connection's queue, their wait counted in latency).
     pub h2_stream_limit: Option<usize>,
 }
 

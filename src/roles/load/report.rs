@@ -26,8 +26,8 @@ pub enum ErrorKind {
     Write,
     /// A request was still unanswered `--timeout` after it was sent.
     Timeout,
-    /// The response could not be parsed as HTTP/1.1, or (HTTP/2) the h2
-    /// crate found the server's frames invalid.
+    /// The response could not be parsed as HTTP/1.1, or (HTTP/2) the
+    /// server's frames or header blocks were not valid HTTP/2 or HPACK.
     Parse,
     /// The TLS handshake failed (a certificate the run's CA did not sign,
     /// no protocol in common, a handshake that timed out).
@@ -54,8 +54,8 @@ pub struct ErrorCounts {
     /// time), and requests of the window still unanswered when the drain
     /// after it ended.
     pub timeout: u64,
-    /// Requests lost to a response that is not valid HTTP/1.1 (or HTTP/2
-    /// frames the h2 crate refused).
+    /// Requests lost to a response that is not valid HTTP/1.1 (or, over
+    /// HTTP/2, frames or header blocks that are not valid HTTP/2 or HPACK).
     pub parse: u64,
     /// Failed TLS handshakes (https and h2): connection attempts, like
     /// `connect`, placed by when they failed; a handshake whose ALPN did
