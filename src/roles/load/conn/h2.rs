@@ -601,7 +601,7 @@ impl Wire {
                     match u16::from_be_bytes([s[0], s[1]]) {
                         // HEADER_TABLE_SIZE: the loader's encoder needs no
                         // more than 4,096.
-                        1 => self.encoder.set_max((value as usize).min(4096)),
+                        1 => self.encoder.set_max(value as usize),
                         3 => self.peer.max_streams = value as usize,
                         4 => {
                             if value > LAST_ID {

@@ -347,8 +347,10 @@ pub(crate) struct Encoder {
     size: usize,
     /// The server's SETTINGS_HEADER_TABLE_SIZE.
     max: usize,
-    /// The table was shrunk: the next block starts with size updates.
-    update: Option<usize>,
+    /// The server changed the table's size: the next block starts with a
+    /// size update (two when the table had to be emptied: 0, then the new
+    /// size).
+    update: Option<(bool, usize)>,
 }
 
 impl Encoder {
@@ -361,15 +363,21 @@ impl Encoder {
         }
     }
 
-    /// The server's SETTINGS_HEADER_TABLE_SIZE. Growing it needs nothing;
-    /// shrinking it below what the table holds empties the table (a size
-    /// update of 0, then of the new maximum, opens the next block).
+    /// The server's SETTINGS_HEADER_TABLE_SIZE (at most 4,096 is used).
+    /// A change is said at the start of the next block (RFC 7541, 4.2);
+    /// shrinking below what the table holds empties it first.
     pub(crate) fn set_max(&mut self, max: usize) {
-        if max < self.size {
+        let max = max.min(4096);
+        if max == self.max {
+            return;
+        }
+        let empty = max < self.size;
+        if empty {
             self.table.clear();
             self.size = 0;
-            self.update = Some(max);
         }
+        let emptied = self.update.is_some_and(|(e, _)| e);
+        self.update = Some((empty || emptied, max));
         self.max = max;
     }
 
@@ -384,8 +392,10 @@ impl Encoder {
         path: &[u8],
         headers: &[(Vec<u8>, Vec<u8>)],
     ) {
-        if let Some(max) = self.update.take() {
-            put_integer(out, 0x20, 5, 0);
+        if let Some((empty, max)) = self.update.take() {
+            if empty {
+                put_integer(out, 0x20, 5, 0);
+            }
             put_integer(out, 0x20, 5, max);
         }
         match method {
@@ -536,13 +546,23 @@ mod tests {
             &headers[..2],
         );
         assert_eq!(block, [0x82, 0x87, 0x84, 0x80 | 64, 0x80 | 63, 0x80 | 62]);
-        // A smaller table from the server empties ours and says so.
+        // A smaller table from the server that still holds ours: said.
+        e.set_max(2048);
+        let mut block = Vec::new();
+        e.encode(&mut block, b"GET", false, b"127.0.0.1:8080", b"/", &[]);
+        assert_eq!(block, [0x3f, 0xe1, 0x0f, 0x82, 0x86, 0x84, 0x80 | 64]);
+        // One that does not: ours is emptied, and that is said too.
         e.set_max(16);
         let mut block = Vec::new();
         e.encode(&mut block, b"GET", false, b"a", b"/", &[]);
         assert_eq!(&block[..2], [0x20, 0x30]);
         let mut d = loona_hpack::Decoder::new();
         assert!(d.decode(&block).is_ok());
+        // Unchanged: nothing said.
+        e.set_max(16);
+        let mut block = Vec::new();
+        e.encode(&mut block, b"GET", false, b"a", b"/", &[]);
+        assert_eq!(block[0], 0x82);
     }
 
     #[test]
