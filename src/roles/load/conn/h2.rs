@@ -314,6 +314,16 @@ fn send_data(
     sent
 }
 
+/// Send what is left of `s`'s body (as [`send_data`]); whether all of it
+/// is now sent.
+fn send_rest(out: &mut Vec<u8>, window: &mut i64, max_frame: usize, s: &mut Stream) -> bool {
+    let rest = std::mem::take(&mut s.rest);
+    let sent = send_data(out, window, max_frame, s, &rest);
+    s.rest = rest;
+    s.rest.drain(..sent);
+    s.rest.is_empty()
+}
+
 fn u32_at(b: &[u8]) -> u32 {
     u32::from_be_bytes([b[0], b[1], b[2], b[3]])
 }
@@ -411,17 +421,7 @@ impl Wire {
             let s = &mut self.open[i];
             self.out.extend_from_slice(&s.head);
             s.head = Vec::new();
-            let rest = std::mem::take(&mut s.rest);
-            let sent = send_data(
-                &mut self.out,
-                &mut self.send_window,
-                self.peer.max_frame,
-                s,
-                &rest,
-            );
-            s.rest = rest;
-            s.rest.drain(..sent);
-            if !s.rest.is_empty() {
+            if !send_rest(&mut self.out, &mut self.send_window, self.peer.max_frame, s) {
                 self.held += 1;
             }
         }
@@ -447,17 +447,7 @@ impl Wire {
             if s.rest.is_empty() || !s.head.is_empty() {
                 continue;
             }
-            let rest = std::mem::take(&mut s.rest);
-            let sent = send_data(
-                &mut self.out,
-                &mut self.send_window,
-                self.peer.max_frame,
-                s,
-                &rest,
-            );
-            s.rest = rest;
-            s.rest.drain(..sent);
-            if s.rest.is_empty() {
+            if send_rest(&mut self.out, &mut self.send_window, self.peer.max_frame, s) {
                 self.held -= 1;
             }
         }
