@@ -238,16 +238,15 @@ struct Wire {
     next_id: u32,
     encoder: hpack::Encoder,
     decoder: hpack::Decoder,
-    /// A header block awaiting its CONTINUATION frames: stream, END_STREAM,
-    /// the fragments so far.
+    /// A header block awaiting its CONTINUATION frames: its stream and
+    /// whether it ends it.
     block_of: Option<(u32, bool)>,
+    /// That block's fragments so far.
     block: Vec<u8>,
     /// Scratch for one request's header block.
     scratch: Vec<u8>,
     /// The streams in flight, in the book's order (ids rising).
     open: VecDeque<Stream>,
-    /// Streams holding body bytes back.
-    held: usize,
     /// Streams waiting for the server's stream limit: the last ones in
     /// `open`.
     queued: usize,
@@ -314,14 +313,12 @@ fn send_data(
     sent
 }
 
-/// Send what is left of `s`'s body (as [`send_data`]); whether all of it
-/// is now sent.
-fn send_rest(out: &mut Vec<u8>, window: &mut i64, max_frame: usize, s: &mut Stream) -> bool {
+/// Send what is left of `s`'s body (as [`send_data`]).
+fn send_rest(out: &mut Vec<u8>, window: &mut i64, max_frame: usize, s: &mut Stream) {
     let rest = std::mem::take(&mut s.rest);
     let sent = send_data(out, window, max_frame, s, &rest);
     s.rest = rest;
     s.rest.drain(..sent);
-    s.rest.is_empty()
 }
 
 fn u32_at(b: &[u8]) -> u32 {
@@ -355,7 +352,6 @@ impl Wire {
             block: Vec::new(),
             scratch: Vec::with_capacity(256),
             open: VecDeque::new(),
-            held: 0,
             queued: 0,
             closing: false,
         }
@@ -406,10 +402,7 @@ impl Wire {
             &mut s,
             &t.body,
         );
-        if sent < t.body.len() {
-            s.rest.extend_from_slice(&t.body[sent..]);
-            self.held += 1;
-        }
+        s.rest.extend_from_slice(&t.body[sent..]);
         self.open.push_back(s);
     }
 
@@ -421,9 +414,7 @@ impl Wire {
             let s = &mut self.open[i];
             self.out.extend_from_slice(&s.head);
             s.head = Vec::new();
-            if !send_rest(&mut self.out, &mut self.send_window, self.peer.max_frame, s) {
-                self.held += 1;
-            }
+            send_rest(&mut self.out, &mut self.send_window, self.peer.max_frame, s);
         }
     }
 
@@ -432,23 +423,16 @@ impl Wire {
         let s = self.open.remove(i).expect("a position in open");
         if !s.head.is_empty() {
             self.queued -= 1;
-        } else if !s.rest.is_empty() {
-            self.held -= 1;
         }
         s
     }
 
-    /// Send what flow control held back, now that a window grew.
+    /// Send what flow control held back, now that a window grew (the
+    /// queued streams wait for `promote`).
     fn send_held(&mut self) {
-        if self.held == 0 {
-            return;
-        }
         for s in self.open.iter_mut() {
-            if s.rest.is_empty() || !s.head.is_empty() {
-                continue;
-            }
-            if send_rest(&mut self.out, &mut self.send_window, self.peer.max_frame, s) {
-                self.held -= 1;
+            if !s.rest.is_empty() && s.head.is_empty() {
+                send_rest(&mut self.out, &mut self.send_window, self.peer.max_frame, s);
             }
         }
     }
@@ -837,6 +821,16 @@ impl ConnState {
                 rbuf.resize((rbuf.len() * 2).min(MAX_FRAME + 9).max(rbuf.len() + 1), 0);
             }
             let (deadline, pace) = self.arm(w, pace_deadline);
+            // Made lazily: select! builds every branch's future on every
+            // turn, and a Sleep built per read would cost the hot path.
+            let unsettled = !c.settled;
+            let settle = async move {
+                if unsettled {
+                    tokio::time::sleep_until(settle_by).await
+                } else {
+                    std::future::pending().await
+                }
+            };
             let read = tokio::select! {
                 biased;
                 r = io.read(&mut rbuf[end..]) => r,
@@ -876,7 +870,7 @@ impl ConnState {
                     continue;
                 }
                 () = pace => continue,
-                () = tokio::time::sleep_until(settle_by), if !c.settled => {
+                () = settle => {
                     // No SETTINGS: the server does not speak HTTP/2 here.
                     w.stray_error(ErrorKind::Read, now_ns());
                     return ConnEnd::Reconnect;
@@ -1068,7 +1062,7 @@ mod tests {
                 (DATA, 0, 16_383)
             ]
         );
-        assert_eq!(c.held, 1);
+        assert_eq!(c.open[0].rest.len(), 70_000 - 65_535);
         c.out.clear();
         // The connection's window grows: still the stream's holds it back.
         c.frame(WINDOW_UPDATE, 0, 0, &100_000u32.to_be_bytes())
@@ -1083,7 +1077,7 @@ mod tests {
             (f[0].0, f[0].1, f[0].3.len()),
             (DATA, END_STREAM, 70_000 - 65_535)
         );
-        assert_eq!(c.held, 0);
+        assert!(c.open[0].rest.is_empty());
     }
 
     #[test]
