@@ -79,13 +79,14 @@ pub fn finish_cell(
 }
 
 /// Whether `r` is left out of its cell's figures: measured on a busy host
-/// (foreign CPU above `max_foreign_cores`) or on a slowed machine (the
+/// (other processes' CPU and the hypervisor's steal together above
+/// `max_foreign_cores`) or on a slowed machine (the
 /// probe's mark, unless `slowed_machine` is off). It stays in the results
 /// with the reason that left it out.
 pub fn left_out(r: &Round, t: &Thresholds) -> bool {
     r.host
         .as_ref()
-        .is_some_and(|h| h.foreign_cores > t.max_foreign_cores)
+        .is_some_and(|h| h.not_ours_cores() > t.max_foreign_cores)
         || (r.slowed.is_some() && !t.off.slowed_machine)
 }
 
@@ -401,7 +402,7 @@ pub fn judge(
 
     for r in rounds {
         if let Some(h) = &r.host {
-            if h.foreign_cores > t.max_foreign_cores {
+            if h.not_ours_cores() > t.max_foreign_cores {
                 reasons.push(Reason::HostBusy {
                     round: r.index,
                     foreign_cores: h.foreign_cores,
@@ -749,6 +750,36 @@ mod tests {
             .reasons
             .iter()
             .any(|r| matches!(r, Reason::HostBusy { .. })));
+    }
+
+    #[test]
+    fn cores_the_hypervisor_stole_count_against_the_host_like_other_work() {
+        // Each alone under the 0.5-core limit; together over it: the round
+        // is left out and the reason names both parts.
+        let mut rounds = steady();
+        let h = rounds[1].host.as_mut().unwrap();
+        h.foreign_cores = 0.3;
+        h.steal_cores = 0.4;
+        let t = Thresholds::default();
+        assert!(left_out(&rounds[1], &t));
+        assert!(!left_out(&rounds[0], &t));
+        let cell = judge_rounds(rounds.clone(), &t);
+        let busy: Vec<String> = cell
+            .verdict
+            .reasons
+            .iter()
+            .filter(|r| matches!(r, Reason::HostBusy { round: 1, .. }))
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(busy.len(), 1, "{:?}", cell.verdict.reasons);
+        assert!(
+            busy[0].contains("other processes 0.30")
+                && busy[0].contains("stolen by the hypervisor 0.40"),
+            "{busy:?}"
+        );
+        // Steal alone, under the limit: not busy.
+        rounds[1].host.as_mut().unwrap().foreign_cores = 0.0;
+        assert!(!left_out(&rounds[1], &t));
     }
 
     #[test]

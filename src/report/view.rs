@@ -92,10 +92,11 @@ pub(crate) fn gates_sentence(t: &crate::results::Thresholds) -> String {
          of its CPU or was throttled by its CPU quota in more than {} of scheduler periods, \
          achieved < {} of a fixed target rate, lagged its schedule by more than {} at any \
          point, the CV of req/s across rounds exceeded {}, a round was more than {} from the \
-         median, or other processes used more than {:.2} CPU cores on the host. Rounds on such \
-         a busy host, and rounds whose calibration probe read more than {} slower than the \
-         framework's fast reference (a slowed machine), are left out of the figures and, with \
-         a fixed number of rounds, measured once more.{}",
+         median, or other processes and the hypervisor's steal together took more than {:.2} \
+         CPU cores of the host. Rounds on such a busy host, and rounds whose calibration \
+         probe read more than {} slower than the framework's fast reference (a slowed \
+         machine), are left out of the figures and, with a fixed number of rounds, measured \
+         once more.{}",
         percent(t.max_error_rate),
         percent(t.loader_saturation),
         percent(t.max_loader_throttled),

@@ -124,6 +124,17 @@ pub struct HostUse {
     pub steal_cores: f64,
 }
 
+impl HostUse {
+    /// CPU that was not ours over the window, cores: other processes'
+    /// (`foreign_cores`) and what the hypervisor gave other guests
+    /// (`steal_cores`). Either takes time from the server and the loader
+    /// that their own CPU figures never show, so the host-busy gate sets
+    /// the sum against its limit.
+    pub fn not_ours_cores(&self) -> f64 {
+        self.foreign_cores + self.steal_cores
+    }
+}
+
 /// One measured round of a cell.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Round {

@@ -498,10 +498,11 @@ impl fmt::Display for Reason {
                 )
             }
             Reason::HostBusy { round, foreign_cores, limit, softirq_cores, steal_cores } => {
-                let (v, l) = crate::units::numbers_apart(*foreign_cores, *limit, 2);
+                let (v, l) =
+                    crate::units::numbers_apart(*foreign_cores + *steal_cores, *limit, 2);
                 write!(
                     f,
-                    "round {}: other processes used {v} CPU cores on the host over the window (limit {l}; besides, soft interrupts {softirq_cores:.2} cores, steal {steal_cores:.2})",
+                    "round {}: {v} CPU cores of the host were not ours over the window (other processes {foreign_cores:.2}, stolen by the hypervisor {steal_cores:.2}; limit {l}; besides, soft interrupts {softirq_cores:.2} cores)",
                     round + 1
                 )
             }
