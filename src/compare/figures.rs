@@ -168,8 +168,8 @@ impl Metric {
 /// Rounds of `cell` (by index) that the gates left out of its figures:
 /// measured on a busy host (other processes and the hypervisor's steal
 /// took more CPU than the run's threshold during the window, so the round
-/// measured them as much as the server) or on a slowed machine (the calibration probe read it slower
-/// than the framework's fast reference).
+/// measured them as much as the server) or on a slowed machine (the
+/// calibration probe read it slower than the framework's fast reference).
 pub fn left_out_rounds(cell: &Cell) -> Vec<u32> {
     let mut rounds: Vec<u32> = cell
         .verdict

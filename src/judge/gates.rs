@@ -10,7 +10,7 @@
 //! This module only judges data it is given; it measures nothing.
 
 use crate::results::histogram::HistogramError;
-use crate::results::{Cell, CellKey, CellSummary, Reason, Round, Thresholds, Verdict};
+use crate::results::{Cell, CellKey, CellSummary, HostUse, Reason, Round, Thresholds, Verdict};
 
 /// What the gates need to know besides the rounds.
 #[derive(Debug, Clone, Copy)]
@@ -79,15 +79,20 @@ pub fn finish_cell(
 }
 
 /// Whether `r` is left out of its cell's figures: measured on a busy host
-/// (other processes' CPU and the hypervisor's steal together above
-/// `max_foreign_cores`) or on a slowed machine (the
-/// probe's mark, unless `slowed_machine` is off). It stays in the results
+/// (`busy_host`) or on a slowed machine (the probe's mark, unless
+/// `slowed_machine` is off). It stays in the results
 /// with the reason that left it out.
 pub fn left_out(r: &Round, t: &Thresholds) -> bool {
+    busy_host(r, t).is_some() || (r.slowed.is_some() && !t.off.slowed_machine)
+}
+
+/// The host figures of `r` when it was measured on a busy host: other
+/// processes' CPU and the hypervisor's steal together above
+/// `max_foreign_cores`.
+fn busy_host<'a>(r: &'a Round, t: &Thresholds) -> Option<&'a HostUse> {
     r.host
         .as_ref()
-        .is_some_and(|h| h.not_ours_cores() > t.max_foreign_cores)
-        || (r.slowed.is_some() && !t.off.slowed_machine)
+        .filter(|h| h.not_ours_cores() > t.max_foreign_cores)
 }
 
 /// Cores the server must keep busy through a round for the probe to judge
@@ -401,16 +406,14 @@ pub fn judge(
     }
 
     for r in rounds {
-        if let Some(h) = &r.host {
-            if h.not_ours_cores() > t.max_foreign_cores {
-                reasons.push(Reason::HostBusy {
-                    round: r.index,
-                    foreign_cores: h.foreign_cores,
-                    limit: t.max_foreign_cores,
-                    softirq_cores: h.softirq_cores,
-                    steal_cores: h.steal_cores,
-                });
-            }
+        if let Some(h) = busy_host(r, t) {
+            reasons.push(Reason::HostBusy {
+                round: r.index,
+                foreign_cores: h.foreign_cores,
+                limit: t.max_foreign_cores,
+                softirq_cores: h.softirq_cores,
+                steal_cores: h.steal_cores,
+            });
         }
     }
 
