@@ -4,7 +4,7 @@
 CARGO   ?= cargo
 PROFILE ?= standard
 
-.PHONY: build static test fmt lint deps bench
+.PHONY: build static test check fmt lint deps deps-bench bench
 
 # The statically linked fairground that goes into the FROM-scratch image.
 # A separate --target dir keeps host builds from being invalidated.
@@ -29,7 +29,7 @@ test: deps static
 
 ## bench: run profile $(PROFILE) (default standard) with the static binary,
 ## building it first; BENCH_FLAGS adds options (e.g. --accept-env, --resume DIR)
-bench: deps static
+bench: deps-bench static
 	$(STATIC_BIN) run --profile $(PROFILE) $(BENCH_FLAGS)
 
 ## fmt: format the code
@@ -40,6 +40,21 @@ fmt:
 lint:
 	$(CARGO) clippy --locked --all-targets -- -D warnings
 
-## deps: host packages fairground needs (Debian), installed once
+## check: a developer's loop: format check, clippy, and the tests that need
+## no Docker daemon (the library's unit tests and the in-process tests)
+NO_DOCKER_TESTS := ci_example ci_outputs compare_cli frameworks_manifests history_cli \
+  layering load_accounting load_cli load_h2 load_highconc load_rate load_schema load_tls \
+  preflight profile_cli report report_cli results_schema run_cli serve verify verify_protocols
+check:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --locked --all-targets -- -D warnings
+	$(CARGO) test --locked --lib
+	$(CARGO) test --locked $(addprefix --test ,$(NO_DOCKER_TESTS)) -- --test-threads=1
+
+## deps: host packages the tests need (Debian), installed once
 deps:
-	@bash scripts/install-deps.sh
+	@bash scripts/install-deps.sh test
+
+## deps-bench: only what a run needs (no browser, no independent load tools)
+deps-bench:
+	@bash scripts/install-deps.sh bench

@@ -246,6 +246,7 @@ fn frameworks_that_declare_10k_connections_listen_with_a_backlog_for_them() {
         .block_on(fairground::docker::engine::Engine::ensure_images(
             engine(),
             &holding,
+            false,
         ))
         .unwrap_or_else(|e| panic!("building the roster's images: {e:#}"));
     let run = test_run("backlog");

@@ -378,8 +378,16 @@ async fn measure(
         .filter(|f| setup.plan.frameworks.iter().any(|p| p.name == f.name()))
         .cloned()
         .collect();
+    // The database image only for a plan with a database cell: a profile
+    // without one should not wait minutes for a PostgreSQL base it never
+    // starts.
+    let database = setup
+        .plan
+        .frameworks
+        .iter()
+        .any(|p| p.scenarios.iter().any(|s| s.needs_database()));
     let images = tokio::select! {
-        images = engine.ensure_images(&measured) => images.context("building the images")?,
+        images = engine.ensure_images(&measured, database) => images.context("building the images")?,
         () = cancel.cancelled() => return Ok(RunOutcome::Interrupted),
     };
     if let Some(h) = &hosts {

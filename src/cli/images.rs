@@ -187,7 +187,12 @@ async fn build(b: &BuildArgs) -> anyhow::Result<ExitCode> {
     opts.upstream_base = b.upstream_base.clone();
     opts.progress = progress;
     let engine = DockerEngine::connect(opts).await?;
-    let built = engine.ensure_images(&frameworks).await;
+    // Everything the frameworks could be asked to run: the database image
+    // when any of them declares a database scenario.
+    let database = frameworks
+        .iter()
+        .any(crate::framework::Framework::declares_database);
+    let built = engine.ensure_images(&frameworks, database).await;
     // Version readers are removed as they go; this catches any leftover.
     let _ = engine.cleanup(&run).await;
     if let Some(bar) = bar {

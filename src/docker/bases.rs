@@ -26,8 +26,10 @@ use super::{LABEL_INPUTS, LABEL_KIND, LABEL_NAME, LABEL_RUN};
 pub const BASES_DIR: &str = "docker/bases";
 /// The base the database container runs: PostgreSQL from Debian.
 pub const DATABASE_BASE: &str = "postgres";
-/// Used when the host's apt sources name no Debian mirror.
-pub const DEFAULT_MIRROR: &str = "http://deb.debian.org/debian";
+/// Names the Debian archive bases are made from, over the host's apt
+/// sources. No archive address is built in: a machine whose apt names none
+/// for the base's suite must say which one to use.
+pub const MIRROR_ENV: &str = "FAIRGROUND_DEBIAN_MIRROR";
 
 /// `docker/bases/NAME.yaml`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
@@ -89,8 +91,9 @@ pub fn load_spec(root: &Path, name: &str) -> Result<(BaseSpec, Vec<u8>), DockerE
 }
 
 /// The Debian mirror the host's apt uses for `suite`: from deb822
-/// `/etc/apt/sources.list.d/*.sources` first, then `/etc/apt/sources.list`.
-pub fn host_mirror(etc_apt: &Path, suite: &str) -> String {
+/// `/etc/apt/sources.list.d/*.sources` first, then `/etc/apt/sources.list`;
+/// `None` when neither names one.
+pub fn host_mirror(etc_apt: &Path, suite: &str) -> Option<String> {
     let mut sources: Vec<PathBuf> = std::fs::read_dir(etc_apt.join("sources.list.d"))
         .map(|rd| rd.flatten().map(|e| e.path()).collect())
         .unwrap_or_default();
@@ -101,11 +104,28 @@ pub fn host_mirror(etc_apt: &Path, suite: &str) -> String {
     {
         let text = std::fs::read_to_string(path).unwrap_or_default();
         if let Some(m) = mirror_from_deb822(&text, suite) {
-            return m;
+            return Some(m);
         }
     }
     let list = std::fs::read_to_string(etc_apt.join("sources.list")).unwrap_or_default();
-    mirror_from_list(&list, suite).unwrap_or_else(|| DEFAULT_MIRROR.to_string())
+    mirror_from_list(&list, suite)
+}
+
+/// The mirror base `name` (of `suite`) is made from: [`MIRROR_ENV`] if set,
+/// else the host's apt sources, else an error naming the setting.
+fn mirror(root: &Path, name: &str, suite: &str) -> Result<String, DockerError> {
+    if let Some(m) = std::env::var(MIRROR_ENV).ok().filter(|m| !m.trim().is_empty()) {
+        return Ok(m.trim().to_string());
+    }
+    host_mirror(Path::new("/etc/apt"), suite).ok_or_else(|| DockerError::Base {
+        name: name.to_string(),
+        path: spec_path(root, name),
+        reason: format!(
+            "the host's apt sources (/etc/apt) name no Debian mirror for suite `{suite}`: \
+             set {MIRROR_ENV} to the Debian archive to build from, or build with \
+             --upstream-base on a daemon that can pull"
+        ),
+    })
 }
 
 fn mirror_from_deb822(text: &str, suite: &str) -> Option<String> {
@@ -181,7 +201,7 @@ pub fn plan(name: &str, opts: &ImageOptions) -> Result<BasePlan, DockerError> {
     let (spec, yaml) = load_spec(&opts.root, name)?;
     let source = match &opts.upstream_base {
         Some(up) => format!("upstream {up}"),
-        None => host_mirror(Path::new("/etc/apt"), &spec.suite),
+        None => mirror(&opts.root, name, &spec.suite)?,
     };
     let hash = inputs_hash(&yaml, &source);
     let tag = format!("fairground/base-{name}:{}", images::short(&hash));
@@ -425,20 +445,26 @@ mod tests {
             "deb http://old.example/debian bookworm main\n",
         )
         .unwrap();
-        assert_eq!(host_mirror(d, "bookworm"), "http://mirror.example/debian");
+        assert_eq!(
+            host_mirror(d, "bookworm").as_deref(),
+            Some("http://mirror.example/debian")
+        );
     }
 
     #[test]
-    fn mirror_falls_back_to_sources_list_then_default() {
+    fn mirror_falls_back_to_sources_list_and_no_address_is_built_in() {
         let tmp = tempfile::tempdir().unwrap();
         let d = tmp.path();
-        assert_eq!(host_mirror(d, "bookworm"), DEFAULT_MIRROR);
+        assert_eq!(host_mirror(d, "bookworm"), None);
         std::fs::write(
             d.join("sources.list"),
             "# comment\ndeb [arch=amd64] http://list.example/debian bookworm main\n",
         )
         .unwrap();
-        assert_eq!(host_mirror(d, "bookworm"), "http://list.example/debian");
+        assert_eq!(
+            host_mirror(d, "bookworm").as_deref(),
+            Some("http://list.example/debian")
+        );
     }
 
     #[test]

@@ -348,7 +348,11 @@ pub fn cold_start_ms(started_at: &str, first_200_unix_ms: u64) -> Option<i64> {
 }
 
 impl Engine for DockerEngine {
-    async fn ensure_images(&self, frameworks: &[Framework]) -> anyhow::Result<BuiltImages> {
+    async fn ensure_images(
+        &self,
+        frameworks: &[Framework],
+        database: bool,
+    ) -> anyhow::Result<BuiltImages> {
         let fairground = self.ensure_fairground().await?;
         let mut base_infos: BTreeMap<String, ImageInfo> = BTreeMap::new();
         let mut fw_infos = BTreeMap::new();
@@ -368,7 +372,7 @@ impl Engine for DockerEngine {
             let info = images::ensure_framework(&self.docker, fw, &base_tag, &self.opts).await?;
             fw_infos.insert(fw.name().to_string(), info);
         }
-        let database = if frameworks.iter().any(|fw| fw.declares_database()) {
+        let database = if database {
             Some(
                 bases::ensure(&self.docker, bases::DATABASE_BASE, &self.opts)
                     .await

@@ -5,7 +5,7 @@
 //!
 //! A typical run:
 //! ```text
-//! engine.ensure_images(&frameworks)        -> BuiltImages (fairground, bases, frameworks)
+//! engine.ensure_images(&frameworks, db)    -> BuiltImages (fairground, bases, frameworks)
 //! engine.create_network(&run)              -> NetworkInfo (internal, own subnet)
 //! engine.start_ready(&server_spec, &check) -> ReadyStart (Handle, first 200, cold start)
 //! engine.inspect_limits(&server)           -> AppliedLimits (what Docker really applied)
@@ -147,10 +147,12 @@ impl BuiltImages {
 /// for the order of calls in a run.
 pub trait Engine: Send + Sync {
     /// Build or reuse the fairground image, the bases the frameworks need
-    /// and the framework images.
+    /// and the framework images; the database image too when `database`
+    /// (a run builds it only when its plan measures a database scenario).
     fn ensure_images(
         &self,
         frameworks: &[Framework],
+        database: bool,
     ) -> impl Future<Output = anyhow::Result<BuiltImages>> + Send;
     /// CPUs of the daemon's host, for `cpuset: auto`
     /// ([`super::container::allocate_cpusets`]).

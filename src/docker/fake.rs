@@ -160,7 +160,11 @@ impl FakeEngine {
 }
 
 impl Engine for FakeEngine {
-    async fn ensure_images(&self, frameworks: &[Framework]) -> anyhow::Result<BuiltImages> {
+    async fn ensure_images(
+        &self,
+        frameworks: &[Framework],
+        database: bool,
+    ) -> anyhow::Result<BuiltImages> {
         self.log(format!("ensure_images {}", frameworks.len()));
         Ok(BuiltImages {
             fairground: Self::image(images::ImageKind::Fairground, "fairground"),
@@ -174,10 +178,7 @@ impl Engine for FakeEngine {
                     )
                 })
                 .collect(),
-            database: frameworks
-                .iter()
-                .any(|f| f.declares_database())
-                .then(|| Self::image(images::ImageKind::Base, "postgres")),
+            database: database.then(|| Self::image(images::ImageKind::Base, "postgres")),
         })
     }
 

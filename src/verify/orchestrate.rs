@@ -353,7 +353,8 @@ pub async fn verify_all<E: Engine>(
     frameworks: &[Framework],
     opts: &OrchestrateOptions,
 ) -> anyhow::Result<Vec<VerifyReport>> {
-    let images = engine.ensure_images(frameworks).await?;
+    let database = frameworks.iter().any(|f| f.declares_database());
+    let images = engine.ensure_images(frameworks, database).await?;
     let network = engine.create_network(run).await?;
     let mut reports = Vec::new();
     for fw in frameworks {

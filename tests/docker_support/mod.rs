@@ -130,7 +130,7 @@ pub fn images() -> BuiltImages {
             & remove_if_ours(&format!("fairground/fw-tinyfw:{}", &fw_hash[..12]));
     *BUILT_FRESH.lock().unwrap() = fresh;
     let built = rt()
-        .block_on(engine().ensure_images(std::slice::from_ref(&fw)))
+        .block_on(engine().ensure_images(std::slice::from_ref(&fw), false))
         .unwrap_or_else(|e| panic!("building test images: {e:#}"));
     *guard = Some(built.clone());
     built
