@@ -43,7 +43,7 @@ lint:
 ## check: a developer's loop: format check, clippy, and the tests that need
 ## no Docker daemon (the library's unit tests and the in-process tests)
 NO_DOCKER_TESTS := ci_example ci_outputs compare_cli frameworks_manifests history_cli \
-  layering load_accounting load_cli load_h2 load_highconc load_rate load_schema load_tls \
+  layering load_accounting load_bursts load_cli load_h2 load_highconc load_rate load_schema load_tls \
   preflight profile_cli report report_cli results_schema run_cli serve verify verify_protocols
 check:
 	$(CARGO) fmt --all -- --check

@@ -69,6 +69,8 @@ pub(crate) fn round(index: u32, concurrency: u32, rps: f64) -> Round {
         connections: Connections::all_served(c),
         wire_bytes_per_response: Some(130.0),
         tls: None,
+        stream_limit: None,
+        loader_warnings: Vec::new(),
         rate: None,
         answers: AnswerChecks {
             checked: ok / 1000,
@@ -111,6 +113,7 @@ pub(crate) fn round(index: u32, concurrency: u32, rps: f64) -> Round {
         loaders: Vec::new(),
         machine: None,
         slowed: None,
+        bursts: None,
     }
 }
 

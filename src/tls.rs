@@ -167,8 +167,11 @@ pub fn server_config_from_files(
         .with_context(|| format!("{} with {}", chain.display(), key.display()))
 }
 
-/// A client configuration that trusts `ca_pem` alone and asks for
-/// `protocol` under ALPN.
+/// A client configuration that trusts `ca_pem` alone, asks for `protocol`
+/// under ALPN and never resumes a session: every connection made with it
+/// does one full handshake, which is what the loader's handshake figure
+/// says it measures (rustls' default would keep a session cache shared by
+/// every connection of the configuration and resume from it).
 pub fn client_config(
     ca_pem: &[u8],
     protocol: Protocol,
@@ -184,6 +187,7 @@ pub fn client_config(
         .with_safe_default_protocol_versions()?
         .with_root_certificates(roots)
         .with_no_client_auth();
+    config.resumption = rustls::client::Resumption::disabled();
     config.alpn_protocols = protocol
         .alpn()
         .map(|p| vec![p.to_vec()])
@@ -269,6 +273,57 @@ mod tests {
         let client = client_config(ours.ca_pem.as_bytes(), Protocol::H2).unwrap();
         let err = handshake(server, client, "elsewhere").await.unwrap_err();
         assert!(err.contains("certificate"), "{err}");
+    }
+
+    /// Two handshakes in a row with one client configuration, the second
+    /// after the client has read what the server sent after the first (its
+    /// TLS 1.3 session tickets): how the second handshake went.
+    async fn second_handshake_kind(
+        server: Arc<rustls::ServerConfig>,
+        client: Arc<rustls::ClientConfig>,
+    ) -> rustls::HandshakeKind {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let name = rustls::pki_types::ServerName::try_from("server").unwrap();
+        let mut kind = None;
+        for _ in 0..2 {
+            let (a, b) = tokio::io::duplex(64 * 1024);
+            let acceptor = tokio_rustls::TlsAcceptor::from(server.clone());
+            let connector = tokio_rustls::TlsConnector::from(client.clone());
+            let (s, c) = tokio::join!(acceptor.accept(a), connector.connect(name.clone(), b));
+            let (mut s, mut c) = (s.unwrap(), c.unwrap());
+            kind = c.get_ref().1.handshake_kind();
+            // The tickets travel after the handshake: one byte read brings
+            // them in.
+            s.write_all(b"x").await.unwrap();
+            s.flush().await.unwrap();
+            let mut byte = [0u8; 1];
+            c.read_exact(&mut byte).await.unwrap();
+        }
+        kind.expect("the handshake finished")
+    }
+
+    #[tokio::test]
+    async fn every_connection_of_a_client_does_a_full_handshake() {
+        let certs = RunCerts::make(&["server".into()]).unwrap();
+        let server = server_config(
+            certs.chain_pem.as_bytes(),
+            certs.key_pem.as_bytes(),
+            Protocol::H2,
+        )
+        .unwrap();
+        let client = client_config(certs.ca_pem.as_bytes(), Protocol::H2).unwrap();
+        assert_eq!(
+            second_handshake_kind(server.clone(), client.clone()).await,
+            rustls::HandshakeKind::Full
+        );
+        // The same client with rustls' default session cache resumes: the
+        // test can tell.
+        let mut resuming = (*client).clone();
+        resuming.resumption = rustls::client::Resumption::default();
+        assert_eq!(
+            second_handshake_kind(server, Arc::new(resuming)).await,
+            rustls::HandshakeKind::Resumed
+        );
     }
 
     #[test]

@@ -424,6 +424,13 @@ fn a_server_allowing_fewer_streams_than_asked_is_measured_and_said() {
         "{:?}",
         r.warnings
     );
+    // And as a figure, which `fairground run` flags the cell by.
+    assert_eq!(r.http2_stream_limit, Some(2));
+    // A server that allows every stream asked leaves it out.
+    let open = H2Server::start(H2Options::default(), |_| {
+        H2Action::Answer(Duration::from_millis(50))
+    });
+    assert_eq!(h2c_load(&open, 2, 4, &[]).http2_stream_limit, None);
 }
 
 #[test]

@@ -317,3 +317,44 @@ fn shipped_and_fixture_profiles_satisfy_the_schema() {
         assert!(errors.is_empty(), "{}: {errors:?}", f.display());
     }
 }
+
+#[test]
+fn profile_check_takes_the_frameworks_folder_run_takes() {
+    // A profile naming a framework that lives outside ./frameworks: `run
+    // --frameworks DIR` accepts it, so `profile check --frameworks DIR`
+    // must too (and without the folder it names the unknown framework).
+    let dir = std::env::temp_dir().join(format!("fg-profile-check-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let profile = dir.join("elsewhere.yaml");
+    std::fs::write(
+        &profile,
+        "description: \"names a framework of another folder\"\nframeworks: [plainfw]\n",
+    )
+    .unwrap();
+    let path = profile.display().to_string();
+    let without = fairground(&root(), &["profile", "check", &path]);
+    assert_eq!(without.status.code(), Some(2), "{}", text(&without.stderr));
+    assert!(
+        text(&without.stderr).contains("plainfw"),
+        "{}",
+        text(&without.stderr)
+    );
+    let fixtures = root().join("tests/fixtures/run/frameworks");
+    let with = fairground(
+        &root(),
+        &[
+            "profile",
+            "check",
+            "--frameworks",
+            &fixtures.display().to_string(),
+            &path,
+        ],
+    );
+    assert!(with.status.success(), "{}", text(&with.stderr));
+    assert!(
+        text(&with.stdout).starts_with("ok "),
+        "{}",
+        text(&with.stdout)
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

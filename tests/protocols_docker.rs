@@ -7,13 +7,23 @@
 //! framework made here): http1 on 8080, h2c on 8082, TLS on 8443, every
 //! answer 200 ms late once verification is past. So:
 //! - `refserve` at 8 connections: http1 and https answer 8 / 0.2 s = 40
-//!   req/s; h2 and h2c with 4 streams per connection 8 × 4 / 0.2 s = 160
-//!   req/s, each within 2%; Little's law holds per stream (32 in flight);
+//!   req/s; h2 and h2c with 32 streams per connection 8 × 32 / 0.2 s =
+//!   1,280 req/s, each within 2%; Little's law holds per stream (256 in
+//!   flight);
 //!   the TLS cells carry their handshakes (one per connection, ALPN what
 //!   was asked);
 //! - `h1only`, the same server whose TLS listener offers only `http/1.1`
 //!   under ALPN while its manifest claims h2: its h2 cell is rejected with
-//!   ALPN named, and its other protocols are measured as usual.
+//!   ALPN named, and its other protocols are measured as usual;
+//! - `serial` (`--h2-defect serial`): every answer right, a stream limit of
+//!   1000, and the streams of a connection answered one at a time (2 ms
+//!   each): its h2 and h2c cells are rejected by `h2-concurrency` in
+//!   verification, with the profile's GET scenario alone;
+//! - `limit4` (`--h2-defect limit4`): SETTINGS_MAX_CONCURRENT_STREAMS 4
+//!   under `load.streams: 32`: its h2 and h2c cells are measured and
+//!   flagged `stream limit`, naming 4, 32 and the 8 × 4 = 32 requests in
+//!   flight, and answer 8 × 4 / 0.2 s = 160 req/s; the loader's warning
+//!   is in results.json.
 //!
 //! Only traffic: containers on the run's own internal network.
 
@@ -27,7 +37,9 @@ use fairground::contract::Protocol;
 use fairground::results::{Cell, Reason, Results, Status};
 
 const CONNECTIONS: f64 = 8.0;
-const STREAMS: f64 = 4.0;
+const STREAMS: f64 = 32.0;
+/// `fairground serve --h2-defect limit4`'s stream limit.
+const LIMIT: f64 = 4.0;
 const DELAY_S: f64 = 0.2;
 
 /// A framework `name` under `dir/frameworks` that is the reference server
@@ -71,9 +83,11 @@ fn run() -> Option<&'static (Results, String)> {
         let tmp = tempfile::tempdir().unwrap().keep();
         refserve(&tmp, "refserve", &[]);
         refserve(&tmp, "h1only", &[("FAIRGROUND_SERVE_TLS_PROTOCOL", "https")]);
+        refserve(&tmp, "serial", &[("FAIRGROUND_SERVE_H2_DEFECT", "serial")]);
+        refserve(&tmp, "limit4", &[("FAIRGROUND_SERVE_H2_DEFECT", "limit4")]);
         let profile = format!(
             "description: \"protocol known answers\"\n\
-             frameworks: [refserve, h1only]\nscenarios: [json]\n\
+             frameworks: [refserve, h1only, serial, limit4]\nscenarios: [json]\n\
              protocol: [http1, https, h2, h2c]\nconcurrency: [{CONNECTIONS}]\n\
              warmup: 2s\nduration: 3s\nrounds: 1\n\
              load: {{threads: 1, streams: {STREAMS}, timeout: 2s}}\n\
@@ -201,5 +215,88 @@ fn a_server_that_offers_only_http1_under_alpn_gets_no_h2_number() {
             other.verdict
         );
         assert!(!other.rounds.is_empty(), "{p}: measured");
+    }
+}
+
+#[test]
+fn a_server_serving_the_streams_of_a_connection_one_at_a_time_is_rejected_by_h2_concurrency() {
+    let Some((r, stderr)) = run() else { return };
+    for p in [Protocol::H2, Protocol::H2c] {
+        let c = cell(r, "serial", p, stderr);
+        assert_eq!(c.verdict.status, Status::Rejected, "{p}: {:?}", c.verdict);
+        let why: Vec<String> = c.verdict.reasons.iter().map(|x| x.to_string()).collect();
+        assert!(
+            why.iter().any(|w| w.contains("h2-concurrency")
+                && w.contains("streams of one connection served one at a time")),
+            "{p}: the reason names the rule: {why:?}"
+        );
+        assert!(c.rounds.is_empty(), "{p}: never measured");
+    }
+    // Its HTTP/1.1 is honest and measured.
+    let c = cell(r, "serial", Protocol::Http1, stderr);
+    assert_ne!(c.verdict.status, Status::Rejected, "{:?}", c.verdict);
+}
+
+#[test]
+fn a_stream_limit_below_load_streams_is_flagged_naming_both_numbers_and_what_was_in_flight() {
+    let Some((r, stderr)) = run() else { return };
+    for p in [Protocol::H2, Protocol::H2c] {
+        let c = cell(r, "limit4", p, stderr);
+        assert_eq!(c.verdict.status, Status::Flagged, "{p}: {:?}", c.verdict);
+        let limit = c
+            .verdict
+            .reasons
+            .iter()
+            .find(|x| matches!(x, Reason::StreamLimit { .. }))
+            .unwrap_or_else(|| panic!("{p}: no stream-limit flag: {:?}", c.verdict));
+        assert!(
+            matches!(
+                limit,
+                Reason::StreamLimit {
+                    limit: 4,
+                    streams: 32,
+                    connections: 8,
+                    ..
+                }
+            ),
+            "{p}: {limit:?}"
+        );
+        assert!(
+            limit
+                .to_string()
+                .contains("8 connections × 4 streams = 32 requests in flight at most, not 256"),
+            "{limit}"
+        );
+        let round = &c.rounds[0];
+        // What was really in flight: 8 × 4, each answer 200 ms late.
+        let want = CONNECTIONS * LIMIT / DELAY_S;
+        assert!(
+            (round.throughput_rps / want - 1.0).abs() <= 0.03,
+            "{p}: {:.2} req/s, want {want:.0} ±3%",
+            round.throughput_rps
+        );
+        // The loader's warning reached results.json.
+        assert!(
+            round
+                .loader_warnings
+                .iter()
+                .any(|w| w.contains("allows 4 concurrent streams per connection")),
+            "{p}: {:?}",
+            round.loader_warnings
+        );
+        assert_eq!(round.stream_limit.map(|s| s.effective()), Some(32), "{p}");
+    }
+    // A server that allows every stream asked gets no such flag.
+    for p in [Protocol::H2, Protocol::H2c] {
+        let c = cell(r, "refserve", p, stderr);
+        assert!(
+            !c.verdict
+                .reasons
+                .iter()
+                .any(|x| matches!(x, Reason::StreamLimit { .. })),
+            "{p}: {:?}",
+            c.verdict
+        );
+        assert!(c.rounds[0].stream_limit.is_none(), "{p}");
     }
 }

@@ -2,7 +2,11 @@
 //! `fairground serve --protocol P`, passes every scenario it serves over
 //! https, h2 and h2c; a server that does not speak the protocol asked, or
 //! presents a certificate the CA given did not sign, fails naming why; an
-//! HTTP/2 server that does not answer streams concurrently is caught.
+//! HTTP/2 server that does not answer streams concurrently is caught by
+//! `h2-concurrency` with GET scenarios alone (the reference server's liar,
+//! `--h2-defect serial`), and a lawful stream limit below verify's depth
+//! is recorded, not failed (`--h2-defect limit4`; under load it is
+//! flagged, tests/protocols_docker.rs).
 //! Everything on 127.0.0.1, every wait bounded, no Docker.
 
 #[path = "support/h2_double.rs"]
@@ -218,6 +222,14 @@ fn http2_connection_checks(r: &VerifyReport) {
         ),
         "{streams:?}"
     );
+    let timed = r.check(names::H2_CONCURRENCY).unwrap();
+    assert_eq!(timed.status, CheckStatus::Pass, "{shown}");
+    assert!(
+        timed
+            .detail
+            .starts_with("streams of one connection served concurrently: "),
+        "{timed:?}"
+    );
     assert_eq!(r.facts.concurrent_streams, Some(true));
     assert!(r.check(names::PIPELINING).is_none());
     assert!(r.check(names::WIRE_BYTES).is_none());
@@ -288,7 +300,7 @@ async fn https_with_a_ca_that_did_not_sign_the_certificate_fails_naming_the_cert
     );
     all_excluded_by(&r, names::TLS);
     assert!(r.tls.is_none());
-    assert!(table(&r).contains("serve tls: FAIL TLS handshake with"));
+    assert!(table(&r).contains("serve https tls: FAIL TLS handshake with"));
 
     // The right CA, but a name the certificate does not carry.
     let theirs = std::fs::read_to_string(&files.ca).unwrap();
@@ -360,16 +372,138 @@ async fn an_h2_server_answering_one_stream_at_a_time_fails_streams() {
 }
 
 #[tokio::test]
-async fn an_h2_server_allowing_fewer_streams_than_asked_fails_streams() {
-    let addr = h2_double::spawn(H2Fault::MaxStreams(2));
+async fn an_h2_server_allowing_one_stream_at_a_time_fails_streams() {
+    let addr = h2_double::spawn(H2Fault::MaxStreams(1));
     let opts = options(Protocol::H2c, None);
     let r = verify(&format!("http://{addr}"), &[Scenario::Param], &opts).await;
-    assert_eq!(r.facts.max_concurrent_streams, Some(2));
+    assert_eq!(r.facts.max_concurrent_streams, Some(1));
     assert_eq!(
         failed_check(&r, names::STREAMS),
-        "the server allows at most 2 concurrent streams (SETTINGS_MAX_CONCURRENT_STREAMS), \
-         fewer than the 8 verify sends at once"
+        "the server allows at most 1 concurrent stream(s) (SETTINGS_MAX_CONCURRENT_STREAMS): no \
+         two requests of one connection can be served at once"
     );
+}
+
+/// The GET scenarios of the shipped `protocols` profile.
+const PROTOCOLS_GETS: [Scenario; 2] = [Scenario::Plaintext, Scenario::Json];
+
+#[tokio::test]
+async fn a_server_serving_the_streams_of_a_connection_one_at_a_time_fails_h2_concurrency() {
+    // The liar of issue 36: every answer right, a high stream limit, and
+    // the streams of a connection answered one at a time (2 ms each). GET
+    // scenarios only, as the `protocols` profile measures; before
+    // `h2-concurrency` it passed every check.
+    let (certs, files, _dir) = certs();
+    for protocol in [Protocol::H2c, Protocol::H2] {
+        let mut args = vec![
+            "--protocol",
+            if protocol == Protocol::H2 {
+                "h2"
+            } else {
+                "h2c"
+            },
+        ];
+        let (cert, key) = (
+            files.chain.display().to_string(),
+            files.key.display().to_string(),
+        );
+        if protocol == Protocol::H2 {
+            args.extend(["--tls-cert", &cert, "--tls-key", &key]);
+        }
+        args.extend(["--h2-defect", "serial"]);
+        let server = ServeChild::start(&args);
+        let scheme = if protocol == Protocol::H2 {
+            "https"
+        } else {
+            "http"
+        };
+        let tls = (protocol == Protocol::H2).then(|| trust(&certs, "localhost"));
+        let r = verify(
+            &format!("{scheme}://{}", server.addr),
+            &PROTOCOLS_GETS,
+            &options(protocol, tls),
+        )
+        .await;
+        let shown = table(&r);
+        for s in &r.scenarios {
+            assert!(
+                s.checks.iter().all(|c| c.status == CheckStatus::Pass),
+                "{protocol}: every answer is right: {s:?}"
+            );
+        }
+        assert_eq!(r.facts.max_concurrent_streams, Some(1000), "{shown}");
+        assert_eq!(
+            r.check(names::STREAMS).unwrap().status,
+            CheckStatus::Pass,
+            "{shown}"
+        );
+        let detail = failed_check(&r, names::H2_CONCURRENCY);
+        assert!(
+            detail.starts_with("streams of one connection served one at a time: ")
+                && detail.contains(" for 16 streams on one connection vs ")
+                && detail.contains(" for 16 requests on 16 connections (medians of 7, plaintext)"),
+            "{protocol}: {detail}"
+        );
+        // 16 streams at 2 ms each, one after another: at least 30 ms.
+        let one_ms: f64 = detail
+            .split("at a time: ")
+            .nth(1)
+            .and_then(|x| x.split(' ').next())
+            .and_then(|x| x.parse().ok())
+            .unwrap_or_else(|| panic!("{detail}"));
+        assert!(one_ms >= 30.0, "{detail}");
+        assert_eq!(r.facts.concurrent_streams, Some(false));
+        for s in &r.scenarios {
+            let why = r.excluded(s.scenario).unwrap();
+            assert!(why.starts_with("h2-concurrency failed: "), "{why}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_stream_limit_below_verify_depth_is_recorded_and_verify_sends_what_it_allows() {
+    let server = serve_args(&["--protocol", "h2c", "--h2-defect", "limit4"]);
+    let opts = options(Protocol::H2c, None);
+    let r = verify(&format!("http://{}", server.addr), &PROTOCOLS_GETS, &opts).await;
+    assert!(r.passed, "{}", table(&r));
+    assert_eq!(r.facts.max_concurrent_streams, Some(4));
+    let streams = r.check(names::STREAMS).unwrap();
+    assert!(
+        streams
+            .detail
+            .starts_with("4 requests in flight at once on one connection"),
+        "{streams:?}"
+    );
+    let timed = r.check(names::H2_CONCURRENCY).unwrap();
+    assert!(
+        timed
+            .detail
+            .contains(" for 4 streams on one connection vs "),
+        "{timed:?}"
+    );
+}
+
+#[tokio::test]
+async fn an_honest_server_that_leaves_nagle_on_passes_h2_concurrency() {
+    // The double never sets TCP_NODELAY (axum::serve's h2c does not
+    // either): its answers on one connection wait for the client's ACK,
+    // which a client that sends nothing meanwhile delays by 40 ms. The
+    // loader, sending as answers arrive, never meets that stall, and the
+    // server is not serving its streams one at a time.
+    let addr = h2_double::spawn(H2Fault::Staggered);
+    let opts = options(Protocol::H2c, None);
+    let r = verify(
+        &format!("http://{addr}"),
+        &[Scenario::Plaintext, Scenario::Param],
+        &opts,
+    )
+    .await;
+    let timed = r.check(names::H2_CONCURRENCY).unwrap();
+    assert_eq!(timed.status, CheckStatus::Pass, "{timed:?}");
+}
+
+fn serve_args(args: &[&str]) -> ServeChild {
+    ServeChild::start(args)
 }
 
 #[tokio::test]
@@ -429,12 +563,15 @@ async fn a_server_that_never_answers_the_handshake_fails_within_its_timeout() {
 }
 
 #[tokio::test]
-async fn without_a_post_scenario_streams_are_sent_at_once_and_say_none_was_held() {
+async fn without_a_post_scenario_streams_are_sent_at_once_and_timed_against_separate_connections() {
     let server = serve("h2c", None);
     let opts = options(Protocol::H2c, None);
     let scenarios = [Scenario::Plaintext, Scenario::Param];
     let r = verify(&format!("http://{}", server.addr), &scenarios, &opts).await;
     assert!(r.passed, "{}", table(&r));
+    // Timed with GET scenarios: the honest server passes.
+    let timed = r.check(names::H2_CONCURRENCY).unwrap();
+    assert_eq!(timed.status, CheckStatus::Pass, "{timed:?}");
     let streams = r.check(names::STREAMS).unwrap();
     assert!(
         streams.detail.starts_with(

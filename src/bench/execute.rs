@@ -4,8 +4,12 @@
 //! This module owns the order of operations and the failure rules: a
 //! framework that cannot start is recorded and skipped; scenarios that fail
 //! verification become rejected cells; a server that dies is restarted and
-//! the round that saw it die keeps the evidence; Ctrl-C (the [`Cancel`]
-//! token) stops at once, stops the server and leaves valid results behind.
+//! the round that saw it die keeps the evidence; a database that dies
+//! rejects its cell by name and ends that framework's work; a container
+//! that cannot be removed is an incident; a container engine that stops
+//! answering ends the run ([`RunOutcome::EngineLost`]) with every result
+//! kept; Ctrl-C (the [`Cancel`] token) stops at once, stops the server and
+//! leaves valid results behind.
 //! It must not talk to Docker or the loader directly.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -81,8 +85,11 @@ pub enum Event<'a> {
     Verified {
         /// Framework name.
         name: &'a str,
-        /// Scenarios excluded.
-        excluded: usize,
+        /// Scenarios verified, each in every protocol the run speaks to
+        /// the framework in: (scenario, protocol) pairs.
+        verified: usize,
+        /// Those excluded, each with the check it failed.
+        excluded: &'a [crate::results::Exclusion],
     },
     /// A round starts.
     Step {
@@ -137,6 +144,10 @@ pub enum RunOutcome {
     Finished,
     /// Cancelled before the end; what was measured is stored.
     Interrupted,
+    /// The container engine stopped answering (a daemon restarted or went
+    /// away): the run ended there, what was measured is stored, and an
+    /// incident says what failed. `--resume` measures the rest.
+    EngineLost,
 }
 
 /// Rules of the run besides the plan.
@@ -206,8 +217,9 @@ pub async fn execute<L: Lab>(
             index: i + 1,
             total,
         });
-        if runner.framework(fw, steps).await? == RunOutcome::Interrupted {
-            return Ok(RunOutcome::Interrupted);
+        match runner.framework(fw, steps).await? {
+            RunOutcome::Finished => {}
+            ended => return Ok(ended),
         }
     }
     Ok(RunOutcome::Finished)
@@ -318,6 +330,10 @@ impl<L: Lab> Runner<'_, L> {
         let server = match self.start(name).await {
             Ok(s) => s,
             Err(e) => {
+                if let Some(lost) = self.engine_lost(name, &e).await? {
+                    self.close_phases(name, began)?;
+                    return Ok(lost);
+                }
                 let why = format!("could not start: {e:#}");
                 self.store.update(|r| {
                     r.framework_mut(name).failure = Some(why.clone());
@@ -346,11 +362,25 @@ impl<L: Lab> Runner<'_, L> {
         self.close_phases(name, began)?;
         match result {
             Ok(RunOutcome::Interrupted) => Ok(RunOutcome::Interrupted),
+            Ok(RunOutcome::EngineLost) => Ok(RunOutcome::EngineLost),
             Ok(RunOutcome::Finished) => {
-                stopped.with_context(|| format!("stopping {name}"))?;
+                // A container left behind is reported and the run goes on
+                // (cleanup at the run's end removes what carries its
+                // label); only a daemon that went away ends it.
+                if let Err(e) = stopped {
+                    if let Some(lost) = self.engine_lost(name, &e).await? {
+                        return Ok(lost);
+                    }
+                    let what = format!("could not stop or remove its container: {e:#}");
+                    eprintln!("warning: {name}: {what}");
+                    self.incident(name, None, what)?;
+                }
                 Ok(RunOutcome::Finished)
             }
             Err(e) => {
+                if let Some(lost) = self.engine_lost(name, &e).await? {
+                    return Ok(lost);
+                }
                 let why = format!("{e:#}");
                 self.store.update(|r| {
                     r.framework_mut(name).failure = Some(why.clone());
@@ -359,6 +389,53 @@ impl<L: Lab> Runner<'_, L> {
                 Ok(RunOutcome::Finished)
             }
         }
+    }
+
+    /// When `e` came from a container engine that no longer answers: an
+    /// incident saying so, and the outcome that ends the run. The
+    /// framework is not marked failed, so `--resume` measures it again.
+    async fn engine_lost(
+        &mut self,
+        name: &str,
+        e: &anyhow::Error,
+    ) -> anyhow::Result<Option<RunOutcome>> {
+        if self.lab.engine_reachable().await {
+            return Ok(None);
+        }
+        let what = format!(
+            "the container engine stopped answering (a Docker daemon that restarted or went away): {e:#}; the run ends here with every measured result kept"
+        );
+        self.incident(name, None, what)?;
+        Ok(Some(RunOutcome::EngineLost))
+    }
+
+    /// The database of `name` died in `step`'s round: the cell is rejected
+    /// naming it (with the rounds it has), the framework is marked failed
+    /// with the same words, and its remaining cells are left.
+    fn database_down(&mut self, name: &str, step: &Step, what: String) -> anyhow::Result<()> {
+        let rounds = self
+            .store
+            .results()
+            .cell(&step.key)
+            .map(|c| c.rounds.clone())
+            .unwrap_or_default();
+        let mut cell = finish_cell(step.key.clone(), rounds, &self.gates())?;
+        let mut reasons = std::mem::take(&mut cell.verdict.reasons);
+        reasons.push(crate::results::Reason::DatabaseDown {
+            round: step.round,
+            what: what.clone(),
+        });
+        cell.verdict = crate::results::Verdict::from_reasons(reasons);
+        self.store.append_cell(cell)?;
+        let why = format!(
+            "{what} during round {} of {}; its remaining cells were not measured",
+            step.round + 1,
+            step.key
+        );
+        self.store.update(|r| {
+            r.framework_mut(name).failure = Some(why.clone());
+        })?;
+        self.incident(name, Some(step), why)
     }
 
     /// Store where the segment of `name` that began at `began` spent its
@@ -440,7 +517,8 @@ impl<L: Lab> Runner<'_, L> {
         };
         self.observer.on(&Event::Verified {
             name,
-            excluded: outcome.excluded.len(),
+            verified: fw.scenarios.len() * fw.protocols.len(),
+            excluded: &outcome.excluded,
         });
         let plan = self.job.plan;
         for ex in &outcome.excluded {
@@ -521,12 +599,11 @@ impl<L: Lab> Runner<'_, L> {
                 self.done += 1;
                 continue;
             }
-            if self
+            if let Some(ended) = self
                 .measure_step(name, &step, None, &mut last_round, slot)
                 .await?
-                == RunOutcome::Interrupted
             {
-                return Ok(RunOutcome::Interrupted);
+                return Ok(ended);
             }
             measured.push(step);
         }
@@ -548,12 +625,11 @@ impl<L: Lab> Runner<'_, L> {
                     round: self.next_round(&step.key),
                     key: step.key.clone(),
                 };
-                if self
+                if let Some(ended) = self
                     .measure_step(name, &again, Some(step.round), &mut last_round, slot)
                     .await?
-                    == RunOutcome::Interrupted
                 {
-                    return Ok(RunOutcome::Interrupted);
+                    return Ok(ended);
                 }
             }
         }
@@ -563,7 +639,9 @@ impl<L: Lab> Runner<'_, L> {
     /// Measure `step` on the running server (restarting it first when the
     /// profile restarts between rounds) and store its cell; `again` names
     /// the left-out round it measures again. A round that could not be
-    /// measured is an incident; the run goes on.
+    /// measured is an incident; the run goes on. `Some`: the framework's
+    /// work ends here (`Finished`: its database died, the next framework
+    /// follows), or the run's does (`Interrupted`, `EngineLost`).
     async fn measure_step(
         &mut self,
         name: &str,
@@ -571,7 +649,7 @@ impl<L: Lab> Runner<'_, L> {
         again: Option<u32>,
         last_round: &mut Option<u32>,
         slot: &mut Option<Running<L::Server>>,
-    ) -> anyhow::Result<RunOutcome> {
+    ) -> anyhow::Result<Option<RunOutcome>> {
         if self.job.plan.restart_between_rounds && *last_round != Some(step.round) {
             self.restart(name, slot).await?;
         }
@@ -586,7 +664,7 @@ impl<L: Lab> Runner<'_, L> {
         self.first_round.get_or_insert_with(Instant::now);
         let measured = tokio::select! {
             m = measure_round(self.lab, self.job.spec, step, running(slot)?) => m,
-            () = cancel.cancelled() => return Ok(RunOutcome::Interrupted),
+            () = cancel.cancelled() => return Ok(Some(RunOutcome::Interrupted)),
         };
         // A repeat is on top of the planned steps the progress counts.
         if again.is_none() {
@@ -595,17 +673,34 @@ impl<L: Lab> Runner<'_, L> {
         match measured {
             Ok(m) => {
                 self.phases.add(&m.phases);
-                self.store_round(name, step, m, slot).await?;
+                // A database found dead is named before the server's own
+                // death would restart both.
+                let down = self.lab.dependency_down(&running(slot)?.server).await?;
+                self.store_round(name, step, m, slot, down.is_none())
+                    .await?;
+                if let Some(what) = down {
+                    self.database_down(name, step, what)?;
+                    return Ok(Some(RunOutcome::Finished));
+                }
             }
             Err(e) => {
                 let what = format!("round {} not measured: {e:#}", step.round + 1);
                 self.incident(name, Some(step), what)?;
+                if let Some(lost) = self.engine_lost(name, &e).await? {
+                    return Ok(Some(lost));
+                }
+                // A round that failed because the database died (a sampler
+                // or loader error) names the database, not only the error.
+                if let Some(what) = self.lab.dependency_down(&running(slot)?.server).await? {
+                    self.database_down(name, step, what)?;
+                    return Ok(Some(RunOutcome::Finished));
+                }
                 if !self.lab.alive(&running(slot)?.server).await? {
                     self.restart(name, slot).await?;
                 }
             }
         }
-        Ok(RunOutcome::Finished)
+        Ok(None)
     }
 
     /// Whether `step`'s round, as stored, is left out of its cell's figures.
@@ -662,6 +757,7 @@ impl<L: Lab> Runner<'_, L> {
         step: &Step,
         m: Measured,
         slot: &mut Option<Running<L::Server>>,
+        restart_dead: bool,
     ) -> anyhow::Result<()> {
         let mut round = m.into_round(step.round)?;
         round.slowed = self.slowed(&step.key, &round);
@@ -686,7 +782,7 @@ impl<L: Lab> Runner<'_, L> {
                 round: &round,
             });
         }
-        if !alive {
+        if !alive && restart_dead {
             let what = format!(
                 "the server was not running after round {}; restarted",
                 step.round + 1

@@ -71,6 +71,7 @@ pub(crate) fn measurement(concurrency: u32, rps: f64) -> Measured {
         },
         responses: answered,
         throughput_rps: ok as f64 / 10.0,
+        bursts: None,
         requests: RequestAccounting {
             sent: ok,
             answered,
@@ -89,6 +90,7 @@ pub(crate) fn measurement(concurrency: u32, rps: f64) -> Measured {
         latency: LatencySummary::of(&h),
         uncorrected_latency: None,
         tls: None,
+        http2_stream_limit: None,
         rate: None,
         answers: AnswerChecks {
             checked: ok / 1000,
@@ -183,6 +185,11 @@ pub(crate) struct Script {
     /// any is set, every round carries a probe reading and its server
     /// keeps 0.9 cores busy.
     pub slowed_at: Vec<(Scenario, u32)>,
+    /// The round in which its database container exits (exit 137, OOM).
+    pub database_dies_at: Option<(Scenario, u32, u32)>,
+    /// Stopping its server fails with this message (the container is
+    /// left behind).
+    pub stop_error: Option<String>,
 }
 
 impl Default for Script {
@@ -198,6 +205,8 @@ impl Default for Script {
             loader_error_at: None,
             jitter: 0.0,
             slowed_at: vec![],
+            database_dies_at: None,
+            stop_error: None,
         }
     }
 }
@@ -230,6 +239,11 @@ pub(crate) struct FakeLab {
     pub log: Vec<String>,
     /// Cancel this token in the middle of the n-th measure call (1-based).
     pub interrupt: Option<(usize, Cancel)>,
+    /// The daemon goes away during the n-th measure call (1-based): that
+    /// call and every call after it fail as an unreachable daemon does.
+    pub daemon_gone_at: Option<usize>,
+    daemon_gone: bool,
+    db_dead: BTreeSet<u32>,
     measures: usize,
     next_id: u32,
     running: BTreeSet<u32>,
@@ -258,6 +272,16 @@ impl FakeLab {
     pub fn measures(&self) -> usize {
         self.measures
     }
+
+    /// Fail as a call to a daemon that went away does.
+    fn reachable(&self, doing: &str) -> anyhow::Result<()> {
+        if self.daemon_gone {
+            anyhow::bail!(
+                "{doing}: cannot reach the Docker daemon at unix:///var/run/docker.sock (connection refused)"
+            );
+        }
+        Ok(())
+    }
 }
 
 impl Lab for FakeLab {
@@ -265,6 +289,7 @@ impl Lab for FakeLab {
 
     async fn start(&mut self, spec: &ServerSpec) -> anyhow::Result<(FakeServer, Started)> {
         let framework = spec.framework.as_str();
+        self.reachable(&format!("starting {framework}"))?;
         if let Some(e) = self.script(framework).start_error {
             self.log.push(format!("start {framework} failed"));
             anyhow::bail!("{e}");
@@ -371,6 +396,10 @@ impl Lab for FakeLab {
         self.log.push(format!(
             "measure {framework} {scenario} c={concurrency} r{round}"
         ));
+        if self.daemon_gone_at == Some(self.measures) {
+            self.daemon_gone = true;
+        }
+        self.reachable("reading the server's cgroup")?;
         if let Some((n, cancel)) = &self.interrupt {
             if *n == self.measures {
                 cancel.cancel();
@@ -411,16 +440,39 @@ impl Lab for FakeLab {
             m.lab.server.oom_kills = Some(1);
             self.dead.insert(s.id);
         }
+        if script.database_dies_at == at {
+            self.db_dead.insert(s.id);
+        }
         Ok(m)
     }
 
     async fn alive(&mut self, s: &FakeServer) -> anyhow::Result<bool> {
+        self.reachable(&format!("inspecting {}#{}", s.framework, s.id))?;
         Ok(!self.dead.contains(&s.id))
     }
 
     async fn stop(&mut self, s: FakeServer) -> anyhow::Result<()> {
         self.log.push(format!("stop {}#{}", s.framework, s.id));
+        self.reachable(&format!("removing fg-fake-{}-{}", s.framework, s.id))?;
+        if let Some(e) = self.script(&s.framework).stop_error {
+            // Left behind, as a container the daemon would not remove is.
+            anyhow::bail!("removing fg-fake-{}-{}: {e}", s.framework, s.id);
+        }
         self.running.remove(&s.id);
         Ok(())
+    }
+
+    async fn dependency_down(&mut self, s: &FakeServer) -> anyhow::Result<Option<String>> {
+        self.reachable("inspecting the database container")?;
+        Ok(self.db_dead.contains(&s.id).then(|| {
+            format!(
+                "the database container fg-fake-{}-{}-db OOM-killed by the kernel: memory limit exceeded (exit 137)",
+                s.framework, s.id
+            )
+        }))
+    }
+
+    async fn engine_reachable(&mut self) -> bool {
+        !self.daemon_gone
     }
 }

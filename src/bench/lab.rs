@@ -144,6 +144,18 @@ pub trait Lab {
     /// Whether the server is still running.
     async fn alive(&mut self, server: &Self::Server) -> anyhow::Result<bool>;
 
-    /// Stop and remove the server.
+    /// Stop and remove the server (and what was started with it). An
+    /// error names the container that could not be stopped or removed.
     async fn stop(&mut self, server: Self::Server) -> anyhow::Result<()>;
+
+    /// A container the server depends on (its database) that is no longer
+    /// running, described with its name and how it ended ("the database
+    /// container fg-…-db exited with code 1"); `None` while all run.
+    async fn dependency_down(&mut self, server: &Self::Server) -> anyhow::Result<Option<String>>;
+
+    /// Whether the container engine still answers. Checked when something
+    /// fails, so a daemon that went away ends the run (with every measured
+    /// result kept and a `--resume` hint) instead of failing every
+    /// framework after it.
+    async fn engine_reachable(&mut self) -> bool;
 }

@@ -14,7 +14,7 @@ use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use super::docker_lab::{LiveSecond, LiveSink};
 use super::execute::{Event, Observer};
 use crate::report::fmt::thousands;
-use crate::results::{Cell, Round, Status};
+use crate::results::{Cell, Exclusion, Round, Status};
 
 /// The line printed when a round is stored.
 pub fn round_line(cell: &Cell, round: &Round) -> String {
@@ -53,6 +53,40 @@ pub fn round_line(cell: &Cell, round: &Round) -> String {
     )
 }
 
+/// The line printed when a framework's verification is done: which
+/// scenarios were excluded and the check each failed, and plainly when
+/// that was every one (nothing of the framework is then measured).
+pub fn verified_line(name: &str, verified: usize, excluded: &[Exclusion]) -> String {
+    if excluded.is_empty() {
+        return format!("{name}: contract verified");
+    }
+    let each: Vec<String> = excluded
+        .iter()
+        .map(|e| {
+            let what = if e.protocol.is_http1() {
+                e.scenario.to_string()
+            } else {
+                format!("{} {}", e.scenario, e.protocol)
+            };
+            format!("{what} ({})", e.reason)
+        })
+        .collect();
+    if excluded.len() >= verified {
+        format!(
+            "{name}: contract verification FAILED for every scenario ({} of {verified}), nothing \
+             of {name} is measured: {}",
+            excluded.len(),
+            each.join("; ")
+        )
+    } else {
+        format!(
+            "{name}: contract verified, {} of {verified} scenario(s) excluded: {}",
+            excluded.len(),
+            each.join("; ")
+        )
+    }
+}
+
 fn text(event: &Event<'_>, total: usize) -> Option<String> {
     match event {
         Event::Framework {
@@ -67,11 +101,11 @@ fn text(event: &Event<'_>, total: usize) -> Option<String> {
             Some(ms) => format!("{name}: ready, cold start {ms:.0} ms"),
             None => format!("{name}: ready"),
         }),
-        Event::Verified { name, excluded } => Some(if *excluded == 0 {
-            format!("{name}: contract verified")
-        } else {
-            format!("{name}: contract verified, {excluded} scenario(s) excluded")
-        }),
+        Event::Verified {
+            name,
+            verified,
+            excluded,
+        } => Some(verified_line(name, *verified, excluded)),
         Event::Step {
             key,
             round,
@@ -238,6 +272,39 @@ pub fn for_stderr(
 mod tests {
     use super::*;
     use crate::testdata::sample_results;
+
+    #[test]
+    fn verification_names_each_excluded_scenario_with_its_failed_check() {
+        use crate::contract::{Protocol, Scenario};
+        let ex = |scenario, protocol, reason: &str| Exclusion {
+            scenario,
+            protocol,
+            reason: reason.into(),
+        };
+        assert_eq!(verified_line("axum", 3, &[]), "axum: contract verified");
+        let some = [
+            ex(
+                Scenario::Json,
+                Protocol::Http1,
+                "GET /json answered `text/plain`",
+            ),
+            ex(Scenario::Plaintext, Protocol::H2c, "8 streams, 1 answered"),
+        ];
+        let line = verified_line("axum", 4, &some);
+        assert_eq!(
+            line,
+            "axum: contract verified, 2 of 4 scenario(s) excluded: json (GET /json answered \
+             `text/plain`); plaintext h2c (8 streams, 1 answered)"
+        );
+        let line = verified_line("axum", 2, &some);
+        assert!(
+            line.starts_with(
+                "axum: contract verification FAILED for every scenario (2 of 2), nothing of axum \
+                 is measured: json (GET /json"
+            ),
+            "{line}"
+        );
+    }
 
     #[test]
     fn live_text_says_which_phase_and_how_fast() {

@@ -512,11 +512,13 @@ fn finish(
     objectives: &[crate::results::Objective],
 ) -> anyhow::Result<ExitCode> {
     let interrupted = matches!(outcome, Ok(RunOutcome::Interrupted));
+    let engine_lost = matches!(outcome, Ok(RunOutcome::EngineLost));
     store.update(|r| {
         // Cells can also be missing because a framework failed; the report
         // lists those from the plan, `interrupted` only means Ctrl-C.
         r.interrupted = interrupted;
-        if !interrupted {
+        // A run the engine walked out of did not finish either.
+        if !interrupted && !engine_lost {
             r.finished_at = Some(Utc::now());
         }
         let after = preflight::after_run(env_report);
@@ -549,6 +551,17 @@ fn finish(
                 store.dir().display()
             );
             Ok(ExitCode::Interrupted)
+        }
+        Ok(RunOutcome::EngineLost) => {
+            let what = r
+                .incidents
+                .last()
+                .map_or_else(String::new, |i| format!(" ({})", i.what));
+            eprintln!(
+                "error: the Docker daemon stopped answering mid-run{what}. Every result measured                  before it is written. When the daemon is back (`docker info`), resume with:                  fairground run --resume {}",
+                store.dir().display()
+            );
+            Ok(ExitCode::DockerUnavailable)
         }
         Ok(RunOutcome::Finished) => {
             let missing = r.remaining();

@@ -772,3 +772,134 @@ async fn with_slowed_machine_switched_off_every_round_counts() {
         .any(|x| matches!(x, Reason::HighCv { .. })));
     assert_eq!(lab.measures(), 16);
 }
+
+/// Issue 36, item 8: a database container that dies mid-cell is named in
+/// that cell's rejection and in the framework's failure; the run moves on
+/// to the next framework, whose cells all stand.
+#[tokio::test]
+async fn a_database_that_dies_mid_cell_rejects_it_by_name_and_the_run_goes_on() {
+    let run = setup(profile());
+    let mut lab = FakeLab::default();
+    lab.scripts.insert(
+        "a".into(),
+        Script {
+            database_dies_at: Some((Scenario::Json, 10, 0)),
+            ..Script::default()
+        },
+    );
+    let mut store = run.store();
+    assert_eq!(
+        run.go(&mut lab, &mut store, &Cancel::new()).await,
+        RunOutcome::Finished
+    );
+    let r = run.on_disk();
+    let hit = key("a", Scenario::Json, 10);
+    let cell = r
+        .cell(&hit)
+        .expect("the cell the database died in is stored");
+    assert_eq!(cell.verdict.status, Status::Rejected, "{:?}", cell.verdict);
+    let named = cell.verdict.reasons.iter().find_map(|x| match x {
+        Reason::DatabaseDown { round: 0, what } => Some(what.clone()),
+        _ => None,
+    });
+    let named = named.unwrap_or_else(|| panic!("{:?}", cell.verdict));
+    assert!(
+        named.contains("database container fg-fake-a-") && named.contains("OOM-killed"),
+        "{named}"
+    );
+    // The round measured before the death is kept as evidence.
+    assert_eq!(cell.rounds.len(), 1);
+    let failure = r.framework("a").unwrap().failure.clone().unwrap();
+    assert!(failure.contains("database container"), "{failure}");
+    assert!(
+        r.incidents
+            .iter()
+            .any(|i| i.what.contains("database container")),
+        "{:?}",
+        r.incidents
+    );
+    // Not restarted, not measured further; b is measured in full.
+    assert_eq!(lab.starts("a"), 1, "{:?}", lab.log);
+    for c in r.cells.iter().filter(|c| c.key.framework == "b") {
+        assert_eq!(c.verdict.status, Status::Accepted, "{}", c.key);
+        assert_eq!(c.rounds.len(), 2, "{}", c.key);
+    }
+    assert_eq!(lab.leaked(), 0, "{:?}", lab.log);
+}
+
+/// A container that cannot be stopped or removed after a good framework is
+/// an incident naming it, not the end of the run.
+#[tokio::test]
+async fn a_failed_stop_is_reported_by_container_and_the_run_goes_on() {
+    let run = setup(profile());
+    let mut lab = FakeLab::default();
+    lab.scripts.insert(
+        "a".into(),
+        Script {
+            stop_error: Some("container is marked for removal and cannot be started".into()),
+            ..Script::default()
+        },
+    );
+    let mut store = run.store();
+    assert_eq!(
+        run.go(&mut lab, &mut store, &Cancel::new()).await,
+        RunOutcome::Finished
+    );
+    let r = run.on_disk();
+    assert!(r.remaining().is_empty(), "{:?}", r.remaining());
+    assert!(r.cells.iter().all(|c| c.verdict.status == Status::Accepted));
+    let inc = r
+        .incidents
+        .iter()
+        .find(|i| i.framework == "a")
+        .expect("an incident for a");
+    assert!(
+        inc.what.contains("could not stop or remove") && inc.what.contains("fg-fake-a-1"),
+        "{inc:?}"
+    );
+    assert!(r.framework("a").unwrap().failure.is_none());
+}
+
+/// A daemon that goes away mid-run ends it: what was measured before is on
+/// disk, no later framework is marked skipped or failed, an incident says
+/// what happened, and `--resume` on a daemon that is back completes it.
+#[tokio::test]
+async fn a_daemon_that_disappears_ends_the_run_keeping_results_and_resume_completes_it() {
+    let run = setup(profile());
+    let mut lab = FakeLab::default();
+    lab.daemon_gone_at = Some(6);
+    let mut store = run.store();
+    assert_eq!(
+        run.go(&mut lab, &mut store, &Cancel::new()).await,
+        RunOutcome::EngineLost
+    );
+    let partial = run.on_disk();
+    let rounds: usize = partial.cells.iter().map(|c| c.rounds.len()).sum();
+    assert_eq!(rounds, 5, "the five rounds before it are kept");
+    assert!(partial.skipped.is_empty(), "{:?}", partial.skipped);
+    assert!(
+        partial.frameworks.iter().all(|f| f.failure.is_none()),
+        "{:?}",
+        partial.frameworks
+    );
+    assert!(
+        partial
+            .incidents
+            .iter()
+            .any(|i| i.what.contains("container engine stopped answering")
+                && i.what.contains("cannot reach the Docker daemon")),
+        "{:?}",
+        partial.incidents
+    );
+    // Nothing after the loss was tried: b was never started.
+    assert_eq!(lab.starts("b"), 0, "{:?}", lab.log);
+
+    let mut store = Store::resume(run.dir.path()).unwrap();
+    let mut lab = FakeLab::default();
+    assert_eq!(
+        run.go(&mut lab, &mut store, &Cancel::new()).await,
+        RunOutcome::Finished
+    );
+    assert_eq!(lab.measures(), 16 - 5);
+    assert!(run.on_disk().remaining().is_empty());
+}

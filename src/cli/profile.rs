@@ -5,7 +5,8 @@ use anyhow::Context;
 
 use super::UsageError;
 use crate::profile::{
-    available, profiles_dir, resolve, resolve_with, schema_json, units, HostFacts, PROFILES_ENV,
+    available, framework_roster_of, profiles_dir, resolve, resolve_with, schema_json, units,
+    HostFacts, PROFILES_ENV,
 };
 
 /// `profile` subcommand options.
@@ -22,6 +23,12 @@ pub enum ProfileCommand {
     Check {
         /// Profile files or bare names.
         files: Vec<String>,
+        /// Folder holding the frameworks the profile may name, as `run
+        /// --frameworks` takes it (repeat it for several folders): a
+        /// profile `run --frameworks DIR` accepts passes the check with the
+        /// same DIR.
+        #[arg(long, value_name = "DIR", default_value = "frameworks")]
+        frameworks: Vec<std::path::PathBuf>,
     },
     /// Print a profile with every default filled in, as YAML.
     Show {
@@ -48,7 +55,7 @@ fn run_to(args: &ProfileArgs, out: &mut impl std::io::Write) -> anyhow::Result<(
                 serde_saphyr::to_string(&profile).context("cannot print the profile as YAML")?;
             out.write_all(yaml.as_bytes())?;
         }
-        ProfileCommand::Check { files } => {
+        ProfileCommand::Check { files, frameworks } => {
             let files = if files.is_empty() {
                 let dir = profiles_dir();
                 let names = available(&dir);
@@ -66,7 +73,10 @@ fn run_to(args: &ProfileArgs, out: &mut impl std::io::Write) -> anyhow::Result<(
             } else {
                 files.clone()
             };
-            let host = HostFacts::detect();
+            // Framework names are checked against the roster `run` would
+            // use with the same folders, not always against ./frameworks.
+            let mut host = HostFacts::detect();
+            host.frameworks = framework_roster_of(frameworks);
             let mut failures = Vec::new();
             for f in &files {
                 match resolve_with(f, &host) {

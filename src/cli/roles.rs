@@ -128,6 +128,12 @@ pub struct ServeArgs {
     /// (updates never written), `raw-fortunes` (messages not escaped).
     #[arg(long, value_enum, env = "FAIRGROUND_SERVE_DB_DEFECT")]
     pub db_defect: Option<crate::roles::serve::DbDefect>,
+    /// Serve HTTP/2 (h2, h2c) with a known defect, so tests can prove
+    /// fairground catches it: `serial` (the streams of a connection
+    /// answered one at a time, 2 ms each, behind a stream limit of 1000),
+    /// `limit4` (SETTINGS_MAX_CONCURRENT_STREAMS 4).
+    #[arg(long, value_enum, env = "FAIRGROUND_SERVE_H2_DEFECT")]
+    pub h2_defect: Option<crate::roles::serve::H2Defect>,
 }
 
 /// The port in environment variable `name`, or `default`.
@@ -211,6 +217,9 @@ pub fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     crate::roles::serve::set_delay(args.delay, args.delay_after);
     if let Some(d) = args.db_defect {
         crate::roles::serve::set_db_defect(d);
+    }
+    if let Some(d) = args.h2_defect {
+        crate::roles::serve::set_h2_defect(d);
     }
     if args.contract_ports {
         return serve_contract_ports(args, threads);

@@ -153,6 +153,19 @@ impl Metric {
         }
     }
 
+    /// Whether the round's value of this metric is only known to exceed
+    /// the request timeout (a percentile that falls among the requests
+    /// beyond it): [`Metric::of`] has no number for it, and dropping the
+    /// round would leave a figure drawn from the rounds that survived.
+    pub fn beyond_timeout(self, round: &Round) -> bool {
+        let v = match self {
+            Metric::LatencyP50 => round.latency.p50_us,
+            Metric::LatencyP99 => round.latency.p99_us,
+            _ => return false,
+        };
+        v.is_none() && round.latency.beyond_timeout > 0
+    }
+
     /// The sub-round samples whose mean is the round's value, when the
     /// results have them: the per-second 2xx counts behind req/s. Other
     /// metrics are percentiles, medians or ratios of whole-round totals,

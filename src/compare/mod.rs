@@ -193,10 +193,19 @@ fn side(s: &LoadedSide) -> Side {
 /// any two runs, so it would read as a change.
 fn sample(metric: Metric, cell: &Cell) -> stats::Sample {
     let left_out = figures::left_out_rounds(cell);
-    let with: Vec<_> = cell
+    let kept: Vec<&crate::results::Round> = cell
         .rounds
         .iter()
         .filter(|r| !left_out.contains(&r.index))
+        .collect();
+    // A round whose percentile is beyond the timeout has no number: the
+    // others alone would be a figure of the survivors, so the cell has no
+    // sample of it (compare: inconclusive; rank and precision: none).
+    if kept.iter().any(|r| metric.beyond_timeout(r)) {
+        return stats::Sample::of_rounds(Vec::new());
+    }
+    let with: Vec<_> = kept
+        .iter()
         .filter_map(|r| metric.of(r).map(|v| (v, metric.windows(r))))
         .collect();
     let values: Vec<f64> = with.iter().map(|(v, _)| *v).collect();

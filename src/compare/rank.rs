@@ -22,14 +22,18 @@
 //! number of frameworks clearly better, up to k − the number clearly
 //! worse. "1–3" means the run cannot say whether it is first or third.
 //! The headline is req/s in a closed loop (higher is better) and p99 at a
-//! fixed rate (lower is better). Rejected cells, cells with fewer than
-//! [`MIN_ROUNDS`] clean rounds, and a cell alone in its column get no rank.
+//! fixed rate (lower is better). Rejected cells, client-bound cells (the
+//! loader set their figure: a req/s that is only a floor,
+//! `judge::gates::client_bound`),
+//! cells with fewer than [`MIN_ROUNDS`] clean rounds, and a cell alone in
+//! its column get no rank.
 
 use std::collections::BTreeMap;
 
 use super::figures::Metric;
 use super::stats::{self, MIN_ROUNDS};
 use super::verdict::{self, Call};
+use crate::judge::gates::client_bound;
 use crate::results::{Cell, RankGroup, Results, Status};
 
 /// Chance that any pair of a column is split though the frameworks do not
@@ -57,7 +61,7 @@ pub fn assign(results: &mut Results) {
     let mut columns: BTreeMap<_, Vec<usize>> = BTreeMap::new();
     for (i, c) in results.cells.iter_mut().enumerate() {
         c.rank = None;
-        if c.verdict.status == Status::Rejected {
+        if c.verdict.status == Status::Rejected || client_bound(c) {
             continue;
         }
         let k = &c.key;
@@ -170,6 +174,32 @@ mod tests {
             &[1000.0, 1002.0, 998.0, 1001.0],
         ]);
         assert_eq!(r, vec![(1, 2), (1, 3), (2, 3)]);
+    }
+
+    #[test]
+    fn client_bound_cells_are_left_out_of_rank_groups() {
+        let mut r = crate::testdata::sample_results();
+        assign(&mut r);
+        let bound: Vec<&Cell> = r.cells.iter().filter(|c| client_bound(c)).collect();
+        // The sample's axum plaintext c=10000: its loader ran at 97%.
+        assert!(!bound.is_empty());
+        assert!(bound.iter().all(|c| c.rank.is_none()), "{bound:#?}");
+        // Its column ranks the others among themselves only.
+        let k = &bound[0].key;
+        for c in r.cells.iter().filter(|c| {
+            c.key.scenario == k.scenario && c.key.concurrency == k.concurrency && c.rank.is_some()
+        }) {
+            let of = r
+                .cells
+                .iter()
+                .filter(|o| {
+                    o.key.scenario == k.scenario
+                        && o.key.concurrency == k.concurrency
+                        && o.rank.is_some()
+                })
+                .count() as u32;
+            assert_eq!(c.rank.as_ref().unwrap().of, of);
+        }
     }
 
     #[test]

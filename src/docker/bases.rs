@@ -114,7 +114,10 @@ pub fn host_mirror(etc_apt: &Path, suite: &str) -> Option<String> {
 /// The mirror base `name` (of `suite`) is made from: [`MIRROR_ENV`] if set,
 /// else the host's apt sources, else an error naming the setting.
 fn mirror(root: &Path, name: &str, suite: &str) -> Result<String, DockerError> {
-    if let Some(m) = std::env::var(MIRROR_ENV).ok().filter(|m| !m.trim().is_empty()) {
+    if let Some(m) = std::env::var(MIRROR_ENV)
+        .ok()
+        .filter(|m| !m.trim().is_empty())
+    {
         return Ok(m.trim().to_string());
     }
     host_mirror(Path::new("/etc/apt"), suite).ok_or_else(|| DockerError::Base {

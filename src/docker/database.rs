@@ -5,14 +5,32 @@
 //! means "seeded".
 //!
 //! Also the SQL fairground itself asks of it (`psql` through `docker
-//! exec` on the container's own socket): readiness, statement counts from
-//! `pg_stat_statements`, and the rows verification compares answers with.
+//! exec` on the container's own socket, or a connection of the lab's own):
+//! readiness, the work counters (rows the executor read and wrote in
+//! `world` and `fortune`, from `pg_stat_user_tables`, and statements from
+//! `pg_stat_statements`), the rows verification compares answers with, and
+//! the changes it makes behind the server's back.
+//!
+//! Two roles: the framework's ([`db::DB_USER`], an ordinary role that may
+//! read the tables and update `world`, owns nothing and can create nothing)
+//! and fairground's own [`ADMIN_USER`], the cluster's superuser, whose
+//! password is drawn per database and given to no framework.
+//!
+//! The table counters lag: a PostgreSQL 15 backend adds its pending counts
+//! to shared memory at most once per [`STATS_FLUSH_MIN`] when it goes idle,
+//! and a backend that went idle sooner than that after its last flush waits
+//! up to [`STATS_IDLE_FLUSH`] before flushing (`PGSTAT_MIN_INTERVAL`,
+//! `PGSTAT_IDLE_INTERVAL` in its pgstat.c). Readers wait for the counts to
+//! settle ([`SETTLE_WITHIN`]) instead of trusting a reading taken at once.
+//! fairground's own work in the tables is read from
+//! `pg_stat_xact_user_tables` before its transaction commits, flushed at
+//! once (`pg_stat_force_next_flush`), and taken off every reading.
 
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 
-use crate::contract::db;
+use crate::contract::{db, Scenario};
 use crate::plan::spec::DatabaseSpec;
 
 use super::container::{ContainerSpec, Role};
@@ -24,6 +42,19 @@ const READY_EVERY: Duration = Duration::from_millis(200);
 /// Longest one `psql` may take.
 const SQL_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// fairground's own role: the cluster's superuser (initdb's), which reads
+/// the counters and changes the tables; its password is drawn per database.
+pub const ADMIN_USER: &str = "fairground_admin";
+
+/// A backend adds its table counts to shared memory at most this often.
+pub const STATS_FLUSH_MIN: Duration = Duration::from_secs(1);
+/// A backend that went idle within [`STATS_FLUSH_MIN`] of its last flush
+/// flushes after this long idle.
+pub const STATS_IDLE_FLUSH: Duration = Duration::from_secs(10);
+/// Longest a reader waits for every backend's counts to arrive after the
+/// traffic stopped: [`STATS_IDLE_FLUSH`] and a margin for the timer.
+pub const SETTLE_WITHIN: Duration = Duration::from_millis(11_500);
+
 /// A started, seeded database.
 #[derive(Debug, Clone)]
 pub struct StartedDatabase {
@@ -31,6 +62,8 @@ pub struct StartedDatabase {
     pub handle: Handle,
     /// Its address on the run's network.
     pub ip: String,
+    /// [`ADMIN_USER`]'s password, drawn for this database.
+    pub admin_password: String,
     /// From asking for the container to its first accepted connection
     /// (initdb and the seed included).
     pub ready_after: Duration,
@@ -47,7 +80,8 @@ pub async fn start<E: Engine>(
     network: &str,
 ) -> anyhow::Result<StartedDatabase> {
     let asked = Instant::now();
-    let c = container(run, name, spec, network);
+    let admin_password = admin_password();
+    let c = container(run, name, spec, network, &admin_password);
     let handle = engine
         .start_container(&c)
         .await
@@ -75,6 +109,7 @@ pub async fn start<E: Engine>(
                 return Ok(StartedDatabase {
                     handle: handle.clone(),
                     ip,
+                    admin_password: admin_password.clone(),
                     ready_after: asked.elapsed(),
                 });
             }
@@ -97,6 +132,57 @@ pub async fn start<E: Engine>(
     result
 }
 
+/// What `scenario` needs of the executor per response: the table it
+/// reads, rows of it read, and rows of `world` written (`updates-N`: its
+/// distinct ids, N less the repeats N random ids out of 10,000 bring).
+/// `None` for a scenario without a database.
+pub fn required_work(scenario: Scenario) -> Option<(&'static str, f64, Option<f64>)> {
+    let n = |n: u16| f64::from(db::queries_count(Some(&n.to_string())));
+    match scenario {
+        Scenario::Db => Some(("world", 1.0, None)),
+        Scenario::Queries(k) => Some(("world", n(k), None)),
+        Scenario::Fortunes => Some(("fortune", db::FORTUNES.len() as f64, None)),
+        Scenario::Updates(k) => {
+            let w = f64::from(db::WORLD_ROWS);
+            Some(("world", n(k), Some(w * (1.0 - (1.0 - 1.0 / w).powf(n(k))))))
+        }
+        _ => None,
+    }
+}
+
+/// The counts since `start` (read at the window's start), read over
+/// `client` until `enough` says they reach what the answers need or until
+/// [`SETTLE_WITHIN`] after `load_ended`, when every backend has flushed
+/// what it kept: an honest server's counts are whole as soon as they reach
+/// its need, a liar's never do and are read once they are whole. With how
+/// long after the load's end they were read.
+pub async fn settled_counts(
+    client: &tokio_postgres::Client,
+    start: &StatementCounts,
+    enough: impl Fn(&StatementCounts) -> bool,
+    load_ended: Instant,
+) -> anyhow::Result<(StatementCounts, Duration)> {
+    loop {
+        let d = start.since(counts_over(client).await?);
+        let waited = load_ended.elapsed();
+        if enough(&d) || waited >= SETTLE_WITHIN {
+            return Ok((d, waited));
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// A password for [`ADMIN_USER`]: 32 random letters and digits (nothing a
+/// shell or SQL string would need quoted).
+fn admin_password() -> String {
+    use rand::Rng;
+    const CHARS: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    let mut rng = rand::rng();
+    (0..32)
+        .map(|_| CHARS[rng.random_range(0..CHARS.len())] as char)
+        .collect()
+}
+
 /// Run `sql` in the database (as its superuser, on its socket) and return
 /// what `psql` printed (unaligned, tuples only).
 pub async fn query<E: Engine>(engine: &E, h: &Handle, sql: &str) -> anyhow::Result<String> {
@@ -117,13 +203,13 @@ pub async fn counts<E: Engine>(engine: &E, h: &Handle) -> anyhow::Result<Stateme
 /// run's network), for reading statement counts while a round runs: one
 /// query on an open connection, where a `docker exec` of `psql` would
 /// spend the shared core's time on a process start inside the window.
-pub async fn connect(ip: &str) -> anyhow::Result<tokio_postgres::Client> {
+pub async fn connect(database: &StartedDatabase) -> anyhow::Result<tokio_postgres::Client> {
+    let ip = &database.ip;
     let config = format!(
-        "host={ip} port={} dbname={} user={} password={} connect_timeout=5",
+        "host={ip} port={} dbname={} user={ADMIN_USER} password={} connect_timeout=5",
         db::DB_PORT,
         db::DB_NAME,
-        db::DB_USER,
-        db::DB_PASSWORD
+        database.admin_password
     );
     let (client, connection) = tokio_postgres::connect(&config, tokio_postgres::NoTls)
         .await
@@ -152,20 +238,138 @@ pub async fn counts_over(client: &tokio_postgres::Client) -> anyhow::Result<Stat
         fortune_reads: f(3)?,
         total: f(4)?,
         at_unix_us: f(5)?,
+        world_rows_read: f(6)?,
+        world_rows_written: f(7)?,
+        fortune_rows_read: f(8)?,
     })
 }
 
-/// The stored `randomnumber` of each of `ids`.
+/// Rows of the contract's tables one of fairground's own transactions read
+/// and wrote, as `pg_stat_xact_user_tables` counted them before it
+/// committed: taken off every later reading of the counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OwnWork {
+    /// Rows of `world` read (sequential and index fetches).
+    pub world_rows_read: u64,
+    /// Rows of `world` updated.
+    pub world_rows_written: u64,
+    /// Rows of `fortune` read.
+    pub fortune_rows_read: u64,
+}
+
+impl OwnWork {
+    /// Both together.
+    pub fn plus(self, o: OwnWork) -> OwnWork {
+        OwnWork {
+            world_rows_read: self.world_rows_read + o.world_rows_read,
+            world_rows_written: self.world_rows_written + o.world_rows_written,
+            fortune_rows_read: self.fortune_rows_read + o.fortune_rows_read,
+        }
+    }
+}
+
+/// What the current transaction did to the contract's tables so far.
+const OWN_WORK_SQL: &str = "/* fairground */ SELECT 'fairground-own', \
+     coalesce(sum(seq_tup_read + coalesce(idx_tup_fetch, 0)) FILTER (WHERE relname = 'world'), 0)::bigint, \
+     coalesce(sum(n_tup_upd) FILTER (WHERE relname = 'world'), 0)::bigint, \
+     coalesce(sum(seq_tup_read + coalesce(idx_tup_fetch, 0)) FILTER (WHERE relname = 'fortune'), 0)::bigint \
+     FROM pg_stat_xact_user_tables WHERE relname IN ('world', 'fortune')";
+
+/// Run `sql` (one statement) as fairground's own work: inside a
+/// transaction whose reads and writes of the contract's tables are counted
+/// before it commits and flushed to the counters before this returns.
+/// What `sql` printed, and that work.
+pub async fn own_work<E: Engine>(
+    engine: &E,
+    h: &Handle,
+    sql: &str,
+) -> anyhow::Result<(String, OwnWork)> {
+    let cmd = psql_session(&[
+        "BEGIN",
+        sql,
+        OWN_WORK_SQL,
+        "COMMIT",
+        "/* fairground */ SELECT pg_stat_force_next_flush()",
+    ]);
+    let out = engine
+        .exec_to_exit(h, &cmd, SQL_TIMEOUT, None)
+        .await
+        .with_context(|| format!("asking the database: {}", crate::contract::quote(sql)))?;
+    split_own_work(&out.stdout).map_err(anyhow::Error::msg)
+}
+
+/// `sql`'s output and the [`OWN_WORK_SQL`] line of an [`own_work`] session.
+pub fn split_own_work(out: &str) -> Result<(String, OwnWork), String> {
+    let mut printed = String::new();
+    let mut work = None;
+    for line in out.lines() {
+        match line.strip_prefix("fairground-own|") {
+            Some(rest) => {
+                let f: Vec<u64> = rest
+                    .split('|')
+                    .map(|x| x.trim().parse::<u64>())
+                    .collect::<Result<_, _>>()
+                    .map_err(|_| format!("unexpected own-work line `{line}`"))?;
+                let [r, w, fr] = f[..] else {
+                    return Err(format!("unexpected own-work line `{line}`"));
+                };
+                work = Some(OwnWork {
+                    world_rows_read: r,
+                    world_rows_written: w,
+                    fortune_rows_read: fr,
+                });
+            }
+            None if work.is_none() => {
+                printed.push_str(line);
+                printed.push('\n');
+            }
+            None => {}
+        }
+    }
+    work.map(|w| (printed, w))
+        .ok_or_else(|| format!("no own-work line in `{}`", out.trim()))
+}
+
+/// The stored `randomnumber` of each of `ids`, and the rows reading them
+/// cost (fairground's own work).
 pub async fn world_rows<E: Engine>(
     engine: &E,
     h: &Handle,
     ids: &[u32],
-) -> anyhow::Result<std::collections::BTreeMap<u32, u32>> {
-    let out = query(engine, h, &world_rows_sql(ids)).await?;
-    Ok(parse_world_rows(&out)
-        .map_err(anyhow::Error::msg)?
-        .into_iter()
-        .collect())
+) -> anyhow::Result<(std::collections::BTreeMap<u32, u32>, OwnWork)> {
+    let (out, work) = own_work(engine, h, &world_rows_sql(ids)).await?;
+    Ok((
+        parse_world_rows(&out)
+            .map_err(anyhow::Error::msg)?
+            .into_iter()
+            .collect(),
+        work,
+    ))
+}
+
+/// Change every row of `world` to a number it did not hold (a cache of
+/// any kind answers the old one afterwards).
+pub const CHANGE_WORLD_SQL: &str = "/* fairground */ UPDATE world SET randomnumber = \
+     1 + (randomnumber + floor(random() * 9999)::integer) % 10000";
+
+/// The `fortune` row fairground adds between verification bursts: markup
+/// a page must escape, and an id no published row has.
+pub const ADDED_ROW_ID: i32 = 1_000;
+/// Its message.
+pub const ADDED_ROW_MESSAGE: &str =
+    "<b>fairground changed this table</b> & \"nobody's\" cache saw it";
+
+/// SQL that adds [`ADDED_ROW_MESSAGE`].
+pub fn add_fortune_sql() -> String {
+    format!(
+        "/* fairground */ INSERT INTO fortune (id, message) VALUES ({ADDED_ROW_ID}, '{}')",
+        ADDED_ROW_MESSAGE.replace('\'', "''")
+    )
+}
+
+/// SQL that takes it away again.
+pub fn remove_fortune_sql() -> String {
+    format!("/* fairground */ DELETE FROM fortune WHERE id = {ADDED_ROW_ID}")
 }
 
 /// Where PostgreSQL's binaries are in Debian's postgresql-15.
@@ -179,7 +383,13 @@ pub const DATA_MOUNT: &str = "/run/fairground/db";
 pub const SOCKET_DIR: &str = "/tmp";
 
 /// The container of `spec` named `name` on `network`.
-pub fn container(run: &RunId, name: String, spec: &DatabaseSpec, network: &str) -> ContainerSpec {
+pub fn container(
+    run: &RunId,
+    name: String,
+    spec: &DatabaseSpec,
+    network: &str,
+    admin_password: &str,
+) -> ContainerSpec {
     let mut c = ContainerSpec::new(run, Role::Database, name, spec.image.clone());
     c.network = Some(network.to_string());
     c.limits = spec.resources.clone();
@@ -195,7 +405,7 @@ pub fn container(run: &RunId, name: String, spec: &DatabaseSpec, network: &str) 
         ),
     );
     c.entrypoint = Some(vec!["/bin/sh".into(), "-c".into()]);
-    c.cmd = vec![start_script(spec)];
+    c.cmd = vec![start_script(spec, admin_password)];
     c
 }
 
@@ -214,8 +424,9 @@ fn settings(spec: &DatabaseSpec) -> String {
 
 /// The container's whole life: initdb, a socket-only server to seed, then
 /// the real server in the foreground (PID 1 of the container, so Docker's
-/// stop reaches it).
-pub fn start_script(spec: &DatabaseSpec) -> String {
+/// stop reaches it). initdb's superuser is fairground's [`ADMIN_USER`];
+/// the seed makes the framework's ordinary role.
+pub fn start_script(spec: &DatabaseSpec, admin_password: &str) -> String {
     let data = format!("{DATA_MOUNT}/cluster");
     format!(
         "set -eu\n\
@@ -235,8 +446,8 @@ pub fn start_script(spec: &DatabaseSpec) -> String {
          {PG_BIN}/pg_ctl -D {data} -w stop > /dev/null\n\
          echo 'fairground: database seeded; listening' >&2\n\
          exec {PG_BIN}/postgres -D {data} {settings}\n",
-        pw = db::DB_PASSWORD,
-        user = db::DB_USER,
+        pw = admin_password,
+        user = ADMIN_USER,
         name = db::DB_NAME,
         seed = db::seed_sql(),
         settings = settings(spec),
@@ -246,12 +457,17 @@ pub fn start_script(spec: &DatabaseSpec) -> String {
 /// `psql` running `sql` on the database through its socket, unaligned and
 /// tuples only (`|` between fields), stopping at the first error.
 pub fn psql(sql: &str) -> Vec<String> {
-    [
+    psql_session(&[sql])
+}
+
+/// `psql` running `statements` in order in one session (one `-c` each).
+pub fn psql_session(statements: &[&str]) -> Vec<String> {
+    let mut cmd: Vec<String> = [
         "psql",
         "-h",
         SOCKET_DIR,
         "-U",
-        db::DB_USER,
+        ADMIN_USER,
         "-d",
         db::DB_NAME,
         "-X",
@@ -260,11 +476,14 @@ pub fn psql(sql: &str) -> Vec<String> {
         "-t",
         "-v",
         "ON_ERROR_STOP=1",
-        "-c",
-        sql,
     ]
     .map(String::from)
-    .to_vec()
+    .to_vec();
+    for s in statements {
+        cmd.push("-c".into());
+        cmd.push(s.to_string());
+    }
+    cmd
 }
 
 /// Answers once the server listens on the network (after seeding).
@@ -308,6 +527,13 @@ pub struct StatementCounts {
     /// the likeliest reason one known-answer run counted 3% more queries
     /// than its span (about 57 ms of load) at the window's rate.
     pub at_unix_us: u64,
+    /// Rows of `world` the executor read (`seq_tup_read + idx_tup_fetch`
+    /// of `pg_stat_user_tables`): work, whatever the statements' text.
+    pub world_rows_read: u64,
+    /// Rows of `world` updated (`n_tup_upd`; rolled-back ones included).
+    pub world_rows_written: u64,
+    /// Rows of `fortune` the executor read.
+    pub fortune_rows_read: u64,
 }
 
 /// The SQL [`StatementCounts`] are read with.
@@ -317,7 +543,10 @@ pub const COUNTS_SQL: &str = "/* fairground */ SELECT \
      coalesce(sum(rows) FILTER (WHERE query ~* '\\mupdate\\M' AND query ~* '\\mworld\\M'), 0)::bigint, \
      coalesce(sum(calls) FILTER (WHERE query ~* '\\mfortune\\M'), 0)::bigint, \
      coalesce(sum(calls) FILTER (WHERE query ~* '\\m(world|fortune)\\M'), 0)::bigint, \
-     (extract(epoch FROM coalesce(min(clock_timestamp()), clock_timestamp())) * 1000000)::bigint \
+     (extract(epoch FROM coalesce(min(clock_timestamp()), clock_timestamp())) * 1000000)::bigint, \
+     (SELECT coalesce(sum(seq_tup_read + coalesce(idx_tup_fetch, 0)), 0) FROM pg_stat_user_tables WHERE relname = 'world')::bigint, \
+     (SELECT coalesce(sum(n_tup_upd), 0) FROM pg_stat_user_tables WHERE relname = 'world')::bigint, \
+     (SELECT coalesce(sum(seq_tup_read + coalesce(idx_tup_fetch, 0)), 0) FROM pg_stat_user_tables WHERE relname = 'fortune')::bigint \
      FROM pg_stat_statements WHERE query NOT LIKE '%fairground%' \
      AND dbid = (SELECT oid FROM pg_database WHERE datname = current_database())";
 
@@ -331,7 +560,7 @@ impl StatementCounts {
             .collect::<Result<_, _>>()
             .map_err(|_| format!("unexpected pg_stat_statements answer `{}`", out.trim()))?;
         match fields[..] {
-            [world_reads, world_updates, rows_updated, fortune_reads, total, at_unix_us] => {
+            [world_reads, world_updates, rows_updated, fortune_reads, total, at_unix_us, world_rows_read, world_rows_written, fortune_rows_read] => {
                 Ok(Self {
                     world_reads,
                     world_updates,
@@ -339,6 +568,9 @@ impl StatementCounts {
                     fortune_reads,
                     total,
                     at_unix_us,
+                    world_rows_read,
+                    world_rows_written,
+                    fortune_rows_read,
                 })
             }
             _ => Err(format!(
@@ -357,6 +589,27 @@ impl StatementCounts {
             fortune_reads: after.fortune_reads.saturating_sub(self.fortune_reads),
             total: after.total.saturating_sub(self.total),
             at_unix_us: after.at_unix_us,
+            world_rows_read: after.world_rows_read.saturating_sub(self.world_rows_read),
+            world_rows_written: after
+                .world_rows_written
+                .saturating_sub(self.world_rows_written),
+            fortune_rows_read: after
+                .fortune_rows_read
+                .saturating_sub(self.fortune_rows_read),
+        }
+    }
+
+    /// These counts without fairground's own `work`.
+    pub fn without(self, work: OwnWork) -> StatementCounts {
+        StatementCounts {
+            world_rows_read: self.world_rows_read.saturating_sub(work.world_rows_read),
+            world_rows_written: self
+                .world_rows_written
+                .saturating_sub(work.world_rows_written),
+            fortune_rows_read: self
+                .fortune_rows_read
+                .saturating_sub(work.fortune_rows_read),
+            ..self
         }
     }
 }
@@ -419,7 +672,7 @@ mod tests {
 
     #[test]
     fn the_container_runs_unprivileged_on_a_read_only_root_with_its_settings() {
-        let c = container(&RunId("r".into()), "db".into(), &spec(), "net");
+        let c = container(&RunId("r".into()), "db".into(), &spec(), "net", "pw");
         assert_eq!(c.user.as_deref(), Some("postgres"));
         assert!(c.read_only_rootfs);
         assert_eq!(c.role, Role::Database);
@@ -446,13 +699,39 @@ mod tests {
 
     #[test]
     fn counts_and_rows_parse() {
-        let c = StatementCounts::parse("10|2|40|3|15|1700000000000000\n").unwrap();
+        let c = StatementCounts::parse("10|2|40|3|15|1700000000000000|500|40|36\n").unwrap();
         assert_eq!(c.rows_updated, 40);
         assert_eq!(c.at_unix_us, 1_700_000_000_000_000);
-        let d = StatementCounts::parse("4|1|20|1|6|1").unwrap().since(c);
+        assert_eq!(c.fortune_rows_read, 36);
+        let d = StatementCounts::parse("4|1|20|1|6|1|100|20|12")
+            .unwrap()
+            .since(c);
         assert_eq!(d.world_reads, 6);
+        assert_eq!((d.world_rows_read, d.world_rows_written), (400, 20));
+        let own = OwnWork {
+            world_rows_read: 10_000,
+            world_rows_written: 10_000,
+            fortune_rows_read: 0,
+        };
+        let mine = StatementCounts {
+            world_rows_read: 10_400,
+            world_rows_written: 10_020,
+            ..d
+        };
+        assert_eq!(mine.without(own), d);
         assert!(StatementCounts::parse("1|2").is_err());
         assert_eq!(parse_world_rows("1|5\n7|9\n"), Ok(vec![(1, 5), (7, 9)]));
         assert!(world_rows_sql(&[3, 1]).contains("IN (3,1)"));
+    }
+
+    #[test]
+    fn own_work_is_split_from_what_the_statement_printed() {
+        let (printed, w) = split_own_work("1|5\n7|9\nfairground-own|2|0|0\n\n").unwrap();
+        assert_eq!(printed, "1|5\n7|9\n");
+        assert_eq!(w.world_rows_read, 2);
+        assert!(split_own_work("1|5\n").is_err());
+        let cmd = psql_session(&["BEGIN", "SELECT 1"]);
+        assert_eq!(cmd.iter().filter(|a| *a == "-c").count(), 2);
+        assert!(cmd.contains(&ADMIN_USER.to_string()));
     }
 }

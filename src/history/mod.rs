@@ -410,15 +410,10 @@ pub(crate) fn build(mut runs: Vec<Run>) -> anyhow::Result<(History, Vec<Run>)> {
                             (&runs[n_run].path, &runs[n_run].results),
                         )
                     });
-                    let row = cmp.as_ref().ok().and_then(|c| {
-                        c.rows.iter().find(|row| {
-                            row.metric == metric
-                                && row.cell.base_framework == key.framework
-                                && row.cell.scenario == key.scenario
-                                && row.cell.concurrency == key.concurrency
-                                && row.cell.rate == key.rate
-                        })
-                    });
+                    let row = cmp
+                        .as_ref()
+                        .ok()
+                        .and_then(|c| comparison_row(&c.rows, key, metric));
                     let (call, why) = match (row, &*cmp) {
                         (Some(row), _) => (Some(row.call), row.why.clone()),
                         (None, Err(e)) => (None, format!("{e:#}")),
@@ -514,6 +509,27 @@ fn point(i: usize, run: &Run, key: &CellKey, metric: Metric) -> Option<Point> {
 
 /// The figure of every round of run `run`'s cell `key` that compare would
 /// judge (rounds the gates left out: busy host, slowed machine); empty for a rejected or absent cell.
+/// The row of a comparison of two runs that confirms a change point of
+/// `key`'s `metric`: the same framework, scenario, connections, rate and
+/// protocol on both sides. The protocol matters: a cell measured in http1
+/// and h2 has two rows, and the http1 one must not confirm an h2 step.
+fn comparison_row<'a>(
+    rows: &'a [crate::compare::Row],
+    key: &CellKey,
+    metric: Metric,
+) -> Option<&'a crate::compare::Row> {
+    rows.iter().find(|row| {
+        row.metric == metric
+            && row.cell.base_framework == key.framework
+            && row.cell.new_framework == key.framework
+            && row.cell.scenario == key.scenario
+            && row.cell.base_protocol == key.protocol
+            && row.cell.new_protocol == key.protocol
+            && row.cell.concurrency == key.concurrency
+            && row.cell.rate == key.rate
+    })
+}
+
 fn round_values(run: &Run, key: &CellKey, metric: Metric) -> Vec<f64> {
     let Some(cell) = run.results.cell(key) else {
         return Vec::new();
@@ -522,11 +538,17 @@ fn round_values(run: &Run, key: &CellKey, metric: Metric) -> Vec<f64> {
         return Vec::new();
     }
     let left_out = crate::compare::left_out_rounds(cell);
-    cell.rounds
+    let kept: Vec<&crate::results::Round> = cell
+        .rounds
         .iter()
         .filter(|r| !left_out.contains(&r.index))
-        .filter_map(|r| metric.of(r))
-        .collect()
+        .collect();
+    // A percentile beyond the timeout in any kept round: no value for the
+    // run (a gap), not the median of the rounds that stayed under it.
+    if kept.iter().any(|r| metric.beyond_timeout(r)) {
+        return Vec::new();
+    }
+    kept.iter().filter_map(|r| metric.of(r)).collect()
 }
 
 /// The terminal summary: runs, splits, change points.
@@ -599,5 +621,80 @@ pub(crate) fn fmt_value(metric: Metric, v: f64) -> String {
         Metric::LatencyP50 | Metric::LatencyP99 | Metric::CpuPerRequest => crate::units::micros(v),
         Metric::MemoryUnderLoad => crate::units::bytes(v),
         Metric::WireBytes => format!("{} B", crate::units::sig3(v)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::contract::{Protocol, Scenario};
+
+    #[test]
+    fn a_change_point_is_confirmed_only_by_the_same_protocols_comparison() {
+        let mut base = crate::testdata::sample_results();
+        let http1 = base
+            .cells
+            .iter()
+            .find(|c| {
+                c.key.framework == "axum"
+                    && c.key.scenario == Scenario::Plaintext
+                    && c.key.concurrency == 100
+            })
+            .unwrap()
+            .clone();
+        let mut h2 = http1.clone();
+        h2.key.protocol = Protocol::H2c;
+        base.plan.push(h2.key.clone());
+        base.cells.push(h2.clone());
+        // NEW: the http1 cell halves; its h2 twin is unchanged.
+        let mut new = base.clone();
+        let c = new.cells.iter_mut().find(|c| c.key == http1.key).unwrap();
+        for r in &mut c.rounds {
+            r.throughput_rps /= 2.0;
+            for w in &mut r.windows_rps {
+                *w /= 2.0;
+            }
+        }
+        c.summary.as_mut().unwrap().throughput_rps.median /= 2.0;
+        let cmp = crate::compare::compare_runs(
+            (std::path::Path::new("base.json"), &base),
+            (std::path::Path::new("new.json"), &new),
+        )
+        .unwrap();
+        let one = comparison_row(&cmp.rows, &http1.key, Metric::Throughput).unwrap();
+        assert_eq!(one.call, Call::Regressed, "{}", one.why);
+        let two = comparison_row(&cmp.rows, &h2.key, Metric::Throughput).unwrap();
+        assert_eq!(two.cell.base_protocol, Protocol::H2c);
+        assert_ne!(two.call, Call::Regressed, "the http1 row answered for h2");
+    }
+
+    #[test]
+    fn a_p99_beyond_the_timeout_in_a_round_is_no_figure_rather_than_the_survivors() {
+        let mut base = crate::testdata::sample_results();
+        // Five rounds a side, so the four that survive would be enough
+        // for compare to make a call on their own.
+        let extra: Vec<_> = base.cells[0].rounds[..2].to_vec();
+        for (i, mut r) in extra.into_iter().enumerate() {
+            r.index = 3 + i as u32;
+            base.cells[0].rounds.push(r);
+        }
+        let key = base.cells[0].key.clone();
+        // NEW: round 1's p99 lies beyond the timeout; rounds 2 and 3 read
+        // the same as BASE. Dropping round 1 would compare the survivors
+        // and call it unchanged.
+        let mut new = base.clone();
+        let c = new.cells.iter_mut().find(|c| c.key == key).unwrap();
+        c.rounds[0].latency.p99_us = None;
+        c.rounds[0].latency.beyond_timeout = 1_000;
+        let slow = c.rounds[0].clone();
+        let cmp = crate::compare::compare_runs(
+            (std::path::Path::new("base.json"), &base),
+            (std::path::Path::new("new.json"), &new),
+        )
+        .unwrap();
+        let row = comparison_row(&cmp.rows, &key, Metric::LatencyP99).unwrap();
+        assert_eq!(row.call, Call::Inconclusive, "{}", row.why);
+        assert!(Metric::LatencyP99.beyond_timeout(&slow));
+        assert!(!Metric::Throughput.beyond_timeout(&slow));
     }
 }

@@ -78,6 +78,20 @@ pub fn finish_cell(
     })
 }
 
+/// Whether the loader, not the server, set the cell's figure (flagged
+/// client-bound: the loader saturated its CPU or its quota throttled it).
+/// Its req/s is only a floor of what the server could do, and its latency
+/// holds the loader's own queueing: the reports show it as a floor and
+/// rank groups leave it out (`compare::rank`).
+pub fn client_bound(cell: &Cell) -> bool {
+    cell.verdict.reasons.iter().any(|r| {
+        matches!(
+            r,
+            Reason::LoaderSaturated { .. } | Reason::LoaderThrottled { .. }
+        )
+    })
+}
+
 /// Whether `r` is left out of its cell's figures: measured on a busy host
 /// (`busy_host`) or on a slowed machine (the probe's mark, unless
 /// `slowed_machine` is off). It stays in the results
@@ -133,6 +147,41 @@ pub fn machine_reference(probes: impl IntoIterator<Item = f64>) -> Option<f64> {
 
 /// The round where `count` is largest, with it; `None` when it is 0 in
 /// every round (the flag names the worst round, and only when there is one).
+/// Share of a database scenario's required rows per response a round may
+/// fall short by: the requests in flight as the window opened whose rows
+/// were counted before it (at most the connections over the window's
+/// responses; the counts run from the window's start to after the load,
+/// once every backend flushed, so no flush lag can lower them).
+pub const DATABASE_WORK_SLACK: f64 = 0.02;
+
+/// `r`'s rows read or updated per response below its scenario's need.
+fn database_work_short(r: &Round) -> Option<Reason> {
+    let w = r.database.as_ref()?.work.as_ref()?;
+    let short = |what: &str, per: Option<f64>, need: Option<f64>| match (per, need) {
+        (Some(per), Some(need)) if per < need * (1.0 - DATABASE_WORK_SLACK) => {
+            Some(Reason::DatabaseWorkShort {
+                round: r.index,
+                table: if what == "updated" {
+                    "world".into()
+                } else {
+                    w.table.clone()
+                },
+                what: what.into(),
+                per_request: per,
+                required: need,
+            })
+        }
+        _ => None,
+    };
+    short("read", w.rows_read_per_request, Some(w.rows_read_required)).or_else(|| {
+        short(
+            "updated",
+            w.rows_written_per_request,
+            w.rows_written_required,
+        )
+    })
+}
+
 fn worst(rounds: &[Round], count: impl Fn(&Round) -> u64) -> Option<(&Round, u64)> {
     rounds
         .iter()
@@ -227,6 +276,20 @@ pub fn judge(
             connections: r.connections.requested,
         });
     }
+    // HTTP/2: a stream limit below `load.streams` caps what was in flight;
+    // the round with the lowest limit decides.
+    if let Some((r, s)) = rounds
+        .iter()
+        .filter_map(|r| r.stream_limit.map(|s| (r, s)))
+        .min_by_key(|(_, s)| s.limit)
+    {
+        reasons.push(Reason::StreamLimit {
+            round: r.index,
+            limit: s.limit,
+            streams: s.streams,
+            connections: s.connections,
+        });
+    }
     let checked: u64 = rounds.iter().map(|r| r.answers.checked).sum();
     if let Some(first) = rounds.iter().find(|r| r.answers.wrong > 0) {
         reasons.push(Reason::WrongAnswers {
@@ -313,6 +376,25 @@ pub fn judge(
             threshold: t.loader_saturation,
         });
     }
+    // Database work: rows the executor read (or updated) per 2xx response
+    // below what the scenario needs is a cache or a fake, in any round.
+    if let Some(short) = rounds.iter().find_map(database_work_short) {
+        reasons.push(short);
+    }
+    // A round whose table change after the load did not show in the spot
+    // check's answers: a cache still on.
+    if let Some((r, c)) = rounds.iter().find_map(|r| {
+        r.database
+            .as_ref()
+            .and_then(|d| d.table_change.as_ref())
+            .filter(|c| !c.followed)
+            .map(|c| (r, c))
+    }) {
+        reasons.push(Reason::DatabaseStale {
+            round: r.index,
+            detail: c.detail.clone(),
+        });
+    }
     // Database ceiling: the same threshold as the loader's.
     if let Some(db) = rounds
         .iter()
@@ -361,6 +443,25 @@ pub fn judge(
         reasons.push(Reason::IncompleteRounds {
             measured: rounds.len() as u32,
             planned: ctx.rounds_min,
+        });
+    }
+    // Answers in waves: a note naming them, from the round whose window
+    // count was furthest from its rate over whole waves.
+    if let Some((r, b)) = rounds
+        .iter()
+        .filter_map(|r| r.bursts.map(|b| (r, b)))
+        .max_by(|(_, a), (_, b)| {
+            (a.window_rps - a.rate_rps)
+                .abs()
+                .total_cmp(&(b.window_rps - b.rate_rps).abs())
+        })
+    {
+        reasons.push(Reason::Bursts {
+            round: r.index,
+            period_s: b.period_s,
+            per_burst: b.per_burst,
+            rate_rps: b.rate_rps,
+            window_rps: b.window_rps,
         });
     }
     // Rounds on a slowed machine are a note: left out of the figures and
@@ -460,6 +561,36 @@ mod tests {
     fn accepts_steady_clean_rounds() {
         let cell = judge_rounds(steady(), &Thresholds::default());
         assert_eq!(cell.verdict.status, Status::Accepted, "{:?}", cell.verdict);
+    }
+
+    /// Answers in waves leave the cell accepted, with a note naming the
+    /// waves and both rates.
+    #[test]
+    fn notes_answers_that_came_in_bursts_without_flagging_the_cell() {
+        let mut rounds = steady();
+        rounds[1].bursts = Some(crate::roles::load::bursts::Bursts {
+            period_s: 1.0,
+            per_burst: 10_000.0,
+            rate_rps: 10_050.0,
+            window_rps: 12_000.0,
+            periodicity: 0.9,
+            concentration: 1.0,
+            bin_s: 0.01,
+        });
+        let cell = judge_rounds(rounds, &Thresholds::default());
+        assert_eq!(cell.verdict.status, Status::Accepted, "{:?}", cell.verdict);
+        let note = cell
+            .verdict
+            .reasons
+            .iter()
+            .find(|r| matches!(r, Reason::Bursts { round: 1, .. }))
+            .expect("a bursts note");
+        assert_eq!(note.label(), "bursts");
+        let text = note.to_string();
+        assert!(
+            text.contains("bursts of about 10,000 every 1.00 s") && text.contains("12,000"),
+            "{text}"
+        );
     }
 
     #[test]
@@ -630,6 +761,41 @@ mod tests {
     }
 
     #[test]
+    fn flags_a_server_stream_limit_below_load_streams_naming_both_and_what_was_in_flight() {
+        let mut rounds = steady();
+        for (r, limit) in rounds.iter_mut().zip([8, 4, 8]) {
+            r.stream_limit = Some(crate::results::StreamLimit {
+                limit,
+                streams: 32,
+                connections: 8,
+            });
+        }
+        let cell = judge_rounds(rounds, &Thresholds::default());
+        assert_eq!(cell.verdict.status, Status::Flagged, "{:?}", cell.verdict);
+        let [reason] = &cell.verdict.reasons[..] else {
+            panic!("{:?}", cell.verdict)
+        };
+        assert_eq!(
+            *reason,
+            Reason::StreamLimit {
+                round: 1,
+                limit: 4,
+                streams: 32,
+                connections: 8
+            }
+        );
+        assert_eq!(reason.label(), "stream limit");
+        let text = reason.to_string();
+        assert!(
+            text.contains("allows 4 concurrent streams per connection")
+                && text.contains("fewer than the 32 load.streams asks")
+                && text
+                    .contains("8 connections × 4 streams = 32 requests in flight at most, not 256"),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn flags_client_bound_cell_as_a_floor() {
         let mut rounds = steady();
         rounds[1].loader.cpu_fraction = 0.95;
@@ -655,6 +821,71 @@ mod tests {
             .reasons
             .iter()
             .any(|r| matches!(r, Reason::DatabaseBound { saturation, .. } if *saturation == 0.97)));
+    }
+
+    #[test]
+    fn rejects_a_database_cell_whose_rows_per_response_fall_short_naming_both() {
+        let work = |read: f64, written: Option<f64>| crate::results::DatabaseUse {
+            work: Some(crate::results::DatabaseWork {
+                table: "world".into(),
+                rows_read_per_request: Some(read),
+                rows_read_required: 5.0,
+                rows_written_per_request: written,
+                rows_written_required: written.map(|_| 4.999),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        // Honest: reads and writes as needed (within the slack).
+        let mut rounds = steady();
+        for r in &mut rounds {
+            r.database = Some(work(10.0, Some(4.95)));
+        }
+        let cell = judge_rounds(rounds, &Thresholds::default());
+        assert_eq!(cell.verdict.status, Status::Accepted, "{:?}", cell.verdict);
+        // A cache from round 2 on: rejected, naming the round and both numbers.
+        let mut rounds = steady();
+        rounds[0].database = Some(work(5.0, None));
+        rounds[1].database = Some(work(0.4, None));
+        let cell = judge_rounds(rounds, &Thresholds::default());
+        assert_eq!(cell.verdict.status, Status::Rejected, "{:?}", cell.verdict);
+        let text = cell.verdict.reasons[0].to_string();
+        assert!(
+            text.contains("round 2")
+                && text.contains("0.40 rows of world")
+                && text.contains("needs 5.00"),
+            "{text}"
+        );
+        // Reads as needed, writes rolled back or skipped.
+        let mut rounds = steady();
+        rounds[2].database = Some(work(10.0, Some(0.0)));
+        let cell = judge_rounds(rounds, &Thresholds::default());
+        assert!(cell
+            .verdict
+            .reasons
+            .iter()
+            .any(|r| matches!(r, Reason::DatabaseWorkShort { what, .. } if what == "updated")));
+    }
+
+    #[test]
+    fn rejects_a_round_whose_answers_did_not_follow_the_table() {
+        let change = |followed: bool| crate::results::DatabaseUse {
+            table_change: Some(crate::results::TableChange {
+                followed,
+                detail: "8 of 8 rows held the old numbers".into(),
+            }),
+            ..Default::default()
+        };
+        let mut rounds = steady();
+        rounds[0].database = Some(change(true));
+        rounds[2].database = Some(change(false));
+        let cell = judge_rounds(rounds, &Thresholds::default());
+        assert_eq!(cell.verdict.status, Status::Rejected, "{:?}", cell.verdict);
+        let text = cell.verdict.reasons[0].to_string();
+        assert!(
+            text.starts_with("round 3: answers did not follow the table: 8 of 8"),
+            "{text}"
+        );
     }
 
     #[test]

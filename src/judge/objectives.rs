@@ -5,7 +5,10 @@
 //!
 //! The rule (docs/results.md, "Objectives"): met when the whole interval
 //! satisfies the objective, missed when none of it does, undecided when it
-//! straddles the bound. Accepted and flagged cells are judged on their
+//! straddles the bound or covers the median with less than
+//! [`MIN_DECIDING_COVERAGE`] (fewer than 3 rounds). The rounds and figures
+//! are the headline's: speed figures from the rounds `gates::left_out`
+//! keeps, a percentile from the kept rounds' merged histogram. Accepted and flagged cells are judged on their
 //! rounds; a rejected cell, or a planned cell with no result, misses every
 //! objective that applies to it: its figures do not measure what the cell
 //! names, so they cannot meet anything.
@@ -27,7 +30,7 @@ pub fn judge(results: &Results, objectives: &[Objective]) -> Vec<ObjectiveOutcom
             .iter()
             .filter(|o| o.applies_to(&key.framework, key.scenario))
         {
-            out.push(judge_cell(key, results.cell(key), o));
+            out.push(judge_cell(key, results.cell(key), o, &results.thresholds));
         }
     }
     out
@@ -66,7 +69,45 @@ pub fn round_value(metric: ObjectiveMetric, r: &Round) -> Option<f64> {
     }
 }
 
-fn judge_cell(key: &CellKey, cell: Option<&Cell>, o: &Objective) -> ObjectiveOutcome {
+/// The least coverage of the median an interval needs to decide an
+/// objective either way: the min–max of 3 rounds (1 − 2^(1−3) = 75%), the
+/// fewest rounds a profile runs by default. One round covers its median
+/// with 0%, two with 50%: on those an objective is undecided, whatever the
+/// value, rather than met or missed on a single draw.
+pub const MIN_DECIDING_COVERAGE: f64 = 0.75;
+
+/// Whether `metric` is a figure of speed, taken like the headline from the
+/// rounds not left out (busy host, slowed machine: `gates::left_out`);
+/// the others (error rate, the memory high-water mark) count what went
+/// wrong over every round, as the cell's summary does.
+fn from_kept_rounds(metric: ObjectiveMetric) -> bool {
+    !matches!(
+        metric,
+        ObjectiveMetric::ErrorRate | ObjectiveMetric::MemoryWindowPeak
+    )
+}
+
+/// The headline's own value of a percentile metric: from the merged
+/// histogram of the kept rounds (`CellSummary::latency`), `+∞` above the
+/// timeout; `None` for the other metrics.
+fn headline_percentile(metric: ObjectiveMetric, cell: &Cell) -> Option<f64> {
+    let l = &cell.summary.as_ref()?.latency;
+    let v = match metric {
+        ObjectiveMetric::P50 => l.p50_us,
+        ObjectiveMetric::P90 => l.p90_us,
+        ObjectiveMetric::P99 => l.p99_us,
+        ObjectiveMetric::P999 => l.p999_us,
+        _ => return None,
+    };
+    l.rank_value(v)
+}
+
+fn judge_cell(
+    key: &CellKey,
+    cell: Option<&Cell>,
+    o: &Objective,
+    thresholds: &crate::results::Thresholds,
+) -> ObjectiveOutcome {
     let outcome = |status, cell_status, interval, why: String| ObjectiveOutcome {
         cell: key.clone(),
         objective: o.clone(),
@@ -99,13 +140,32 @@ fn judge_cell(key: &CellKey, cell: Option<&Cell>, o: &Objective) -> ObjectiveOut
             format!("the cell was rejected ({})", reasons.join("; ")),
         );
     }
-    let values: Vec<f64> = cell
-        .rounds
+    let status = Some(cell.verdict.status);
+    let judged: Vec<&Round> = if from_kept_rounds(o.metric) {
+        cell.rounds
+            .iter()
+            .filter(|r| !crate::judge::gates::left_out(r, thresholds))
+            .collect()
+    } else {
+        cell.rounds.iter().collect()
+    };
+    if judged.is_empty() {
+        return outcome(
+            ObjectiveStatus::Undecided,
+            status,
+            None,
+            format!(
+                "every round was left out of the figures (busy host or slowed machine), so {} \
+                 has no value to judge",
+                o.metric
+            ),
+        );
+    }
+    let values: Vec<f64> = judged
         .iter()
         .filter_map(|r| round_value(o.metric, r))
         .collect();
-    let status = Some(cell.verdict.status);
-    let Some(iv) = stats::median_interval(&values, MEDIAN_INTERVAL_CONFIDENCE) else {
+    let Some(mut iv) = stats::median_interval(&values, MEDIAN_INTERVAL_CONFIDENCE) else {
         return outcome(
             ObjectiveStatus::Undecided,
             status,
@@ -113,8 +173,17 @@ fn judge_cell(key: &CellKey, cell: Option<&Cell>, o: &Objective) -> ObjectiveOut
             format!("{} is unknown in every round", o.metric),
         );
     };
+    // A percentile's figure is the headline's (the kept rounds' merged
+    // histogram), not the median of per-round percentiles: the interval of
+    // the per-round values is widened to hold it where it falls outside.
+    if let Some(head) = headline_percentile(o.metric, cell) {
+        iv.median = head;
+        iv.low = iv.low.min(head);
+        iv.high = iv.high.max(head);
+    }
     let (lo_ok, hi_ok) = (o.op.holds(iv.low, o.bound), o.op.holds(iv.high, o.bound));
     let verdict = match (lo_ok, hi_ok) {
+        _ if iv.coverage < MIN_DECIDING_COVERAGE => ObjectiveStatus::Undecided,
         (true, true) => ObjectiveStatus::Met,
         (false, false) => ObjectiveStatus::Missed,
         _ => ObjectiveStatus::Undecided,
@@ -130,6 +199,14 @@ fn judge_cell(key: &CellKey, cell: Option<&Cell>, o: &Objective) -> ObjectiveOut
     let m = o.metric;
     let span = if iv.n == 1 {
         format!("one round: {}", m.format(iv.median))
+    } else if iv.coverage < MIN_DECIDING_COVERAGE {
+        format!(
+            "{} rounds, min–max {} – {} (median {})",
+            iv.n,
+            m.format(iv.low),
+            m.format(iv.high),
+            m.format(iv.median),
+        )
     } else if iv.coverage >= MEDIAN_INTERVAL_CONFIDENCE {
         format!(
             "{} rounds, {:.0}% interval of the median {} – {} (median {})",
@@ -150,16 +227,27 @@ fn judge_cell(key: &CellKey, cell: Option<&Cell>, o: &Objective) -> ObjectiveOut
         )
     };
     let relation = match verdict {
-        ObjectiveStatus::Met => "all of it satisfies",
-        ObjectiveStatus::Missed => "none of it satisfies",
-        ObjectiveStatus::Undecided => "it straddles",
+        ObjectiveStatus::Undecided if iv.coverage < MIN_DECIDING_COVERAGE => format!(
+            "covers the median with {:.0}%, under the {:.0}% that decides (3 rounds or more) \
+             whether it satisfies",
+            iv.coverage * 100.0,
+            MIN_DECIDING_COVERAGE * 100.0
+        ),
+        ObjectiveStatus::Met => "all of it satisfies".into(),
+        ObjectiveStatus::Missed => "none of it satisfies".into(),
+        ObjectiveStatus::Undecided => "it straddles".into(),
     };
-    let unknown = cell.rounds.len() - values.len();
-    let left_out = if unknown > 0 {
-        format!("; {unknown} round(s) without the figure left out")
-    } else {
-        String::new()
-    };
+    let mut left_out = String::new();
+    let busy = cell.rounds.len() - judged.len();
+    if busy > 0 {
+        left_out.push_str(&format!(
+            "; {busy} round(s) on a busy host or slowed machine left out, as from the headline"
+        ));
+    }
+    let unknown = judged.len() - values.len();
+    if unknown > 0 {
+        left_out.push_str(&format!("; {unknown} round(s) without the figure left out"));
+    }
     outcome(
         verdict,
         status,
@@ -207,6 +295,14 @@ mod tests {
                 x
             })
             .collect();
+        // The headline p99 stands in as the rounds' median (a round above
+        // the timeout sorting last), as a merged histogram of these rounds
+        // would put it.
+        let mut sorted: Vec<Option<u64>> = p99.to_vec();
+        sorted.sort_by_key(|p| p.unwrap_or(u64::MAX));
+        let latency = &mut cell.summary.as_mut().unwrap().latency;
+        latency.p99_us = sorted[sorted.len() / 2];
+        latency.beyond_timeout = u64::from(latency.p99_us.is_none());
         let key = cell.key.clone();
         r.plan = vec![key.clone()];
         (r, key)
@@ -288,11 +384,78 @@ mod tests {
     }
 
     #[test]
-    fn one_round_is_judged_on_its_own_value() {
+    fn one_round_leaves_every_objective_undecided() {
         let (r, _) = with_rounds(&[Some(4_000)], &[100.0]);
-        let j = judge(&r, &[objective("p99 < 5ms"), objective("p99 <= 4ms")]);
-        assert_eq!(j[0].status, ObjectiveStatus::Met);
-        assert_eq!(j[1].status, ObjectiveStatus::Met);
-        assert!(j[0].why.starts_with("one round: 4.00 ms"), "{}", j[0].why);
+        let j = judge(&r, &[objective("p99 < 5ms"), objective("rps >= 1000")]);
+        assert_eq!(j[0].status, ObjectiveStatus::Undecided, "{}", j[0].why);
+        assert_eq!(j[1].status, ObjectiveStatus::Undecided, "{}", j[1].why);
+        assert!(j[1].why.starts_with("one round: 100 req/s"), "{}", j[1].why);
+        assert!(
+            j[1].why.contains("covers the median with 0%"),
+            "{}",
+            j[1].why
+        );
+    }
+
+    #[test]
+    fn objectives_leave_out_the_rounds_the_headline_leaves_out() {
+        // Rounds 2 and 3 ran on a busy host: the headline rests on round 1
+        // alone, and so must the objective (one round: undecided), not on
+        // a median over rounds the figures threw out.
+        let (mut r, key) = with_rounds(
+            &[
+                Some(4_000),
+                Some(9_000),
+                Some(9_000),
+                Some(4_100),
+                Some(4_200),
+            ],
+            &[100.0, 10.0, 10.0, 101.0, 102.0],
+        );
+        let c = r.cells.iter_mut().find(|c| c.key == key).unwrap();
+        for x in &mut c.rounds[1..3] {
+            x.host.as_mut().unwrap().foreign_cores = 100.0;
+        }
+        let j = judge(&r, &[objective("rps >= 100"), objective("error_rate < 1%")]);
+        assert_eq!(j[0].status, ObjectiveStatus::Met, "{}", j[0].why);
+        assert_eq!(j[0].interval.as_ref().unwrap().rounds, 3);
+        assert!(
+            j[0].why.contains("2 round(s) on a busy host"),
+            "{}",
+            j[0].why
+        );
+        // What went wrong counts over every round, as the summary does.
+        assert_eq!(j[1].interval.as_ref().unwrap().rounds, 5);
+        for x in &mut r.cells.iter_mut().find(|c| c.key == key).unwrap().rounds {
+            x.host.as_mut().unwrap().foreign_cores = 100.0;
+        }
+        let j = judge(&r, &[objective("rps >= 100")]);
+        assert_eq!(j[0].status, ObjectiveStatus::Undecided, "{}", j[0].why);
+        assert!(
+            j[0].why.starts_with("every round was left out"),
+            "{}",
+            j[0].why
+        );
+    }
+
+    #[test]
+    fn a_percentile_objective_is_judged_on_the_headline_merged_histogram() {
+        let (mut r, key) = with_rounds(
+            &[Some(4_000), Some(4_500), Some(4_600)],
+            &[100.0, 100.0, 100.0],
+        );
+        // Here the merged histogram's p99 (the headline) is 7 ms, above every
+        // round's own: the objective reads the headline, not their median.
+        let c = r.cells.iter_mut().find(|c| c.key == key).unwrap();
+        c.summary.as_mut().unwrap().latency.p99_us = Some(7_000);
+        let j = judge(&r, &[objective("p99 < 5ms")]);
+        assert_eq!(j[0].status, ObjectiveStatus::Undecided, "{}", j[0].why);
+        let iv = j[0].interval.as_ref().unwrap();
+        assert_eq!(
+            (iv.low, iv.median, iv.high),
+            (Some(4_000.0), Some(7_000.0), Some(7_000.0))
+        );
+        let j = judge(&r, &[objective("p99 < 8ms")]);
+        assert_eq!(j[0].status, ObjectiveStatus::Met, "{}", j[0].why);
     }
 }

@@ -41,8 +41,8 @@ const HEADER: &[&str] = &[
     "errors_timeout",
     "errors_parse",
     "errors_tls",
-    "latency_mean_us",
-    "latency_stdev_us",
+    "latency_mean_answered_us",
+    "latency_stdev_answered_us",
     "latency_p50_us",
     "latency_p90_us",
     "latency_p99_us",
@@ -119,8 +119,10 @@ fn row(results: &Results, cell: &Cell, round: Option<&Round>) -> Vec<String> {
             x.errors.timeout.to_string(),
             x.errors.parse.to_string(),
             x.errors.tls.to_string(),
-            x.latency.mean_us.to_string(),
-            x.latency.stdev_us.to_string(),
+            // Over the answered requests only (latency_beyond_timeout
+            // says how many are not in it); empty, not 0, when none was.
+            opt((x.latency.count > 0).then_some(x.latency.mean_us)),
+            opt((x.latency.count > 0).then_some(x.latency.stdev_us)),
             opt(x.latency.p50_us),
             opt(x.latency.p90_us),
             opt(x.latency.p99_us),

@@ -2,7 +2,9 @@
 //! (GitLab, GitHub, Jenkins) shows each cell: one test suite per scenario,
 //! one test case per cell. A rejected cell is a failure with its reasons;
 //! a flagged one passes with each flag as a property (and in its
-//! system-out); a combination that was not run is skipped with why. The
+//! system-out); a combination that was not run is skipped with why, but a
+//! framework that failed (to build or start, or part-way through its
+//! cells, in a suite `frameworks`) is a failure with the error. The
 //! profile's objectives get a suite of their own, `objectives`: one test
 //! case per objective and cell, a failure when missed, **skipped** (with
 //! the interval that straddles the bound as its message) when undecided, a
@@ -41,6 +43,40 @@ fn case_name(c: &Cell) -> String {
 /// Seconds the cell's rounds measured (their windows), for `time`.
 fn seconds(c: &Cell) -> f64 {
     c.rounds.iter().map(|r| r.duration_s).sum()
+}
+
+/// Why `framework` failed (to build, to start, or part-way through its
+/// cells), if it did.
+fn framework_failure<'a>(results: &'a Results, framework: &str) -> Option<&'a str> {
+    results
+        .frameworks
+        .iter()
+        .find(|f| f.name == framework)
+        .and_then(|f| f.failure.as_deref())
+}
+
+/// Whether a skipped entry is a framework that failed to start (the whole
+/// framework skipped, and a failure recorded): a failure, not a skip.
+fn failed_to_start(results: &Results, s: &crate::results::Skipped) -> bool {
+    s.scenario.is_none()
+        && s.protocol.is_none()
+        && framework_failure(results, &s.framework).is_some()
+}
+
+/// Frameworks that failed after they started (no whole-framework skip
+/// says so): each a failed case of the `frameworks` suite, with why.
+fn failed_later(results: &Results) -> Vec<(&str, &str)> {
+    results
+        .frameworks
+        .iter()
+        .filter_map(|f| f.failure.as_deref().map(|why| (f.name.as_str(), why)))
+        .filter(|(name, _)| {
+            !results
+                .skipped
+                .iter()
+                .any(|s| s.framework == *name && failed_to_start(results, s))
+        })
+        .collect()
 }
 
 /// The suite a skipped combination belongs to.
@@ -106,13 +142,21 @@ fn write(w: &mut W, results: &Results) -> std::io::Result<()> {
         .iter()
         .filter(|o| o.status == ObjectiveStatus::Missed)
         .count();
+    let later = failed_later(results);
     let failures = results
         .cells
         .iter()
         .filter(|c| c.verdict.status == Status::Rejected)
         .count()
+        + results
+            .skipped
+            .iter()
+            .filter(|s| failed_to_start(results, s))
+            .count()
+        + later.len()
         + missed;
-    let tests = results.cells.len() + results.skipped.len() + results.objectives.len();
+    let tests =
+        results.cells.len() + results.skipped.len() + later.len() + results.objectives.len();
     let suites_name = format!("fairground {} ({})", results.profile_name, results.run_id);
     let (tests_s, failures_s) = (tests.to_string(), failures.to_string());
     start(
@@ -135,15 +179,20 @@ fn write(w: &mut W, results: &Results) -> std::io::Result<()> {
             .iter()
             .filter(|s| &skipped_scenario(s) == scenario)
             .collect();
+        let did_not_start = skipped
+            .iter()
+            .filter(|s| failed_to_start(results, s))
+            .count();
         let fails = cells
             .iter()
             .filter(|c| c.verdict.status == Status::Rejected)
-            .count();
+            .count()
+            + did_not_start;
         let time: f64 = cells.iter().map(|c| seconds(c)).sum();
         let (n, f, k, t) = (
             (cells.len() + skipped.len()).to_string(),
             fails.to_string(),
-            skipped.len().to_string(),
+            (skipped.len() - did_not_start).to_string(),
             format!("{time:.3}"),
         );
         start(
@@ -201,7 +250,50 @@ fn write(w: &mut W, results: &Results) -> std::io::Result<()> {
                 "testcase",
                 &[("classname", &class), ("name", &name), ("time", "0")],
             )?;
-            empty(w, "skipped", &[("message", &s.reason)])?;
+            if failed_to_start(results, s) {
+                text_element(
+                    w,
+                    "failure",
+                    &[("message", "framework failed"), ("type", "framework")],
+                    &s.reason,
+                )?;
+            } else {
+                empty(w, "skipped", &[("message", &s.reason)])?;
+            }
+            end(w, "testcase")?;
+        }
+        end(w, "testsuite")?;
+    }
+    if !later.is_empty() {
+        let n = later.len().to_string();
+        start(
+            w,
+            "testsuite",
+            &[
+                ("name", "frameworks"),
+                ("tests", &n),
+                ("failures", &n),
+                ("errors", "0"),
+                ("skipped", "0"),
+                ("time", "0"),
+            ],
+        )?;
+        for (name, why) in later {
+            start(
+                w,
+                "testcase",
+                &[
+                    ("classname", "fairground.frameworks"),
+                    ("name", name),
+                    ("time", "0"),
+                ],
+            )?;
+            text_element(
+                w,
+                "failure",
+                &[("message", "framework failed"), ("type", "framework")],
+                why,
+            )?;
             end(w, "testcase")?;
         }
         end(w, "testsuite")?;
@@ -347,5 +439,44 @@ mod tests {
         undecided.objectives[0].status = ObjectiveStatus::Undecided;
         let xml = String::from_utf8(junit_xml(&undecided).unwrap()).unwrap();
         assert!(xml.contains("<skipped message=\"undecided: "), "{xml}");
+    }
+
+    #[test]
+    fn a_framework_that_failed_to_start_or_later_is_a_failure_not_a_skip() {
+        let mut r = crate::testdata::sample_results();
+        r.objectives.clear();
+        let before = String::from_utf8(junit_xml(&r).unwrap()).unwrap();
+        let failures = |xml: &str| -> usize {
+            let head = xml.split("<testsuites ").nth(1).unwrap();
+            let f = head.split("failures=\"").nth(1).unwrap();
+            f.split('"').next().unwrap().parse().unwrap()
+        };
+        let base = failures(&before);
+        // express could not start: its whole-framework skip is a failure.
+        let why = "could not start: container exited with code 1";
+        r.framework_mut("express").failure = Some(why.into());
+        r.skipped.push(crate::results::Skipped {
+            framework: "express".into(),
+            scenario: None,
+            protocol: None,
+            reason: why.into(),
+        });
+        // axum failed part-way: no skip says so, yet it must show.
+        r.framework_mut("axum").failure = Some("the daemon went away".into());
+        let xml = String::from_utf8(junit_xml(&r).unwrap()).unwrap();
+        assert_eq!(failures(&xml), base + 2, "{xml}");
+        assert!(
+            xml.contains(&format!(
+                "<failure message=\"framework failed\" type=\"framework\">{why}</failure>"
+            )),
+            "{xml}"
+        );
+        assert!(
+            !xml.contains(&format!("<skipped message=\"{why}\"")),
+            "{xml}"
+        );
+        let later = xml.split("<testsuite name=\"frameworks\"").nth(1).unwrap();
+        assert!(later.contains("name=\"axum\""), "{later}");
+        assert!(later.contains("the daemon went away"), "{later}");
     }
 }

@@ -10,9 +10,9 @@ use std::path::PathBuf;
 use super::context::{self, Align, Grid, Text};
 use super::fmt::{cell as esc, micros, percent, thousands};
 use super::view::{
-    latency_figure, noted, objective_rows, objectives_tally, precision_interval, precision_mark,
-    rank_mark, rejection_labels, Column, RunView, OBJECTIVES_METHOD, OBJECTIVE_HEAD,
-    PRECISION_METHOD,
+    errors_text, floor_mark, latency_figure, mean_of_answered, noted, objective_rows,
+    objectives_tally, precision_interval, precision_mark, rank_mark, rejection_labels, Column,
+    RunView, OBJECTIVES_METHOD, OBJECTIVE_HEAD, PRECISION_METHOD,
 };
 use super::{Exporter, Rendered};
 use crate::contract::Scenario;
@@ -70,7 +70,8 @@ impl<'a> Page<'a> {
                     .map(|s| thousands(s.throughput_rps.median))
                     .unwrap_or_else(|| "–".into());
                 format!(
-                    "{v}{}{}{}{}",
+                    "{}{v}{}{}{}{}",
+                    floor_mark(c),
                     precision_mark(c),
                     rank_mark(c),
                     self.dagger,
@@ -113,6 +114,7 @@ impl Exporter<Results> for ResultsMarkdown {
             scenario_table(&mut s, &page, scenario);
         }
         notes(&mut s, &page);
+        loader_warnings(&mut s, r);
         exclusions(&mut s, r);
         Ok(vec![Rendered {
             path: PathBuf::from("results.md"),
@@ -462,7 +464,7 @@ fn summary_table<'a>(
 fn scenario_table(s: &mut String, page: &Page<'_>, scenario: Scenario) {
     let _ = writeln!(s, "## {scenario}\n");
     s.push_str(
-        "| framework | conns | req/s | min–max req/s | 95% interval | avg latency | p99 latency | max latency | errors | verdict |\n\
+        "| framework | conns | req/s | min–max req/s | 95% interval | mean of answered | p99 latency | max latency | errors | verdict |\n\
          |---|--:|--:|--:|--:|--:|--:|--:|--:|---|\n",
     );
     let d = page.dagger;
@@ -496,14 +498,7 @@ fn scenario_table(s: &mut String, page: &Page<'_>, scenario: Scenario) {
                     )
                 })
                 .unwrap_or_else(|| format!("–/{}", thousands(f64::from(c.key.concurrency))));
-            let errors = c
-                .summary
-                .as_ref()
-                .map(|x| {
-                    let n = x.errors.total() + x.responses.non_2xx();
-                    format!("{} ({})", thousands(n as f64), percent(x.error_rate))
-                })
-                .unwrap_or_else(|| "–".into());
+            let errors = errors_text(c).unwrap_or_else(|| "–".into());
             let verdict = format!("{}{}", c.verdict.status, page.note_link(&c.key));
             match (&c.summary, c.verdict.status) {
                 (Some(x), Status::Accepted | Status::Flagged) => {
@@ -514,7 +509,7 @@ fn scenario_table(s: &mut String, page: &Page<'_>, scenario: Scenario) {
                         thousands(x.throughput_rps.min),
                         thousands(x.throughput_rps.max),
                         precision_interval(c).map_or("–".into(), |p| format!("{p}{d}")),
-                        micros(x.latency.mean_us),
+                        mean_of_answered(&x.latency).unwrap_or_else(|| "–".into()),
                         x.latency.show(x.latency.p99_us),
                         x.latency.show(x.latency.max_us),
                     );
@@ -609,6 +604,34 @@ fn notes(s: &mut String, page: &Page<'_>) {
     }
 }
 
+/// What the loader warned about, cell by cell and round by round, in its
+/// words: a stream limit, connections a limit capped, a missed rate.
+fn loader_warnings(s: &mut String, r: &Results) {
+    let warned: Vec<_> = r
+        .cells
+        .iter()
+        .flat_map(|c| {
+            c.rounds.iter().flat_map(move |x| {
+                x.loader_warnings
+                    .iter()
+                    .map(move |w| (c.key.to_string(), x.index, w))
+            })
+        })
+        .collect();
+    if warned.is_empty() {
+        return;
+    }
+    s.push_str(
+        "## Loader warnings
+
+",
+    );
+    for (key, round, w) in warned {
+        let _ = writeln!(s, "- {}, round {}: {}", esc(&key), round + 1, esc(w));
+    }
+    s.push('\n');
+}
+
 /// What produced no result, and what was not measured.
 fn exclusions(s: &mut String, r: &Results) {
     for part in context::appendix(r) {
@@ -637,6 +660,25 @@ fn exclusions(s: &mut String, r: &Results) {
 mod tests {
     use super::*;
     use crate::results::LoaderShare;
+
+    #[test]
+    fn the_loaders_warnings_reach_the_page_by_cell_and_round() {
+        let mut r = crate::testdata::sample_results();
+        let w = "the server allows 4 concurrent streams per connection \
+                 (SETTINGS_MAX_CONCURRENT_STREAMS), fewer than --streams 32";
+        r.cells[0].rounds[1].loader_warnings = vec![w.to_string()];
+        let key = r.cells[0].key.to_string();
+        let md = String::from_utf8(ResultsMarkdown.render(&r).unwrap().remove(0).bytes).unwrap();
+        assert!(md.contains("## Loader warnings\n\n"), "{md}");
+        assert!(
+            md.contains(&format!("- {}, round 2: {}", esc(&key), esc(w))),
+            "{md}"
+        );
+        let quiet = crate::testdata::sample_results();
+        let md =
+            String::from_utf8(ResultsMarkdown.render(&quiet).unwrap().remove(0).bytes).unwrap();
+        assert!(!md.contains("## Loader warnings"));
+    }
 
     #[test]
     fn a_multi_host_run_shows_its_hosts_and_each_loaders_part() {

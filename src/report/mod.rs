@@ -17,6 +17,8 @@ mod junit;
 mod markdown;
 mod openmetrics;
 mod stats_md;
+#[cfg(test)]
+mod survivors;
 mod view;
 
 use std::path::{Path, PathBuf};

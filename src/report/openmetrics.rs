@@ -4,9 +4,11 @@
 //!
 //! One gauge family per figure, one sample per cell, labelled with what
 //! names the cell (framework, scenario, concurrency, rate, protocol), its
-//! verdict and the run. A rejected cell is exported too, with
-//! `verdict="rejected"`, so a dashboard can filter instead of guessing why
-//! a series stopped. Units are in the names (seconds, bytes, ratios), as
+//! verdict and the run. A rejected cell's figures are left out (its
+//! numbers are not a measurement of the server, and a dashboard that
+//! forgets to filter on `verdict` would plot them); it keeps its
+//! `fairground_rounds` sample, with `verdict="rejected"`, so a dashboard
+//! can tell why a series stopped instead of guessing. Units are in the names (seconds, bytes, ratios), as
 //! the format asks. A figure that is unknown has no sample; a percentile
 //! above the timeout is `+Inf` (it is only known to exceed it).
 //!
@@ -16,7 +18,7 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use super::{Exporter, Rendered};
-use crate::results::{Cell, Results};
+use crate::results::{Cell, Results, Status};
 
 /// File name inside the run directory.
 pub const PROM_FILE: &str = "results.prom";
@@ -36,6 +38,10 @@ struct Family {
     name: &'static str,
     help: &'static str,
     samples: fn(&Cell) -> Samples,
+    /// Whether a rejected cell has a sample: only for what is not a
+    /// figure of the server (the rounds measured), so no dashboard plots a
+    /// rejected cell's req/s beside accepted ones.
+    rejected_too: bool,
 }
 
 fn one(v: Option<f64>) -> Samples {
@@ -47,6 +53,7 @@ const FAMILIES: &[Family] = &[
         name: "throughput_requests_per_second",
         help: "2xx responses completed per second of the measured window, median of rounds",
         samples: |c| one(c.summary.as_ref().map(|s| s.throughput_rps.median)),
+        rejected_too: false,
     },
     Family {
         name: "latency_seconds",
@@ -62,10 +69,11 @@ const FAMILIES: &[Family] = &[
                 })
                 .collect()
         },
+        rejected_too: false,
     },
     Family {
-        name: "latency_mean_seconds",
-        help: "Mean latency of the answered window requests of all rounds",
+        name: "latency_mean_answered_seconds",
+        help: "Mean latency of the answered window requests of all rounds only: requests beyond the timeout (fairground_requests_beyond_timeout_ratio) are not in it; absent when none was answered",
         samples: |c| {
             one(c
                 .summary
@@ -73,6 +81,31 @@ const FAMILIES: &[Family] = &[
                 .filter(|s| s.latency.count > 0)
                 .map(|s| s.latency.mean_us / 1e6))
         },
+        rejected_too: false,
+    },
+    Family {
+        name: "requests_beyond_timeout_ratio",
+        help: "Window requests whose latency exceeds the timeout (timed out, unanswered at the end, never sent) over the requests due, all rounds",
+        samples: |c| {
+            one(c.summary.as_ref().and_then(|s| {
+                let l = &s.latency;
+                let total = l.count + l.beyond_timeout;
+                (total > 0).then(|| l.beyond_timeout as f64 / total as f64)
+            }))
+        },
+        rejected_too: false,
+    },
+    Family {
+        name: "requests_unsent_ratio",
+        help: "Fixed rate: requests due in the window that were never sent (a server past its capacity) over the requests due, all rounds; absent in a closed loop",
+        samples: |c| {
+            if c.key.rate.is_none() || c.summary.is_none() {
+                return Vec::new();
+            }
+            let unsent = crate::report::view::unsent(c).map_or(0.0, |(n, due)| n as f64 / due as f64);
+            vec![(Vec::new(), unsent)]
+        },
+        rejected_too: false,
     },
     Family {
         name: "server_cpu_seconds_per_request",
@@ -84,6 +117,7 @@ const FAMILIES: &[Family] = &[
                 .and_then(|s| s.cpu_us_per_request.as_ref())
                 .map(|a| a.median / 1e6))
         },
+        rejected_too: false,
     },
     Family {
         name: "server_memory_under_load_bytes",
@@ -95,6 +129,7 @@ const FAMILIES: &[Family] = &[
                 .and_then(|s| s.memory_median_bytes.as_ref())
                 .map(|a| a.median))
         },
+        rejected_too: false,
     },
     Family {
         name: "server_memory_window_peak_bytes",
@@ -106,11 +141,13 @@ const FAMILIES: &[Family] = &[
                 .and_then(|s| s.memory_window_peak_bytes)
                 .map(|b| b as f64))
         },
+        rejected_too: false,
     },
     Family {
         name: "error_ratio",
         help: "Failed requests (errors, timeouts, non-2xx answers) over attempts, all rounds",
         samples: |c| one(c.summary.as_ref().map(|s| s.error_rate)),
+        rejected_too: false,
     },
     Family {
         name: "connections_served",
@@ -121,11 +158,13 @@ const FAMILIES: &[Family] = &[
                 .as_ref()
                 .map(|s| s.connections_serving_min as f64))
         },
+        rejected_too: false,
     },
     Family {
         name: "rounds",
         help: "Rounds measured for the cell",
         samples: |c| vec![(Vec::new(), c.rounds.len() as f64)],
+        rejected_too: true,
     },
 ];
 
@@ -163,6 +202,9 @@ pub fn openmetrics_text(results: &Results) -> String {
         let _ = writeln!(s, "# TYPE {name} gauge");
         let _ = writeln!(s, "# HELP {name} {}", f.help);
         for c in &results.cells {
+            if c.verdict.status == Status::Rejected && !f.rejected_too {
+                continue;
+            }
             for (extra, v) in (f.samples)(c) {
                 let mut labels = vec![
                     ("framework", c.key.framework.clone()),

@@ -157,6 +157,54 @@ pub(crate) fn latency_figure(c: &Cell) -> Option<String> {
     ))
 }
 
+/// Requests due at a fixed rate that were never sent (the server was still
+/// busy with earlier ones when the run ended), summed over every round,
+/// and the requests due: `(unsent, due)`; none when nothing went unsent.
+/// The error rate counts what was sent, so a server past its capacity
+/// would read "0 errors" beside its unsent requests without this.
+pub(crate) fn unsent(c: &Cell) -> Option<(u64, u64)> {
+    let unsent: u64 = c.rounds.iter().map(|r| r.requests.unsent).sum();
+    let due: u64 = c.rounds.iter().map(|r| r.requests.due()).sum();
+    (unsent > 0).then_some((unsent, due))
+}
+
+/// The errors column of a cell: `12 (0.1%)`, and `; 82,853 unsent
+/// (69.0%)` when requests due at a fixed rate were never sent; none
+/// without a summary.
+pub(crate) fn errors_text(c: &Cell) -> Option<String> {
+    let x = c.summary.as_ref()?;
+    let n = x.errors.total() + x.responses.non_2xx();
+    let mut out = format!(
+        "{} ({})",
+        thousands(n as f64),
+        super::fmt::percent(x.error_rate)
+    );
+    if let Some((unsent, due)) = unsent(c) {
+        out.push_str(&format!(
+            "; {} unsent ({})",
+            thousands(unsent as f64),
+            super::fmt::percent(unsent as f64 / due as f64)
+        ));
+    }
+    Some(out)
+}
+
+/// The mean latency of a cell's answered requests, labelled as such where
+/// some requests are beyond the timeout (their latency is unknown, so no
+/// mean of every request exists): `1.20 ms`, `3.52 s (answered only)`;
+/// none when nothing was answered, never 0.
+pub(crate) fn mean_of_answered(l: &crate::results::Latency) -> Option<String> {
+    if l.count == 0 {
+        return None;
+    }
+    let mean = micros(l.mean_us);
+    Some(if l.beyond_timeout > 0 {
+        format!("{mean} (answered only)")
+    } else {
+        mean
+    })
+}
+
 /// The precision of a cell's headline figure, after the figure:
 /// ` ±1.2%` (req/s), ` (p99 ±3.4%)` at a fixed rate, where the figure shown
 /// is several percentiles; empty when the cell has no interval.
@@ -165,6 +213,17 @@ pub(crate) fn precision_mark(c: &Cell) -> String {
         None => String::new(),
         Some(p) if p.unit == "req/s" => format!(" {}", p.label()),
         Some(p) => format!(" ({} {})", p.by, p.label()),
+    }
+}
+
+/// `≥ ` before a closed-loop cell's req/s when the loader was the
+/// bottleneck (client-bound): the server may have had more to give, so
+/// the figure is only a floor (and the cell has no rank group).
+pub(crate) fn floor_mark(c: &Cell) -> &'static str {
+    if c.key.rate.is_none() && crate::judge::gates::client_bound(c) {
+        "≥ "
+    } else {
+        ""
     }
 }
 
@@ -433,7 +492,7 @@ pub(crate) fn objectives_tally(r: &Results) -> String {
 }
 
 /// What the objectives table means, in one paragraph for both pages.
-pub(crate) const OBJECTIVES_METHOD: &str = "Each objective of the profile is judged on every cell it applies to, on an interval of the cell's figure over its rounds, not on the median alone: **met** when the whole interval satisfies it, **missed** when none of it does (or the cell was rejected, or has no result), **undecided** when the interval straddles the bound. The interval is the order-statistic interval of the median: 95% from 6 rounds up, the min–max of fewer rounds (which covers the median with 1 − 2^(1−n): 75% for 3 rounds), one round's own value for one. `fairground run` exits 99 when any objective is missed.";
+pub(crate) const OBJECTIVES_METHOD: &str = "Each objective of the profile is judged on every cell it applies to, on an interval of the cell's figure over its rounds, not on the median alone: **met** when the whole interval satisfies it, **missed** when none of it does (or the cell was rejected, or has no result), **undecided** when the interval straddles the bound. The interval is the order-statistic interval of the median: 95% from 6 rounds up, the min–max of fewer rounds (which covers the median with 1 − 2^(1−n): 75% for 3 rounds); with fewer than 3 rounds (50% for 2, 0% for one) every objective is undecided. The rounds are the headline's: rounds on a busy host or a slowed machine are left out of speed figures (error rate and memory peak count every round), and a percentile is the headline's own, from the kept rounds' merged histogram, the interval widened to hold it. `fairground run` exits 99 when any objective is missed.";
 
 /// The sentence that says where a multi-host run ran, for results.md and
 /// report.html alike: `code` wraps an endpoint or address as code, `plain`

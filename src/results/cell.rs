@@ -168,8 +168,14 @@ pub struct Round {
     #[serde(default)]
     pub drain_s: f64,
     /// 2xx responses completed in the window / duration_s, req/s. Non-2xx
-    /// never count.
+    /// never count. When the answers came in waves (`bursts`), read over
+    /// whole waves instead, so the window's edges do not move it.
     pub throughput_rps: f64,
+    /// The waves the answers came in (their period, answers per wave, the
+    /// count over the window beside the rate over whole waves); absent
+    /// when they came steadily.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bursts: Option<crate::roles::load::bursts::Bursts>,
     /// Latency of every answer to a request sent inside the window, the
     /// drain included (from send, or from the scheduled send in fixed-rate
     /// mode), µs.
@@ -196,6 +202,15 @@ pub struct Round {
     /// time (one sample per connection made) and what the server agreed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls: Option<crate::roles::load::report::TlsReport>,
+    /// HTTP/2: the server allowed fewer concurrent streams per connection
+    /// (SETTINGS_MAX_CONCURRENT_STREAMS) than the cell asked for
+    /// (`load.streams`); absent when it allowed them all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream_limit: Option<StreamLimit>,
+    /// What the loader warned about in this round, in its words (limits
+    /// that capped connections, a stream limit, a missed rate, ...).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub loader_warnings: Vec<String>,
     /// Fixed-rate figures, in fixed-rate mode.
     pub rate: Option<RateFigures>,
     /// Answers checked against the contract under load.
@@ -234,6 +249,31 @@ pub struct Round {
     /// server's steps are done, against all of them; never taken back.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slowed: Option<Slowed>,
+}
+
+/// An HTTP/2 round whose server allowed fewer streams per connection than
+/// the cell asked: what was really in flight.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct StreamLimit {
+    /// The lowest SETTINGS_MAX_CONCURRENT_STREAMS the server announced.
+    pub limit: u64,
+    /// Streams per connection the cell asked for (`load.streams`).
+    pub streams: u64,
+    /// Connections the cell asked for.
+    pub connections: u64,
+}
+
+impl StreamLimit {
+    /// Requests the server had in flight at most: connections ×
+    /// min(streams, limit).
+    pub fn effective(&self) -> u64 {
+        self.connections * self.streams.min(self.limit)
+    }
+
+    /// Requests the cell asked to keep in flight: connections × streams.
+    pub fn asked(&self) -> u64 {
+        self.connections * self.streams
+    }
 }
 
 /// A round measured on a slowed machine: its probe against the reference

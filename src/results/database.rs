@@ -1,6 +1,8 @@
 //! The database container's figures of a round (database scenarios only):
-//! its cgroup over the same window as the server's, and what PostgreSQL
-//! itself counted (`pg_stat_statements`) between the window's edges.
+//! its cgroup over the same window as the server's, what PostgreSQL itself
+//! counted between the window's edges (`pg_stat_statements`), the rows its
+//! executor read and wrote (the tables' own counters, once settled), and
+//! whether answers followed a change of the table after the round.
 
 use serde::{Deserialize, Serialize};
 
@@ -21,6 +23,46 @@ pub struct DatabaseStatements {
     pub total: u64,
 }
 
+/// The rows PostgreSQL's executor read and wrote in a round, by the
+/// tables' own counters (`pg_stat_user_tables`: rows read by sequential and
+/// index scans, rows updated), whatever the statements said: counted from
+/// the window's start until the backends had flushed them after the load
+/// (a backend keeps its counts up to 10 s; see docs/results.md).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct DatabaseWork {
+    /// The table the scenario reads: `world` or `fortune`.
+    pub table: String,
+    /// Rows of it read, from the window's start to the settled reading.
+    pub rows_read: u64,
+    /// Rows of `world` updated over the same span.
+    pub rows_written: u64,
+    /// Rows read per 2xx response of the window.
+    pub rows_read_per_request: Option<f64>,
+    /// Rows written per 2xx response of the window (updates only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rows_written_per_request: Option<f64>,
+    /// Rows the scenario needs read per response: `db` 1, `queries-N` N,
+    /// `fortunes` the table's rows, `updates-N` N.
+    pub rows_read_required: f64,
+    /// Rows `updates-N` needs written per response: its distinct ids,
+    /// N less the repeats random ids bring (about 0.02 at N = 20).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rows_written_required: Option<f64>,
+    /// From the load's end to the reading the figures rest on, seconds.
+    pub settled_after_s: f64,
+}
+
+/// What a round's spot check saw after fairground changed the table behind
+/// the server's back (every row of `world` to a number it did not hold, or
+/// a `fortune` row with markup added), once the load was over.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct TableChange {
+    /// Whether every answer of the spot check showed the change.
+    pub followed: bool,
+    /// What was asked and seen (the first stale answer when one was).
+    pub detail: String,
+}
+
 /// The database's cgroup and counts as the lab read them over one window:
 /// raw readings, summarised by [`DatabaseUse::of`].
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -38,6 +80,10 @@ pub struct DatabaseSamples {
     pub statements_span_s: Option<f64>,
     /// Why the statements are unknown.
     pub statements_unknown: Option<String>,
+    /// The rows read and written (per-request figures not yet divided).
+    pub work: Option<DatabaseWork>,
+    /// The spot check after the table changed (`db`, `queries-N`, `fortunes`).
+    pub table_change: Option<TableChange>,
     /// CPUs it was allotted.
     pub cpus: f64,
     /// What it shares its cores with (`the server`), if anything.
@@ -75,6 +121,14 @@ pub struct DatabaseUse {
     /// Why the statements are unknown, when they are.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub statements_unknown: Option<String>,
+    /// The rows the executor read and wrote, and per response: the work
+    /// figure the gates judge (statements are the second figure).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub work: Option<DatabaseWork>,
+    /// After the load, fairground changed the table and asked a few
+    /// requests: whether their answers followed (a cache's do not).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub table_change: Option<TableChange>,
     /// CPUs it was allotted.
     pub cpus: f64,
     /// What it shares its cores with, if anything.
@@ -118,6 +172,14 @@ impl DatabaseUse {
             statements: s.statements,
             statements_span_s: s.statements_span_s,
             statements_unknown: s.statements_unknown,
+            table_change: s.table_change,
+            work: s.work.map(|w| DatabaseWork {
+                rows_read_per_request: per(w.rows_read as f64),
+                rows_written_per_request: w
+                    .rows_written_required
+                    .and_then(|_| per(w.rows_written as f64)),
+                ..w
+            }),
             cpus: s.cpus,
             shares_cores_with: s.shares_cores_with,
         }
@@ -164,5 +226,21 @@ mod tests {
         // Nothing served: no per-request figure rather than a division by 0.
         let u = DatabaseUse::of(samples(1, false), 0, 0, 1.0, None);
         assert_eq!(u.cpu_us_per_request, None);
+    }
+
+    #[test]
+    fn rows_of_work_are_per_2xx_response() {
+        let mut s = samples(1, false);
+        s.work = Some(DatabaseWork {
+            table: "world".into(),
+            rows_read: 9_000,
+            rows_written: 4_000,
+            rows_read_required: 5.0,
+            rows_written_required: Some(5.0),
+            ..Default::default()
+        });
+        let w = DatabaseUse::of(s, 1000, 1200, 1.0, None).work.unwrap();
+        assert_eq!(w.rows_read_per_request, Some(9.0));
+        assert_eq!(w.rows_written_per_request, Some(4.0));
     }
 }

@@ -32,9 +32,9 @@ pub use crate::roles::load::ErrorCounts;
 pub use cell::{
     AnswerChecks, Cell, CellKey, CellSummary, Connections, HostUse, LoaderShare, LoaderUse,
     MachineSpeed, Precision, RankGroup, RateFigures, RequestAccounting, Round, ServerUse, Slowed,
-    StatusCounts, WindowTimes,
+    StatusCounts, StreamLimit, WindowTimes,
 };
-pub use database::{DatabaseSamples, DatabaseStatements, DatabaseUse};
+pub use database::{DatabaseSamples, DatabaseStatements, DatabaseUse, DatabaseWork, TableChange};
 pub use environment::{CheckStatus, EnvCheck, Environment};
 pub use framework::{FrameworkFacts, VerifyOutcome};
 pub use histogram::Latency;

@@ -81,7 +81,12 @@ impl Round {
         let duration_s = load.measured_s;
         let timeout_us = load.settings.timeout_ms * 1000;
         let latency = Latency::of(&h, load.requests.beyond_timeout(), Some(timeout_us));
-        let throughput_rps = per_second(load.responses.status_2xx, duration_s);
+        // Answers in waves: the loader read the rate over whole waves, so
+        // the window's phase among them does not move it.
+        let throughput_rps = match load.bursts {
+            Some(b) => b.rate_rps,
+            None => per_second(load.responses.status_2xx, duration_s),
+        };
         let completed_rps = per_second(load.responses.total(), duration_s);
         let loader_cpu_us = load.loader.user_cpu_us + load.loader.sys_cpu_us;
         let allot_us = lab.loader_usable_cpus * duration_s * 1e6;
@@ -110,6 +115,7 @@ impl Round {
             errors: load.errors,
             drain_s: load.drain_s,
             throughput_rps,
+            bursts: load.bursts,
             connections_in_use: completed_rps * latency.mean_us / 1e6,
             latency,
             histogram: load.latency.histogram,
@@ -117,6 +123,15 @@ impl Round {
             wire_bytes_per_response: (load.bytes.mean_response_bytes > 0.0)
                 .then_some(load.bytes.mean_response_bytes),
             tls: load.tls,
+            stream_limit: load
+                .http2_stream_limit
+                .filter(|&limit| limit < load.settings.streams as u64)
+                .map(|limit| super::StreamLimit {
+                    limit,
+                    streams: load.settings.streams as u64,
+                    connections: load.connections.requested,
+                }),
+            loader_warnings: load.warnings,
             rate: load.rate.map(|x| RateFigures {
                 target_rps: x.target_rps,
                 achieved_rps: x.achieved_rps,
@@ -177,6 +192,27 @@ pub(crate) fn per_second(n: u64, seconds: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use crate::bench::fake::measurement;
+
+    #[test]
+    fn a_stream_limit_below_the_streams_asked_and_the_loaders_warnings_are_kept() {
+        let mut m = measurement(8, 1_000.0);
+        m.load.settings.streams = 32;
+        m.load.http2_stream_limit = Some(4);
+        m.load.warnings = vec!["the server allows 4 concurrent streams".into()];
+        let r = m.into_round(0).unwrap();
+        let s = r.stream_limit.expect("below the streams asked");
+        assert_eq!((s.limit, s.streams, s.connections), (4, 32, 8));
+        assert_eq!((s.effective(), s.asked()), (32, 256));
+        assert_eq!(
+            r.loader_warnings,
+            ["the server allows 4 concurrent streams"]
+        );
+        // A limit at or above the streams asked capped nothing.
+        let mut m = measurement(8, 1_000.0);
+        m.load.settings.streams = 4;
+        m.load.http2_stream_limit = Some(4);
+        assert_eq!(m.into_round(0).unwrap().stream_limit, None);
+    }
 
     #[test]
     fn round_counts_only_2xx_and_divides_cpu_by_them() {

@@ -114,6 +114,14 @@ pub enum Reason {
         /// Unexpected restarts or exits counted.
         restarts: u64,
     },
+    /// A container the server depends on (its database) exited, or the
+    /// kernel OOM-killed inside it, during the cell.
+    DatabaseDown {
+        /// Round (0-based) after which it was found down.
+        round: u32,
+        /// The container, by name, and how it ended.
+        what: String,
+    },
     /// The framework failed contract verification for this scenario.
     FailedVerify {
         /// What verification found.
@@ -144,6 +152,29 @@ pub enum Reason {
         cpu_fraction: f64,
         /// Saturation threshold (a fraction).
         threshold: f64,
+    },
+    /// A database cell's rows read (or updated) per 2xx response, by the
+    /// tables' own counters, fell below what its scenario needs: answers
+    /// from a cache or made up (a rule of the contract, so a rejection).
+    DatabaseWorkShort {
+        /// Round (0-based) with the least work per response.
+        round: u32,
+        /// The table counted: `world` or `fortune`.
+        table: String,
+        /// `read` or `updated`.
+        what: String,
+        /// Rows per 2xx response the executor counted.
+        per_request: f64,
+        /// Rows per response the scenario needs.
+        required: f64,
+    },
+    /// After a database round fairground changed the table behind the
+    /// server's back, and the spot check's answers did not follow: a cache.
+    DatabaseStale {
+        /// Round (0-based).
+        round: u32,
+        /// What was asked and seen.
+        detail: String,
     },
     /// The database ran near its CPU ceiling (database scenarios): the
     /// figure is the database's as much as the framework's.
@@ -268,6 +299,20 @@ pub enum Reason {
         /// Why (the sampler's reason).
         why: String,
     },
+    /// HTTP/2: the server allowed fewer concurrent streams per connection
+    /// (SETTINGS_MAX_CONCURRENT_STREAMS) than `load.streams` asked; the
+    /// others waited in the loader's queue, so the cell measured less
+    /// concurrency than it names (lawful HTTP/2, so a flag).
+    StreamLimit {
+        /// Round (0-based) with the lowest limit.
+        round: u32,
+        /// The server's limit, streams per connection.
+        limit: u64,
+        /// Streams per connection asked (`load.streams`).
+        streams: u64,
+        /// Connections asked.
+        connections: u64,
+    },
     /// Preflight failed and the run went ahead with `--accept-env`.
     EnvironmentNotAccepted,
     /// Fewer rounds than planned were measured.
@@ -290,6 +335,22 @@ pub enum Reason {
         /// Largest accepted slowdown (a fraction).
         limit: f64,
     },
+    /// The answers came in waves a period apart (an event loop that
+    /// answers every connection once per sweep): the rate is read over
+    /// whole waves, not the window's count. A note, not a flag.
+    Bursts {
+        /// Round (0-based) where the count over the window was furthest
+        /// from the rate over whole waves.
+        round: u32,
+        /// Time between two waves, seconds.
+        period_s: f64,
+        /// 2xx answers per wave.
+        per_burst: f64,
+        /// 2xx per second read over whole waves (the round's figure).
+        rate_rps: f64,
+        /// 2xx ÷ the window, which moves with the window's phase.
+        window_rps: f64,
+    },
     /// Fewer rounds than asked were measured on an unslowed, quiet machine:
     /// the figures rest on the clean ones.
     FewCleanRounds {
@@ -309,11 +370,14 @@ impl Reason {
             | Reason::OomKilled { .. }
             | Reason::Crashed { .. }
             | Reason::FailedVerify { .. }
+            | Reason::DatabaseDown { .. }
             | Reason::WrongAnswers { .. }
             | Reason::TlsFailed { .. }
             | Reason::RequestsUnaccounted { .. }
+            | Reason::DatabaseWorkShort { .. }
+            | Reason::DatabaseStale { .. }
             | Reason::NoSuccess => Status::Rejected,
-            Reason::MachineSlowed { .. } => Status::Accepted,
+            Reason::MachineSlowed { .. } | Reason::Bursts { .. } => Status::Accepted,
             _ => Status::Flagged,
         }
     }
@@ -326,6 +390,7 @@ impl Reason {
             Reason::OomKilled { .. } => "OOM killed",
             Reason::Crashed { .. } => "crashed",
             Reason::FailedVerify { .. } => "failed verify",
+            Reason::DatabaseDown { .. } => "database died",
             Reason::WrongAnswers { .. } => "wrong answers",
             Reason::TlsFailed { .. } => "TLS failed",
             Reason::RequestsUnaccounted { .. } => "requests unaccounted",
@@ -333,6 +398,8 @@ impl Reason {
             Reason::NotStable { .. } => "not stable",
             Reason::NoSuccess => "no 2xx",
             Reason::LoaderSaturated { .. } | Reason::LoaderThrottled { .. } => "client-bound",
+            Reason::DatabaseWorkShort { .. } => "database work short",
+            Reason::DatabaseStale { .. } => "stale answers (cache)",
             Reason::DatabaseBound { .. } => "database-bound",
             Reason::RateShort { .. } => "rate missed",
             Reason::ScheduleLag { .. } => "schedule lag",
@@ -345,7 +412,9 @@ impl Reason {
             Reason::Unsent { .. } => "unsent requests",
             Reason::Reconnects { .. } => "reconnects",
             Reason::CpuUnknown { .. } => "CPU unknown",
+            Reason::StreamLimit { .. } => "stream limit",
             Reason::MachineSlowed { .. } => "round re-measured",
+            Reason::Bursts { .. } => "bursts",
             Reason::FewCleanRounds { .. } => "slowed machine",
         }
     }
@@ -393,6 +462,11 @@ impl fmt::Display for Reason {
             Reason::Crashed { restarts } => write!(
                 f,
                 "the server container exited or restarted {restarts} time(s) during measurement"
+            ),
+            Reason::DatabaseDown { round, what } => write!(
+                f,
+                "{what} (found after round {}): the cell is not measured past it, and the framework's remaining cells were not measured",
+                round + 1
             ),
             Reason::FailedVerify { detail } => {
                 write!(f, "the framework failed contract verification for this scenario: {detail}")
@@ -442,6 +516,24 @@ impl fmt::Display for Reason {
                     "the load generator used {v} of the CPU its threads can use (threshold {t}): the server may be faster than shown; compare CPU µs per request instead"
                 )
             }
+            Reason::DatabaseWorkShort {
+                round,
+                table,
+                what,
+                per_request,
+                required,
+            } => write!(
+                f,
+                "round {}: PostgreSQL's executor {what} {per_request:.2} rows of {table} per 2xx response, \
+                 the scenario needs {required:.2}: answers served from a cache or made up \
+                 (rows counted by the table's own counters, not by statement text)",
+                round + 1
+            ),
+            Reason::DatabaseStale { round, detail } => write!(
+                f,
+                "round {}: answers did not follow the table: {detail}: a cache",
+                round + 1
+            ),
             Reason::DatabaseBound {
                 saturation,
                 threshold,
@@ -480,6 +572,15 @@ impl fmt::Display for Reason {
                 reference_ns / 1000.0,
                 pct(*limit),
             ),
+            Reason::Bursts { round, period_s, per_burst, rate_rps, window_rps } => write!(
+                f,
+                "answers came in bursts of about {} every {} (round {}): the rate is read over whole waves, {} req/s, where a count over the window read {} req/s and would move by up to one wave with where its edges fell",
+                crate::units::thousands(*per_burst),
+                crate::units::micros(period_s * 1e6),
+                round + 1,
+                crate::units::thousands(*rate_rps),
+                crate::units::thousands(*window_rps),
+            ),
             Reason::FewCleanRounds { clean, asked } => write!(
                 f,
                 "only {clean} of the {asked} rounds asked were measured on a quiet, unslowed machine (the others are left out, and their repeats were slowed or busy too); the figures rest on those {clean}"
@@ -506,6 +607,14 @@ impl fmt::Display for Reason {
                     round + 1
                 )
             }
+            Reason::StreamLimit { round, limit, streams, connections } => write!(
+                f,
+                "round {}: the server allows {limit} concurrent streams per connection (SETTINGS_MAX_CONCURRENT_STREAMS), fewer than the {streams} load.streams asks: {connections} connections × {} streams = {} requests in flight at most, not {}; the others waited in the loader's queue and their wait is in the latency",
+                round + 1,
+                streams.min(limit),
+                connections * streams.min(limit),
+                connections * streams
+            ),
             Reason::EnvironmentNotAccepted => f.write_str(
                 "the environment failed preflight and the run went ahead anyway (--accept-env or preflight: warn)",
             ),

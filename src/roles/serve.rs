@@ -144,12 +144,27 @@ async fn accept_loop(
     let listener = tokio::net::TcpListener::from_std(listener).expect("listener into tokio");
     let mut http1 = hyper::server::conn::http1::Builder::new();
     http1.keep_alive(true).pipeline_flush(true);
-    let http2 = hyper::server::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new());
+    let mut http2 = hyper::server::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new());
     let acceptor = match &wire {
         Wire::Tls(config) => Some(tokio_rustls::TlsAcceptor::from(config.clone())),
         Wire::Http1 | Wire::H2c => None,
     };
     let h2c = matches!(wire, Wire::H2c);
+    let defect = H2_DEFECT.get().copied();
+    match defect {
+        Some(H2Defect::Serial) => {
+            http2.max_concurrent_streams(SERIAL_MAX_STREAMS);
+        }
+        Some(H2Defect::Limit4) => {
+            http2.max_concurrent_streams(LIMITED_STREAMS);
+        }
+        None => {}
+    }
+    // One lock per HTTP/2 connection under `--h2-defect serial`: its
+    // streams then take turns, as a server that serves a connection's
+    // streams one at a time does.
+    let gate =
+        move || (defect == Some(H2Defect::Serial)).then(|| Arc::new(tokio::sync::Mutex::new(())));
     loop {
         tokio::select! {
             _ = &mut stop => return,
@@ -160,26 +175,29 @@ async fn accept_loop(
                     Err(_) => { tokio::time::sleep(std::time::Duration::from_millis(5)).await; continue; }
                 };
                 let _ = stream.set_nodelay(true);
-                let service = hyper::service::service_fn(handle);
+                let service = |gate: Option<Arc<tokio::sync::Mutex<()>>>| {
+                    hyper::service::service_fn(move |req| answer(req, gate.clone()))
+                };
                 // On a current-thread runtime every task stays on this thread.
                 match &acceptor {
                     Some(acceptor) => {
                         let (acceptor, http1, http2) = (acceptor.clone(), http1.clone(), http2.clone());
+                        let gate = gate();
                         tokio::spawn(async move {
                             // A failed handshake is the client's to report.
                             let Ok(tls) = acceptor.accept(stream).await else { return };
                             if tls.get_ref().1.alpn_protocol() == Some(b"h2".as_slice()) {
-                                let _ = http2.serve_connection(TokioIo::new(tls), service).await;
+                                let _ = http2.serve_connection(TokioIo::new(tls), service(gate)).await;
                             } else {
-                                let _ = http1.serve_connection(TokioIo::new(tls), service).await;
+                                let _ = http1.serve_connection(TokioIo::new(tls), service(None)).await;
                             }
                         });
                     }
                     None if h2c => {
-                        tokio::spawn(http2.serve_connection(TokioIo::new(stream), service));
+                        tokio::spawn(http2.serve_connection(TokioIo::new(stream), service(gate())));
                     }
                     None => {
-                        tokio::spawn(http1.serve_connection(TokioIo::new(stream), service));
+                        tokio::spawn(http1.serve_connection(TokioIo::new(stream), service(None)));
                     }
                 }
             }
@@ -203,6 +221,51 @@ pub fn set_delay(delay: std::time::Duration, after: u64) {
     if !delay.is_zero() && DELAY.set(delay).is_ok() {
         DELAY_AFTER.store(after, std::sync::atomic::Ordering::Relaxed);
     }
+}
+
+/// A known defect of the reference server's HTTP/2, for tests that prove
+/// fairground catches it (`fairground serve --h2-defect`). Every answer is
+/// still right; only how streams are served differs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum H2Defect {
+    /// The streams of a connection are answered one at a time, each after
+    /// [`SERIAL_STREAM_COST`], behind a SETTINGS_MAX_CONCURRENT_STREAMS of
+    /// [`SERIAL_MAX_STREAMS`]: a client sees every stream accepted and
+    /// every answer right, only late.
+    Serial,
+    /// SETTINGS_MAX_CONCURRENT_STREAMS is [`LIMITED_STREAMS`]: lawful
+    /// HTTP/2, and below what a profile's `load.streams` usually asks.
+    Limit4,
+}
+
+/// What each stream of a serial connection waits for its turn's work
+/// ([`H2Defect::Serial`]): the liar of issue 36, 2 ms each.
+pub const SERIAL_STREAM_COST: std::time::Duration = std::time::Duration::from_millis(2);
+/// The stream limit a serial connection announces: high, so nothing but
+/// timing tells it apart.
+pub const SERIAL_MAX_STREAMS: u32 = 1000;
+/// The stream limit of [`H2Defect::Limit4`].
+pub const LIMITED_STREAMS: u32 = 4;
+
+static H2_DEFECT: std::sync::OnceLock<H2Defect> = std::sync::OnceLock::new();
+
+/// Serve HTTP/2 with `defect` (once per process, before [`start_with`]).
+pub fn set_h2_defect(defect: H2Defect) {
+    let _ = H2_DEFECT.set(defect);
+}
+
+/// [`handle`], one at a time per connection when it has a `gate`
+/// ([`H2Defect::Serial`]).
+async fn answer(
+    req: Request<Incoming>,
+    gate: Option<Arc<tokio::sync::Mutex<()>>>,
+) -> Result<Response<Full<Bytes>>, Infallible> {
+    let Some(gate) = gate else {
+        return handle(req).await;
+    };
+    let _turn = gate.lock().await;
+    tokio::time::sleep(SERIAL_STREAM_COST).await;
+    handle(req).await
 }
 
 /// Answer one request according to the contract.

@@ -11,7 +11,15 @@
 //!   order to get wrong). When a POST scenario passed, one of them is held
 //!   open with half its body sent while the others must be answered, which
 //!   a server answering one stream at a time cannot do. Required: HTTP/2 is
-//!   measured with concurrent streams on each connection (`load.streams`);
+//!   measured with concurrent streams on each connection (`load.streams`).
+//!   A stream limit below `pipeline_depth` is lawful: verify sends what the
+//!   server allows (a limit of 1 fails), and the run flags a cell whose
+//!   `load.streams` is above it;
+//! - h2-concurrency: the same requests timed at once on one connection and
+//!   on as many connections (`concurrency`), which catches a server that
+//!   serves a connection's streams one at a time with any scenario, GET
+//!   included (the held-open POST above needs a POST scenario, and only
+//!   catches a server that waits for a whole body);
 //! - not-found, and the recorded Date and Server headers, as for HTTP/1.1.
 //!
 //! Not here: pipelining (HTTP/1.1 only) and wire bytes per answer (headers
@@ -145,10 +153,23 @@ pub(crate) async fn check(
     if report.facts.keep_alive_answered > 0 && !correct.is_empty() {
         let max = report.facts.max_concurrent_streams;
         let result = streams(target, correct, options.pipeline_depth, max, rng).await;
-        report.facts.concurrent_streams = Some(result.is_ok());
+        let streams_ok = result.is_ok();
         report
             .checks
             .push(ContractCheck::required(names::STREAMS, result));
+        // Timed only when the streams were answered right: a wrong answer
+        // is named by `streams`, and a time is worth nothing beside it.
+        let concurrent = if streams_ok {
+            let result = concurrency(target, correct, max, rng).await;
+            let ok = result.is_ok();
+            report
+                .checks
+                .push(ContractCheck::required(names::H2_CONCURRENCY, result));
+            ok
+        } else {
+            false
+        };
+        report.facts.concurrent_streams = Some(concurrent);
     }
     report.checks.push(ContractCheck::required(
         names::NOT_FOUND,
@@ -193,12 +214,18 @@ async fn streams(
     max: Option<u32>,
     rng: &mut StdRng,
 ) -> Result<String, String> {
-    if let Some(max) = max.filter(|&m| m < depth) {
+    // A lawful stream limit below `depth` is not a fault here: verify sends
+    // what the server allows, and a cell whose `load.streams` is above it is
+    // flagged under load (`stream-limit`). One stream at a time is no
+    // concurrency at all.
+    if let Some(max) = max.filter(|&m| m < 2) {
         return Err(format!(
-            "the server allows at most {max} concurrent streams \
-             (SETTINGS_MAX_CONCURRENT_STREAMS), fewer than the {depth} verify sends at once"
+            "the server allows at most {max} concurrent stream(s) \
+             (SETTINGS_MAX_CONCURRENT_STREAMS): no two requests of one connection can be served \
+             at once"
         ));
     }
+    let depth = max.map_or(depth, |m| depth.min(m));
     let held = correct
         .iter()
         .copied()
@@ -318,4 +345,217 @@ async fn streams(
         depth - 1,
         label(&held_req)
     ))
+}
+
+/// Streams sent at once on one connection in the `h2-concurrency` timing
+/// (fewer when the server allows fewer): enough that a server taking
+/// turns shows a delay many times its baseline.
+pub const CONCURRENCY_STREAMS: u32 = 16;
+/// Timings of each kind; their medians are compared, so a repetition
+/// slowed by a busy host (or a server's collector) moves nothing.
+pub const CONCURRENCY_REPEATS: usize = 7;
+/// A connection whose S streams take this many times as long as the same
+/// S requests on S connections is taking turns. An honest server takes
+/// about as long either way (a CPU-bound one does the same work in both);
+/// one serving a connection's streams one at a time takes about S times
+/// longer on one connection (the liar, 2 ms a stream: 57 ms against 10 ms
+/// for 16 streams in a debug build on a busy 2-core host, about 13 times
+/// in a release build). 3 leaves room for an honest server that runs each
+/// connection on one core of up to three (its streams of one connection
+/// share a core, its S connections do not); beyond that the gap below
+/// keeps cheap requests from counting.
+pub const SERIAL_RATIO: f64 = 3.0;
+/// And the gap must be at least this long: fast servers answer S streams
+/// in well under a millisecond either way, where a ratio is noise. The
+/// serial liar (2 ms a stream) is 30 ms apart at 16 streams.
+pub const SERIAL_MIN_GAP: std::time::Duration = std::time::Duration::from_millis(5);
+
+/// Whether a connection's streams are served concurrently, timed: S
+/// requests sent at once on one connection against the same S sent at
+/// once on S connections, each [`CONCURRENCY_REPEATS`] times (in turns),
+/// every answer judged. The scenario timed is the cheapest-looking one the
+/// profile measures (a GET without a database when there is one), so an
+/// honest server's own work stays small beside any waiting. Bound: one
+/// timeout per timing, and one per connection opened.
+async fn concurrency(
+    target: &Endpoint,
+    correct: &[Scenario],
+    max: Option<u32>,
+    rng: &mut StdRng,
+) -> Result<String, String> {
+    let s = max.map_or(CONCURRENCY_STREAMS, |m| CONCURRENCY_STREAMS.min(m)) as usize;
+    let scenario = correct
+        .iter()
+        .copied()
+        .find(|x| x.method() == "GET" && !x.needs_database())
+        .or_else(|| correct.iter().copied().find(|x| x.method() == "GET"))
+        .unwrap_or(correct[0]);
+    let one = quick_ack_h2(target).await.map_err(|e| e.to_string())?;
+    let mut many = Vec::with_capacity(s);
+    for _ in 0..s {
+        many.push(quick_ack_h2(target).await.map_err(|e| e.to_string())?);
+    }
+    let after = target.timeout;
+    // S requests at once, the i-th on `conns[i % conns.len()]`; the time
+    // until the last answer, every answer judged.
+    let timed = async |conns: &[&H2Conn], rng: &mut StdRng| {
+        let reqs: Vec<Request> = (0..s)
+            .map(|_| contract::sample_request(scenario, rng))
+            .collect();
+        let built = reqs
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                conns[i % conns.len()].build(r, ReqBody::Full(r.body.clone().map(Bytes::from)))
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| e.to_string())?;
+        let started = Instant::now();
+        let deadline = started + after;
+        let answers = join_all(
+            built
+                .into_iter()
+                .enumerate()
+                .map(|(i, r)| exchange(conns[i % conns.len()].sender(), r, deadline, after)),
+        )
+        .await;
+        let took = started.elapsed();
+        for (req, answer) in reqs.iter().zip(answers) {
+            let what = format!("{} {}", req.method, req.path);
+            let resp = answer.map_err(|e| format!("timing concurrent streams, {what}: {e}"))?;
+            scenario::judge(scenario, req, &resp).map_err(|e| {
+                format!("timing concurrent streams, {what} was answered wrongly: {e}")
+            })?;
+        }
+        Ok::<_, String>(took.as_secs_f64())
+    };
+    let on_one = [&one];
+    let on_many: Vec<&H2Conn> = many.iter().collect();
+    // One untimed turn of each: first requests warm what a server warms.
+    timed(&on_one, rng).await?;
+    timed(&on_many, rng).await?;
+    let (mut one_s, mut many_s) = (Vec::new(), Vec::new());
+    for i in 0..CONCURRENCY_REPEATS {
+        // In turns, so a slow spell of the host falls on both kinds.
+        if i % 2 == 0 {
+            one_s.push(timed(&on_one, rng).await?);
+            many_s.push(timed(&on_many, rng).await?);
+        } else {
+            many_s.push(timed(&on_many, rng).await?);
+            one_s.push(timed(&on_one, rng).await?);
+        }
+    }
+    let one_s = crate::stats::median(&one_s).unwrap_or(0.0);
+    let many_s = crate::stats::median(&many_s).unwrap_or(0.0);
+    let ms = |x: f64| format!("{:.2} ms", x * 1e3);
+    let serial = one_s >= SERIAL_RATIO * many_s && one_s - many_s >= SERIAL_MIN_GAP.as_secs_f64();
+    let figures = format!(
+        "{} for {s} streams on one connection vs {} for {s} requests on {s} connections \
+         (medians of {CONCURRENCY_REPEATS}, {scenario})",
+        ms(one_s),
+        ms(many_s)
+    );
+    if serial {
+        Err(format!(
+            "streams of one connection served one at a time: {figures}"
+        ))
+    } else {
+        Ok(format!(
+            "streams of one connection served concurrently: {figures}"
+        ))
+    }
+}
+
+/// An HTTP/2 connection for the `h2-concurrency` timing whose socket
+/// acknowledges every read at once (TCP_QUICKACK after each). Why: the
+/// timing sends its S requests and then nothing until every answer is in,
+/// so the kernel would delay its ACKs (40 ms), and a server that leaves
+/// Nagle on (no TCP_NODELAY: axum::serve's h2c, measured) holds its second
+/// write of a connection for that ACK: 44 ms for 16 honest streams. The
+/// loader never meets that stall (it sends a request as each answer
+/// arrives, and its ACKs ride on them), and it is no sign of streams
+/// served one at a time.
+async fn quick_ack_h2(target: &Endpoint) -> Result<H2Conn, ClientError> {
+    let deadline = Instant::now() + target.timeout;
+    let io: Box<dyn Io> = if target.tls.is_none() {
+        Box::new(QuickAck(target.tcp(deadline).await?))
+    } else {
+        let (stream, _) = target.tls_stream(deadline).await?;
+        tls::alpn_fits(target.protocol, stream.get_ref().1.alpn_protocol())
+            .map_err(ClientError::Http2)?;
+        Box::new(QuickAck(stream))
+    };
+    let scheme = if target.tls.is_some() {
+        "https"
+    } else {
+        "http"
+    };
+    H2Conn::handshake(
+        io,
+        format!("{scheme}://{}", target.host),
+        deadline,
+        target.timeout,
+    )
+    .await
+}
+
+/// A byte stream over TCP whose every read is acknowledged at once.
+struct QuickAck<S>(S);
+
+/// The TCP socket under a byte stream.
+trait Tcp {
+    fn tcp(&self) -> &tokio::net::TcpStream;
+}
+
+impl Tcp for tokio::net::TcpStream {
+    fn tcp(&self) -> &tokio::net::TcpStream {
+        self
+    }
+}
+
+impl Tcp for tokio_rustls::client::TlsStream<tokio::net::TcpStream> {
+    fn tcp(&self) -> &tokio::net::TcpStream {
+        self.get_ref().0
+    }
+}
+
+impl<S: tokio::io::AsyncRead + Tcp + Unpin> tokio::io::AsyncRead for QuickAck<S> {
+    fn poll_read(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let this = self.get_mut();
+        let polled = std::pin::Pin::new(&mut this.0).poll_read(cx, buf);
+        if polled.is_ready() {
+            // Linux leaves quick-ack mode on its own; set it again after
+            // every read. A failure only brings the delay back.
+            let _ = socket2::SockRef::from(this.0.tcp()).set_tcp_quickack(true);
+        }
+        polled
+    }
+}
+
+impl<S: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for QuickAck<S> {
+    fn poll_write(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.get_mut().0).poll_write(cx, buf)
+    }
+
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.get_mut().0).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.get_mut().0).poll_shutdown(cx)
+    }
 }

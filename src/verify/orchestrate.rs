@@ -218,10 +218,7 @@ pub async fn verify_one<E: Engine>(
                 timeout: opts.timeout,
                 ..Default::default()
             };
-            let access = crate::verify::database::ContainerDatabase {
-                engine,
-                handle: &db.handle,
-            };
+            let access = crate::verify::database::ContainerDatabase::new(engine, &db.handle);
             crate::verify::database::check_report(first, &options, &access).await;
         }
     }

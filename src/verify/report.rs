@@ -69,8 +69,14 @@ pub mod names {
     pub const DB_QUERIES: &str = "db-queries";
     /// updates-N: the numbers returned are the numbers stored afterwards.
     pub const DB_PERSIST: &str = "db-persist";
+    /// Database scenarios: the executor read (and wrote) at least the rows
+    /// the answers stand for, by the tables' own counters.
+    pub const DB_ROWS: &str = "db-rows";
+    /// Database scenarios: the answers follow a change fairground made to
+    /// the table behind the server's back.
+    pub const DB_FRESH: &str = "db-fresh";
     /// Scenario checks, in table order.
-    pub const SCENARIO: [&str; 10] = [
+    pub const SCENARIO: [&str; 12] = [
         STATUS,
         CONTENT_TYPE,
         BODY,
@@ -81,6 +87,8 @@ pub mod names {
         DB_VALUES,
         DB_QUERIES,
         DB_PERSIST,
+        DB_ROWS,
+        DB_FRESH,
     ];
 
     /// Many requests answered on one connection.
@@ -107,11 +115,23 @@ pub mod names {
     /// h2 and h2c: concurrent streams on one connection all answered
     /// correctly (HTTP/2's counterpart of pipelining).
     pub const STREAMS: &str = "streams";
+    /// h2 and h2c: the streams of one connection are served concurrently,
+    /// timed against the same requests on as many connections.
+    pub const H2_CONCURRENCY: &str = "h2-concurrency";
     /// Every connection-wide check of every protocol, in table order (a
     /// table shows those any of its reports has, and always
     /// [`CONNECTION`]).
-    pub const CONNECTION_ALL: [&str; 9] = [
-        TLS, HTTP2, KEEP_ALIVE, PIPELINING, STREAMS, NOT_FOUND, DATE, SERVER, WIRE_BYTES,
+    pub const CONNECTION_ALL: [&str; 10] = [
+        TLS,
+        HTTP2,
+        KEEP_ALIVE,
+        PIPELINING,
+        STREAMS,
+        H2_CONCURRENCY,
+        NOT_FOUND,
+        DATE,
+        SERVER,
+        WIRE_BYTES,
     ];
     /// Orchestrated mode: the server container started and became ready.
     pub const START: &str = "start";
@@ -200,7 +220,8 @@ pub struct Facts {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_concurrent_streams: Option<u32>,
     /// HTTP/2: whether concurrent streams on one connection were all
-    /// answered correctly (None: not tried).
+    /// answered correctly (`streams`) and served concurrently, as timed
+    /// (`h2-concurrency`) (None: not tried).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub concurrent_streams: Option<bool>,
 }
@@ -351,19 +372,45 @@ pub fn report_schema() -> serde_json::Value {
     serde_json::to_value(schemars::schema_for!(VerifyReport)).expect("a schema is JSON")
 }
 
-/// The human table: one row per framework × scenario with its checks, one
+/// The `measure` cell of a scenario's row: `yes`, or `NO (streams)`
+/// naming the failed checks that exclude it: its own, or the
+/// connection-wide ones of its protocol (its own columns may then all read
+/// "pass", and a bare NO beside them would not say why).
+fn measure_cell(r: &VerifyReport, s: &ScenarioReport) -> String {
+    if s.measurable {
+        return "yes".into();
+    }
+    let failed: Vec<&str> = s
+        .checks
+        .iter()
+        .chain(&r.checks)
+        .filter(|c| c.excludes())
+        .map(|c| c.name.as_str())
+        .collect();
+    if failed.is_empty() {
+        "NO".into()
+    } else {
+        format!("NO ({})", failed.join(", "))
+    }
+}
+
+/// The human table: one row per framework × protocol × scenario with its checks, one
 /// row per framework with the connection-wide checks, then every warning and
 /// failure with its detail. `reports` pairs a display name with a report.
 pub fn render_table(reports: &[(String, &VerifyReport)]) -> String {
     let mut rows: Vec<Vec<String>> = Vec::new();
-    let mut head = vec!["framework".to_string(), "scenario".to_string()];
+    let mut head = vec![
+        "framework".to_string(),
+        "protocol".to_string(),
+        "scenario".to_string(),
+    ];
     head.extend(names::SCENARIO.iter().map(|s| s.to_string()));
     head.push("wire B".into());
     head.push("measure".into());
     rows.push(head);
     for (name, r) in reports {
         for s in &r.scenarios {
-            let mut row = vec![name.clone(), s.scenario.to_string()];
+            let mut row = vec![name.clone(), r.protocol.to_string(), s.scenario.to_string()];
             for check in names::SCENARIO {
                 row.push(
                     s.checks
@@ -373,7 +420,7 @@ pub fn render_table(reports: &[(String, &VerifyReport)]) -> String {
                 );
             }
             row.push(s.wire_bytes.map_or("-".into(), |b| b.to_string()));
-            row.push(if s.measurable { "yes" } else { "NO" }.into());
+            row.push(measure_cell(r, s));
             rows.push(row);
         }
     }
@@ -389,11 +436,11 @@ pub fn render_table(reports: &[(String, &VerifyReport)]) -> String {
         })
         .collect();
     let mut rows: Vec<Vec<String>> = Vec::new();
-    let mut head = vec!["framework".to_string()];
+    let mut head = vec!["framework".to_string(), "protocol".to_string()];
     head.extend(columns.iter().map(|s| s.to_string()));
     rows.push(head);
     for (name, r) in reports {
-        let mut row = vec![name.clone()];
+        let mut row = vec![name.clone(), r.protocol.to_string()];
         for &check in &columns {
             let cell = match (check, r.check(check)) {
                 (_, None) => "-".to_string(),
@@ -415,6 +462,12 @@ pub fn render_table(reports: &[(String, &VerifyReport)]) -> String {
 
     let mut details = String::new();
     for (name, r) in reports {
+        // `axum` for http1, `axum h2` otherwise: which row a line is about.
+        let name = if r.protocol.is_http1() {
+            name.clone()
+        } else {
+            format!("{name} {}", r.protocol)
+        };
         for c in r.checks.iter().filter(|c| c.status != CheckStatus::Pass) {
             let _ = writeln!(details, "  {name} {}: {} {}", c.name, c.status, c.detail);
         }
@@ -424,6 +477,16 @@ pub fn render_table(reports: &[(String, &VerifyReport)]) -> String {
                     details,
                     "  {name} {} {}: {} {}",
                     s.scenario, c.name, c.status, c.detail
+                );
+            }
+            // Excluded with no failed check of its own in the lines above
+            // (a connection-wide failure): say why here.
+            if !s.measurable && !s.checks.iter().any(ContractCheck::excludes) {
+                let _ = writeln!(
+                    details,
+                    "  {name} {}: not measured: {}",
+                    s.scenario,
+                    s.excluded_reason.as_deref().unwrap_or("excluded")
                 );
             }
         }
@@ -662,7 +725,7 @@ mod tests {
             table.contains("demo: app 42 lines, binary 3.70 MiB"),
             "{table}"
         );
-        assert!(table.contains("demo       param"), "{table}");
+        assert!(table.contains("demo       http1     param"), "{table}");
         assert!(
             table.contains("demo param random-inputs: FAIL hard-coded"),
             "{table}"
@@ -672,6 +735,43 @@ mod tests {
             "{table}"
         );
         assert!(!table.contains("declares at most"), "{table}");
+    }
+
+    #[test]
+    fn table_has_a_protocol_column_and_an_h2_row_says_which_check_excluded_it() {
+        let http1 = {
+            let mut r = report();
+            r.finish();
+            r
+        };
+        let mut h2 = report();
+        h2.protocol = Protocol::H2c;
+        h2.checks = vec![ContractCheck::required(
+            names::STREAMS,
+            Err("8 streams sent, 1 answered".into()),
+        )];
+        h2.scenarios.truncate(1);
+        h2.finish();
+        let table = render_table(&[("demo".into(), &http1), ("demo".into(), &h2)]);
+        let row = table
+            .lines()
+            .find(|l| l.starts_with("demo") && l.contains(" h2c ") && l.contains("plaintext"))
+            .unwrap_or_else(|| panic!("no h2c row:\n{table}"));
+        // Its own checks pass; the connection-wide one that failed is named.
+        assert!(row.contains("pass"), "{row}");
+        assert!(row.trim_end().ends_with("NO (streams)"), "{row}");
+        assert!(
+            table.contains("demo h2c streams: FAIL 8 streams sent, 1 answered"),
+            "{table}"
+        );
+        assert!(
+            table.contains("demo h2c plaintext: not measured: "),
+            "{table}"
+        );
+        assert!(
+            table.lines().next().unwrap().contains("protocol"),
+            "{table}"
+        );
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! and small blocking test servers that misbehave on purpose.
 #![allow(dead_code)]
 
+pub mod burst_server;
 pub mod h2_server;
 pub mod proxy;
 pub mod serve_child;

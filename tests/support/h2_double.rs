@@ -25,6 +25,11 @@ pub enum H2Fault {
     OneStreamAtATime,
     /// SETTINGS_MAX_CONCURRENT_STREAMS is this (streams beyond it wait).
     MaxStreams(u32),
+    /// Nothing wrong: streams served concurrently, each answer after
+    /// 0 to 7.5 ms (the n-th request's n mod 16 halves of a millisecond),
+    /// so the answers of one connection leave in separate writes, which
+    /// Nagle (never turned off here) holds for the client's ACK.
+    Staggered,
 }
 
 /// Start the server on 127.0.0.1 (a port the kernel picks) in a thread of
@@ -52,7 +57,7 @@ pub fn spawn(fault: H2Fault) -> SocketAddr {
                 let lock = lock.clone();
                 let service = hyper::service::service_fn(move |req| {
                     let lock = (fault == H2Fault::OneStreamAtATime).then(|| lock.clone());
-                    handle(req, lock)
+                    handle(req, lock, fault == H2Fault::Staggered)
                 });
                 tokio::spawn(http2.serve_connection(TokioIo::new(stream), service));
             }
@@ -64,7 +69,13 @@ pub fn spawn(fault: H2Fault) -> SocketAddr {
 async fn handle(
     req: Request<Incoming>,
     lock: Option<Arc<Mutex<()>>>,
+    staggered: bool,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
+    if staggered {
+        static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 16;
+        tokio::time::sleep(std::time::Duration::from_micros(500 * n)).await;
+    }
     // Held from the request's HEADERS until its answer: one stream at a time.
     let _turn = match lock {
         Some(lock) => Some(lock.lock_owned().await),

@@ -227,6 +227,9 @@ pub fn database_figures(
         statements,
         statements_span_s,
         statements_unknown,
+        // Read after the load, once the backends flushed: the lab adds it.
+        work: None,
+        table_change: None,
         cpus: spec.resources.cpus.unwrap_or(1.0),
         shares_cores_with: spec.shares_cores_with.clone(),
     }

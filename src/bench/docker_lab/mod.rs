@@ -499,10 +499,7 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
             .await
             .with_context(|| format!("verifying {} at {url} ({protocol})", server.framework))?;
         if let Some(db) = &server.database {
-            let access = verify::database::ContainerDatabase {
-                engine: self.engine,
-                handle: &db.handle,
-            };
+            let access = verify::database::ContainerDatabase::new(self.engine, &db.handle);
             verify::database::check_report(&mut report, &options, &access).await;
         }
         Ok(outcome(&report, scenarios, protocol))
@@ -544,7 +541,7 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
         // the window's edges (a query, not a process start on the core the
         // database shares).
         let db_client = match &server.database {
-            Some(db) => Some(crate::docker::database::connect(&db.ip).await),
+            Some(db) => Some(crate::docker::database::connect(db).await),
             None => None,
         };
         let counts_now = || async {
@@ -605,6 +602,7 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
             }
         };
         let loaded_ns = now_ns();
+        let load_ended = std::time::Instant::now();
         if loaded.is_err() {
             // A loader that failed or was killed at its time limit may have
             // taken its container with it: the next round starts a new one.
@@ -654,10 +652,58 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
         load.window = window;
         let mut lab = lab_figures(&load, &series, window_peak, loader, !shares.is_empty());
         lab.window_clock = clock.to_string();
+        let work_from = counts_at_start
+            .as_ref()
+            .and_then(|c| c.as_ref().ok())
+            .copied();
         if let (Some(series), Some(spec), Some(start)) =
             (&db_series, &server.database_spec, counts_at_start)
         {
             lab.database = Some(database_figures(&load, series, start, counts_at_end, spec));
+        }
+        // The rows the executor read and wrote: counted from the window's
+        // start to a reading taken once the backends flushed their counts
+        // (they keep them up to 10 s after the load stops).
+        if let (Some(samples), Some(Ok(client)), Some(start), Some(scenario)) = (
+            lab.database.as_mut(),
+            &db_client,
+            work_from,
+            loader.args.scenario,
+        ) {
+            if let Some(need) = crate::docker::database::required_work(scenario) {
+                let ok = load.responses.status_2xx;
+                match crate::docker::database::settled_counts(
+                    client,
+                    &start,
+                    |d| work_done(need, d, ok),
+                    load_ended,
+                )
+                .await
+                {
+                    Ok((d, waited)) => samples.work = Some(database_work(need, &d, waited)),
+                    Err(e) => {
+                        samples.statements_unknown.get_or_insert(format!(
+                            "the tables' row counters could not be read after the load: {e:#}"
+                        ));
+                    }
+                }
+            }
+        }
+        // Then the table changes behind the server's back, and a few
+        // requests must see it: a cache still on after the load does not.
+        if let (Some(samples), Some(db), Some(scenario), Some(url)) = (
+            lab.database.as_mut(),
+            &server.database,
+            loader.args.scenario,
+            server.urls.of(Protocol::Http1),
+        ) {
+            match table_change(self.engine, &db.handle, url, scenario).await {
+                Ok(change) => samples.table_change = change,
+                Err(e) => eprintln!(
+                    "warning: the table-change check of {} could not run: {e:#}",
+                    describe(server, loader)
+                ),
+            }
         }
         lab.loaders = shares;
         lab.machine = match probed {
@@ -756,13 +802,37 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
             .remove(&server.handle)
             .await
             .with_context(|| format!("removing {}", server.handle.name));
+        // The database goes too, whether or not the server could.
         if let Some(db) = &server.database {
             self.engine
                 .remove(&db.handle)
                 .await
-                .with_context(|| format!("removing {}", db.handle.name))?;
+                .with_context(|| format!("removing the database container {}", db.handle.name))?;
         }
         removed
+    }
+
+    async fn dependency_down(&mut self, server: &DockerServer) -> anyhow::Result<Option<String>> {
+        let Some(db) = &server.database else {
+            return Ok(None);
+        };
+        let state = self
+            .engine
+            .exit_state(&db.handle)
+            .await
+            .with_context(|| format!("inspecting the database container {}", db.handle.name))?;
+        let oom = state.cgroup_oom_kills.is_some_and(|n| n > 0);
+        Ok((!state.running || oom).then(|| {
+            format!(
+                "the database container {} {}",
+                db.handle.name,
+                state.describe()
+            )
+        }))
+    }
+
+    async fn engine_reachable(&mut self) -> bool {
+        self.engine.host_cpus().await.is_ok()
     }
 }
 
@@ -785,5 +855,154 @@ pub use figures::{
 };
 #[cfg(test)]
 pub use figures::{PEAK_FROM_MARK, PEAK_FROM_SAMPLES, WINDOW_CLOCK_MONOTONIC};
+/// Whether the counts `d` show the work `need` (a scenario's table, rows
+/// read and written per response) for `ok` responses, less the gate's
+/// slack.
+fn work_done(
+    need: (&'static str, f64, Option<f64>),
+    d: &crate::docker::database::StatementCounts,
+    ok: u64,
+) -> bool {
+    // The gate's slack: counts that already pass it pass it whole, and an
+    // honest round then need not wait out the last backend's 10 s.
+    let ok = ok as f64 * (1.0 - crate::judge::gates::DATABASE_WORK_SLACK);
+    let (_, read, written) = need;
+    rows_read_of(need.0, d) as f64 >= read * ok
+        && written.is_none_or(|w| d.world_rows_written as f64 >= w * ok)
+}
+
+fn rows_read_of(table: &str, d: &crate::docker::database::StatementCounts) -> u64 {
+    if table == "fortune" {
+        d.fortune_rows_read
+    } else {
+        d.world_rows_read
+    }
+}
+
+/// The round's work figure from the settled counts `d`, read `waited`
+/// after the load ended.
+fn database_work(
+    need: (&'static str, f64, Option<f64>),
+    d: &crate::docker::database::StatementCounts,
+    waited: std::time::Duration,
+) -> crate::results::DatabaseWork {
+    crate::results::DatabaseWork {
+        table: need.0.to_string(),
+        rows_read: rows_read_of(need.0, d),
+        rows_written: d.world_rows_written,
+        rows_read_per_request: None,
+        rows_written_per_request: None,
+        rows_read_required: need.1,
+        rows_written_required: need.2,
+        settled_after_s: waited.as_secs_f64(),
+    }
+}
+
+/// Requests of the spot check after a round's table change.
+const SPOT_REQUESTS: u32 = 8;
+
+/// Change the table `scenario` reads behind the server's back (every row of
+/// `world` to a number it did not hold; a `fortune` row with markup added,
+/// and taken away again) and ask [`SPOT_REQUESTS`] requests of `url`: what
+/// they showed. `None` for a scenario that writes the table itself
+/// (`updates`, checked for persistence instead); `Err` when the check
+/// itself could not run.
+async fn table_change<E: Engine>(
+    engine: &E,
+    db: &Handle,
+    url: &str,
+    scenario: Scenario,
+) -> anyhow::Result<Option<crate::results::TableChange>> {
+    use crate::contract::db;
+    use crate::docker::database as pg;
+    let target = verify::Endpoint::resolve(url, Protocol::Http1, None, VERIFY_TIMEOUT).await?;
+    let mut session = verify::Session::new(&target);
+    let mut rng = rand::rng();
+    let seen = match scenario {
+        Scenario::Db | Scenario::Queries(_) => {
+            pg::own_work(engine, db, pg::CHANGE_WORLD_SQL).await?;
+            let mut rows = Vec::new();
+            for _ in 0..SPOT_REQUESTS {
+                let req = crate::contract::sample_request(scenario, &mut rng);
+                let resp = session.request(&req).await?;
+                let count = match scenario {
+                    Scenario::Db => None,
+                    _ => Some(db::count_in_path(&req.path)),
+                };
+                rows.extend(db::check_world(&resp.body, count).map_err(anyhow::Error::msg)?);
+            }
+            let ids: Vec<u32> = rows.iter().map(|r| r.0).collect();
+            let (stored, _) = pg::world_rows(engine, db, &ids).await?;
+            let stale: Vec<String> = rows
+                .iter()
+                .filter(|(id, n)| stored.get(id) != Some(n))
+                .map(|(id, n)| {
+                    format!(
+                        "id {id} returned {n}, stored {}",
+                        stored.get(id).map_or("nothing".into(), u32::to_string)
+                    )
+                })
+                .collect();
+            if stale.is_empty() {
+                Ok(format!(
+                    "after fairground changed every row of world, {} rows of {SPOT_REQUESTS} requests held the new numbers",
+                    rows.len()
+                ))
+            } else {
+                Err(format!(
+                    "after fairground changed every row of world, {} of {} rows of {SPOT_REQUESTS} requests held the old numbers: {}",
+                    stale.len(),
+                    rows.len(),
+                    stale.into_iter().take(3).collect::<Vec<_>>().join("; ")
+                ))
+            }
+        }
+        Scenario::Fortunes => {
+            pg::own_work(engine, db, &pg::add_fortune_sql()).await?;
+            let mut first_wrong = None;
+            let mut asked = Ok(());
+            for _ in 0..SPOT_REQUESTS {
+                let req = crate::contract::sample_request(scenario, &mut rng);
+                match session.request(&req).await {
+                    Ok(resp) => {
+                        let page = String::from_utf8_lossy(&resp.body);
+                        if let Err(e) = db::check_fortunes_with(
+                            &page,
+                            Some((pg::ADDED_ROW_ID, pg::ADDED_ROW_MESSAGE)),
+                        ) {
+                            first_wrong.get_or_insert(e);
+                        }
+                    }
+                    Err(e) => {
+                        asked = Err(e);
+                        break;
+                    }
+                }
+            }
+            pg::own_work(engine, db, &pg::remove_fortune_sql()).await?;
+            asked?;
+            match first_wrong {
+                None => Ok(format!(
+                    "after fairground added a fortune with markup, {SPOT_REQUESTS} pages showed it, escaped"
+                )),
+                Some(e) => Err(format!(
+                    "after fairground added a fortune, a page did not show it as it should: {e}"
+                )),
+            }
+        }
+        _ => return Ok(None),
+    };
+    Ok(Some(match seen {
+        Ok(detail) => crate::results::TableChange {
+            followed: true,
+            detail,
+        },
+        Err(detail) => crate::results::TableChange {
+            followed: false,
+            detail,
+        },
+    }))
+}
+
 #[cfg(test)]
 mod tests;

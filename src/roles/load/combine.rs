@@ -112,6 +112,11 @@ pub fn combine(reports: &[LoadReport]) -> anyhow::Result<LoadReport> {
             a.target_rps += b.target_rps;
             a.max_schedule_lag_us = a.max_schedule_lag_us.max(b.max_schedule_lag_us);
         }
+        // The lowest limit any loader met: the one the cell's flag names.
+        out.http2_stream_limit = match (out.http2_stream_limit, r.http2_stream_limit) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         if let (Some(a), Some(b)) = (out.tls.as_mut(), r.tls.as_ref()) {
             a.handshakes += b.handshakes;
             a.failed += b.failed;
@@ -132,6 +137,19 @@ pub fn combine(reports: &[LoadReport]) -> anyhow::Result<LoadReport> {
         }
     };
     out.throughput_rps = per_s(out.responses.status_2xx);
+    // A loader whose answers came in waves read its rate over whole waves;
+    // the loaders' rates then add (each over its own window), and the
+    // waves are the first such loader's, their size scaled to the sum.
+    if let Some(first) = reports.iter().find_map(|r| r.bursts) {
+        let rate: f64 = reports.iter().map(|r| r.throughput_rps).sum();
+        out.bursts = Some(super::bursts::Bursts {
+            rate_rps: rate,
+            per_burst: rate * first.period_s,
+            window_rps: out.throughput_rps,
+            ..first
+        });
+        out.throughput_rps = rate;
+    }
     out.bytes.mean_response_bytes = if answered > 0 {
         response_bytes / answered as f64
     } else {
@@ -219,6 +237,50 @@ mod tests {
         assert_eq!(m.latency.max_us, a.latency.max_us.max(b.latency.max_us));
         let mean_len = (a.measured_s + b.measured_s) / 2.0;
         assert!((m.measured_s - mean_len).abs() < 1e-12);
+    }
+
+    /// A loader that met waves read its rate over whole waves: the
+    /// loaders' rates add, and the combined report keeps the waves.
+    #[test]
+    fn loaders_that_met_waves_add_their_rates_over_whole_waves() {
+        let (mut a, b) = two_reports();
+        assert_eq!((a.bursts, b.bursts), (None, None));
+        a.bursts = Some(crate::roles::load::bursts::Bursts {
+            period_s: 0.2,
+            per_burst: 60.0,
+            rate_rps: 300.0,
+            window_rps: 320.0,
+            periodicity: 0.95,
+            concentration: 1.0,
+            bin_s: 0.01,
+        });
+        a.throughput_rps = 300.0;
+        let m = combine(&[a, b.clone()]).unwrap();
+        let rate = 300.0 + b.throughput_rps;
+        assert!(
+            (m.throughput_rps - rate).abs() < 1e-9,
+            "{}",
+            m.throughput_rps
+        );
+        let w = m.bursts.expect("the waves are kept");
+        assert_eq!(w.period_s, 0.2);
+        assert!((w.per_burst - rate * 0.2).abs() < 1e-9, "{w:?}");
+    }
+
+    #[test]
+    fn the_lowest_stream_limit_any_loader_met_is_the_rounds() {
+        let (mut a, mut b) = two_reports();
+        assert_eq!(
+            combine(&[a.clone(), b.clone()]).unwrap().http2_stream_limit,
+            None
+        );
+        b.http2_stream_limit = Some(4);
+        assert_eq!(
+            combine(&[a.clone(), b.clone()]).unwrap().http2_stream_limit,
+            Some(4)
+        );
+        a.http2_stream_limit = Some(2);
+        assert_eq!(combine(&[a, b]).unwrap().http2_stream_limit, Some(2));
     }
 
     #[test]

@@ -112,6 +112,8 @@ pub struct LoadPlan {
     pub seed: u64,
     /// Seconds the window lasts, rounded up: the per-second windows.
     pub window_seconds: usize,
+    /// Width of a bin of the fine completion series, ns (see `bursts`).
+    pub fine_bin_ns: u64,
     /// https: the client configuration and the name the server's
     /// certificate must carry; `None` for plain HTTP.
     pub tls: Option<super::config::TlsClient>,
@@ -230,6 +232,9 @@ pub struct ThreadStats {
     pub reconnects_whole_run: u64,
     /// 2xx completed per second of the window.
     pub windows_ok: Vec<u64>,
+    /// 2xx completed per bin of `LoadPlan::fine_bin_ns`: the series waves
+    /// are found in. Allocated once; the hot path only adds.
+    pub fine_ok: Vec<u64>,
     /// Errors seen per second of the window.
     pub windows_err: Vec<u64>,
     /// Sum of the latencies (ns) of answered window requests, by the
@@ -263,8 +268,9 @@ pub struct ThreadStats {
 }
 
 impl ThreadStats {
-    /// Empty stats for `local` connections and `windows` one-second windows.
-    pub fn new(local: usize, windows: usize) -> Self {
+    /// Empty stats for `local` connections, `windows` one-second windows
+    /// and `fine` bins of the fine completion series.
+    pub fn new(local: usize, windows: usize, fine: usize) -> Self {
         Self {
             responses: StatusCounts::default(),
             requests: RequestAccounting::default(),
@@ -278,6 +284,7 @@ impl ThreadStats {
             reconnects: 0,
             reconnects_whole_run: 0,
             windows_ok: vec![0; windows],
+            fine_ok: vec![0; fine],
             windows_err: vec![0; windows],
             windows_latency_ns: vec![0; windows],
             windows_latency_n: vec![0; windows],
@@ -356,6 +363,7 @@ impl Worker {
             stats: RefCell::new(ThreadStats::new(
                 local_connections,
                 plan.window_seconds.max(1),
+                super::bursts::bins(plan.duration_ns),
             )),
             permits: Cell::new(permits),
             permits_total: permits,
@@ -636,6 +644,10 @@ impl Worker {
                 let i = ((done - start) / 1_000_000_000) as usize;
                 if let Some(w) = s.windows_ok.get_mut(i) {
                     *w += 1;
+                }
+                let i = ((done - start) / self.plan.fine_bin_ns) as usize;
+                if let Some(b) = s.fine_ok.get_mut(i) {
+                    *b += 1;
                 }
             }
         }

@@ -30,6 +30,11 @@ pub(super) fn loader_usage(
     }
 }
 
+/// The fine series' bin width the run used (the plan's, from the window asked).
+fn cfg_bin_ns(cfg: &LoadConfig) -> u64 {
+    super::bursts::bin_ns(cfg.duration.as_nanos() as u64)
+}
+
 pub(super) fn merge(
     cfg: &LoadConfig,
     attempted: usize,
@@ -53,6 +58,7 @@ pub(super) fn merge(
     let mut windows_err = windows_ok.clone();
     let mut windows_lat_ns = windows_ok.clone();
     let mut windows_lat_n = windows_ok.clone();
+    let mut fine_ok = vec![0u64; stats.first().map_or(0, |s| s.fine_ok.len())];
     let mut answers = report::AnswerChecks::default();
     let mut handshakes = histogram::new_histogram();
     let mut tls_failed = 0u64;
@@ -80,6 +86,9 @@ pub(super) fn merge(
             .expect("histograms share bounds");
         max_lag = max_lag.max(s.max_lag_ns);
         for (a, b) in windows_ok.iter_mut().zip(&s.windows_ok) {
+            *a += b;
+        }
+        for (a, b) in fine_ok.iter_mut().zip(&s.fine_ok) {
             *a += b;
         }
         for (a, b) in windows_err.iter_mut().zip(&s.windows_err) {
@@ -151,6 +160,8 @@ pub(super) fn merge(
         }
     });
     let answered = requests.answered.total();
+    let window_ns = window.end_mono_ns.saturating_sub(window.start_mono_ns);
+    let bursts = super::bursts::analyse(&fine_ok, cfg_bin_ns(cfg), window_ns);
     LoadReport {
         schema_version: SCHEMA_VERSION,
         settings: report::RunSettings {
@@ -181,7 +192,9 @@ pub(super) fn merge(
         measured_s,
         warmup,
         responses,
-        throughput_rps: per_s(responses.status_2xx),
+        // Answers in waves: read over whole waves, not the window's edges.
+        throughput_rps: bursts.map_or_else(|| per_s(responses.status_2xx), |b| b.rate_rps),
+        bursts,
         requests,
         errors,
         errors_whole_run,
@@ -208,6 +221,8 @@ pub(super) fn merge(
         uncorrected_latency: cfg.rate.map(|_| histogram::LatencySummary::of(&hist_unc)),
         rate,
         tls,
+        // Set by the caller, which reads it from the connections' stats.
+        http2_stream_limit: None,
         answers,
         loader: report::LoaderUsage::default(),
         windows,

@@ -21,6 +21,7 @@
 //! or resolve host names (the loader runs in a scratch container).
 
 pub mod args;
+pub mod bursts;
 pub mod combine;
 pub mod config;
 pub mod conn;
@@ -177,6 +178,7 @@ pub fn run(cfg: &LoadConfig) -> anyhow::Result<LoadReport> {
         connect_timeout: cfg.connect_timeout,
         seed: cfg.seed,
         window_seconds: duration_ns.div_ceil(1_000_000_000) as usize,
+        fine_bin_ns: bursts::bin_ns(duration_ns),
         tls: cfg.tls.clone(),
         protocol: cfg.protocol,
         streams: cfg.streams,
@@ -393,6 +395,7 @@ pub fn run(cfg: &LoadConfig) -> anyhow::Result<LoadReport> {
     };
     let stream_limit = stats.iter().filter_map(|s| s.h2_stream_limit).min();
     let mut report = merge::merge(cfg, attempted, threads, &shared, stats, window, warmup);
+    report.http2_stream_limit = stream_limit.map(|l| l as u64);
     if let Some(limit) = stream_limit {
         report.warnings.push(format!(
             "the server allows {limit} concurrent streams per connection \
@@ -481,7 +484,7 @@ fn worker_thread(
         let mut stats = worker.stats.borrow_mut();
         stats.finished_ns = Some(now);
         let (local, windows) = (stats.served.len(), stats.windows_ok.len());
-        let out = std::mem::replace(&mut *stats, ThreadStats::new(local, windows));
+        let out = std::mem::replace(&mut *stats, ThreadStats::new(local, windows, 0));
         anyhow::Ok(out)
     })
 }

@@ -515,8 +515,15 @@ pub struct LoadReport {
     pub responses: StatusCounts,
     /// 2xx responses completed per second of the window. With N
     /// connections each waiting L for every answer this is N/L, whatever L
-    /// is next to the window.
+    /// is next to the window. When the answers came in waves (`bursts`),
+    /// read over whole waves (`bursts.rate_rps`) so the window's phase
+    /// among them does not move it.
     pub throughput_rps: f64,
+    /// The waves the answers came in, when they came in waves a period
+    /// apart (found in 2xx completions per 10 ms of the window); absent
+    /// when they came steadily.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bursts: Option<super::bursts::Bursts>,
     /// Every request sent inside the window, answered or lost.
     pub requests: RequestAccounting,
     /// Errors of the window: the requests it lost (by when they were sent,
@@ -545,6 +552,12 @@ pub struct LoadReport {
     /// agreed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls: Option<TlsReport>,
+    /// HTTP/2: the lowest SETTINGS_MAX_CONCURRENT_STREAMS a server
+    /// announced, when it was below `--streams` (the streams beyond it
+    /// waited in the loader's queue, their wait counted in the latency);
+    /// absent when every connection could open `--streams` streams.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http2_stream_limit: Option<u64>,
     /// Answers checked against the contract under load.
     pub answers: AnswerChecks,
     /// CPU and memory of the loader itself (window).
@@ -681,6 +694,14 @@ impl LoadReport {
             )?;
         }
         writeln!(w, "Requests/sec (2xx): {:.2}", self.throughput_rps)?;
+        if let Some(b) = &self.bursts {
+            writeln!(
+                w,
+                "  {}: read over whole waves ({:.2} answers/s counted over the window)",
+                b.describe(),
+                b.window_rps
+            )?;
+        }
         if let Some(rate) = &self.rate {
             writeln!(
                 w,

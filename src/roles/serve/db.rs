@@ -5,8 +5,14 @@
 //! statements prepared once.
 //!
 //! What it asks is known exactly, which is what the known-answer tests
-//! count in `pg_stat_statements`: `db` one SELECT; `queries-N` N SELECTs;
-//! `fortunes` one SELECT; `updates-N` N SELECTs and N single-row UPDATEs.
+//! count in `pg_stat_statements` and in the tables' own row counters: `db`
+//! one SELECT (one row fetched); `queries-N` N SELECTs (N rows); `fortunes`
+//! one SELECT (every row of the table); `updates-N` N SELECTs and N
+//! single-row UPDATEs (N rows read, N written).
+//!
+//! [`DbDefect`] turns it into a liar that breaks exactly one database rule
+//! and passes every other, for the tests that prove fairground catches
+//! each (tests/database_docker.rs).
 
 use std::cell::RefCell;
 use std::sync::Arc;
@@ -33,6 +39,41 @@ pub enum DbDefect {
     NoPersist,
     /// `fortunes` shows messages unescaped.
     RawFortunes,
+    /// `db` and `queries` read each id from PostgreSQL the first time it
+    /// is asked and from memory afterwards (right values until the table
+    /// changes; fewer rows fetched than answered once an id repeats).
+    ByIdCache,
+    /// `db` and `queries` answer from a copy of the table read at the first
+    /// request, and send one statement that names `world` but reads no row
+    /// (`SELECT 1 FROM world LIMIT 0`) per row asked: statement counts by
+    /// text look honest, the table's row counters do not.
+    CheapStatement,
+    /// `fortunes` is a page built from the published rows at start-up plus
+    /// `SELECT 1 -- fortune` per request: right until the table changes.
+    FakeFortunes,
+    /// `db` and `queries` are honest for the first
+    /// `FAIRGROUND_SERVE_DB_CACHE_AFTER` requests (10,000 unless set), then
+    /// behave as [`DbDefect::CheapStatement`]: more requests than a
+    /// verification sends, so only the gates under load can see it.
+    LateCache,
+    /// `updates` read and write as asked inside a transaction that is
+    /// rolled back: every statement counted, nothing kept.
+    RolledBack,
+}
+
+/// Requests [`DbDefect::LateCache`] answers honestly when
+/// `FAIRGROUND_SERVE_DB_CACHE_AFTER` is not set.
+pub const LATE_CACHE_AFTER: u64 = 10_000;
+
+/// `db` and `queries` requests answered so far (for [`DbDefect::LateCache`]).
+static ASKED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+fn late_cache_on() -> bool {
+    let after = std::env::var("FAIRGROUND_SERVE_DB_CACHE_AFTER")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(LATE_CACHE_AFTER);
+    ASKED.fetch_add(1, std::sync::atomic::Ordering::Relaxed) >= after
 }
 
 static DEFECT: std::sync::OnceLock<DbDefect> = std::sync::OnceLock::new();
@@ -48,6 +89,85 @@ fn defect(d: DbDefect) -> bool {
 
 thread_local! {
     static CACHED: RefCell<Option<std::collections::HashMap<u32, u32>>> = const { RefCell::new(None) };
+    /// [`DbDefect::ByIdCache`]'s ids read so far.
+    static BY_ID: RefCell<std::collections::HashMap<u32, u32>> = RefCell::new(std::collections::HashMap::new());
+}
+
+/// This thread's copy of the whole `world` table, read on first use.
+async fn whole_table(conn: &Conn) -> Result<(), String> {
+    if CACHED.with(|c| c.borrow().is_none()) {
+        let all = conn
+            .client
+            .query("SELECT id, randomnumber FROM world", &[])
+            .await
+            .map_err(|e| e.to_string())?;
+        let table = all
+            .iter()
+            .map(|r| (r.get::<_, i32>(0) as u32, r.get::<_, i32>(1) as u32))
+            .collect();
+        CACHED.with(|c| *c.borrow_mut() = Some(table));
+    }
+    Ok(())
+}
+
+/// `ids` from the whole-table copy, with one statement per id that names
+/// `world` and reads no row.
+async fn from_copy_with_cheap_statements(
+    conn: &Conn,
+    ids: &[i32],
+) -> Result<Vec<(u32, u32)>, String> {
+    whole_table(conn).await?;
+    let cheap = ids
+        .iter()
+        .map(|_| async { conn.client.query("SELECT 1 FROM world LIMIT 0", &[]).await });
+    for done in futures_util::future::join_all(cheap).await {
+        done.map_err(|e| e.to_string())?;
+    }
+    Ok(ids
+        .iter()
+        .map(|&id| {
+            let id = id as u32;
+            let n = CACHED.with(|c| c.borrow().as_ref().and_then(|t| t.get(&id).copied()));
+            (id, n.unwrap_or(1))
+        })
+        .collect())
+}
+
+/// `ids` read from PostgreSQL the first time each is asked, from memory
+/// afterwards.
+async fn by_id_cached(conn: &Conn, ids: &[i32]) -> Result<Vec<(u32, u32)>, String> {
+    let missing: Vec<i32> = ids
+        .iter()
+        .copied()
+        .filter(|id| BY_ID.with(|m| !m.borrow().contains_key(&(*id as u32))))
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    for (id, n) in read(conn, &missing).await? {
+        BY_ID.with(|m| m.borrow_mut().insert(id, n));
+    }
+    Ok(ids
+        .iter()
+        .map(|&id| {
+            let id = id as u32;
+            (
+                id,
+                BY_ID.with(|m| m.borrow().get(&id).copied().unwrap_or(1)),
+            )
+        })
+        .collect())
+}
+
+/// The rows of `ids`: read one SELECT per id, or as the defect in force
+/// lies about them.
+async fn world_rows(conn: &Conn, ids: &[i32]) -> Result<Vec<(u32, u32)>, String> {
+    if defect(DbDefect::ByIdCache) {
+        return by_id_cached(conn, ids).await;
+    }
+    if defect(DbDefect::CheapStatement) || (defect(DbDefect::LateCache) && late_cache_on()) {
+        return from_copy_with_cheap_statements(conn, ids).await;
+    }
+    Ok(faked(read(conn, ids).await?))
 }
 
 /// A request's database work.
@@ -141,18 +261,7 @@ async fn work(ask: Ask, query: Option<&str>) -> Result<(&'static str, String), S
     match ask {
         Ask::Db => {
             if defect(DbDefect::Cache) {
-                if CACHED.with(|c| c.borrow().is_none()) {
-                    let all = conn
-                        .client
-                        .query("SELECT id, randomnumber FROM world", &[])
-                        .await
-                        .map_err(|e| e.to_string())?;
-                    let table = all
-                        .iter()
-                        .map(|r| (r.get::<_, i32>(0) as u32, r.get::<_, i32>(1) as u32))
-                        .collect();
-                    CACHED.with(|c| *c.borrow_mut() = Some(table));
-                }
+                whole_table(&conn).await?;
                 let id = ids(1)[0] as u32;
                 let n = CACHED.with(|c| c.borrow().as_ref().and_then(|t| t.get(&id).copied()));
                 return Ok((
@@ -160,14 +269,27 @@ async fn work(ask: Ask, query: Option<&str>) -> Result<(&'static str, String), S
                     db::world_json(&[(id, n.unwrap_or(0))], true),
                 ));
             }
-            let rows = faked(read(&conn, &ids(1)).await?);
+            let rows = world_rows(&conn, &ids(1)).await?;
             Ok((super::APPLICATION_JSON, db::world_json(&rows, true)))
         }
         Ask::Queries => {
-            let rows = faked(read(&conn, &ids(count())).await?);
+            let rows = world_rows(&conn, &ids(count())).await?;
             Ok((super::APPLICATION_JSON, db::world_json(&rows, false)))
         }
         Ask::Fortunes => {
+            if defect(DbDefect::FakeFortunes) {
+                conn.client
+                    .query("SELECT 1 -- fortune", &[])
+                    .await
+                    .map_err(|e| e.to_string())?;
+                let mut rows: Vec<(i32, String)> = db::FORTUNES
+                    .iter()
+                    .map(|(id, m)| (*id, m.to_string()))
+                    .collect();
+                rows.push((0, db::ADDED_FORTUNE.to_string()));
+                rows.sort_by(|a, b| a.1.cmp(&b.1));
+                return Ok((db::FORTUNES_CONTENT_TYPE, db::fortunes_page(&rows)));
+            }
             let mut rows: Vec<(i32, String)> = conn
                 .client
                 .query(&conn.fortunes, &[])
@@ -194,6 +316,22 @@ async fn work(ask: Ask, query: Option<&str>) -> Result<(&'static str, String), S
                 }
             }
             if defect(DbDefect::NoPersist) {
+                return Ok((super::APPLICATION_JSON, db::world_json(&rows, false)));
+            }
+            if defect(DbDefect::RolledBack) {
+                // One simple-query message: no other request's statement
+                // on this shared connection can fall inside the transaction.
+                let mut batch = String::from("BEGIN;");
+                for (id, n) in &rows {
+                    batch.push_str(&format!(
+                        "UPDATE world SET randomnumber = {n} WHERE id = {id};"
+                    ));
+                }
+                batch.push_str("ROLLBACK;");
+                conn.client
+                    .batch_execute(&batch)
+                    .await
+                    .map_err(|e| e.to_string())?;
                 return Ok((super::APPLICATION_JSON, db::world_json(&rows, false)));
             }
             let writes = rows.iter().map(|(id, n)| {

@@ -19,6 +19,10 @@ pub struct Series {
     pub mark: Mark,
     /// Tooltip.
     pub title: String,
+    /// Words written at the line's last point, drawn hollow: where a
+    /// spectrum line ends because the rest of its requests are beyond the
+    /// timeout (`> 5.00 s: 52%`); `None` for an ordinary end.
+    pub end: Option<String>,
 }
 
 /// A y axis of a line chart.
@@ -122,6 +126,19 @@ where
                         run.clear();
                     }
                 }
+            }
+            if let (Some(words), Some((x, Some(y)))) = (&s.end, s.points.last()) {
+                chart.draw_series(std::iter::once(Circle::new(
+                    (*x, *y),
+                    5,
+                    colour.stroke_width(2),
+                )))?;
+                let (px, py) = chart.backend_coord(&(*x, *y));
+                area.draw(&Text::new(
+                    words.clone(),
+                    (px - 8, py - 8),
+                    text_style(LABEL_PT, &INK, Pos::new(HPos::Right, VPos::Bottom)),
+                ))?;
             }
             if !s.point_marks.is_empty() {
                 for (p, m) in s.points.iter().zip(&s.point_marks) {

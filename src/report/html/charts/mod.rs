@@ -359,6 +359,7 @@ mod tests {
             point_marks: vec![Mark::Plain, Mark::Rejected, Mark::Flagged, Mark::Plain],
             mark: Mark::Flagged,
             title: "axum".into(),
+            end: None,
         };
         let svg = by_level(
             "scaling-x",

@@ -93,6 +93,7 @@ pub(super) const LATENCY: BarMetric = BarMetric {
         "max",
         "achieved req/s",
         "errors",
+        "due, never sent",
     ],
     descending: false,
     sort_by: 1,
@@ -102,7 +103,7 @@ pub(super) const LATENCY: BarMetric = BarMetric {
     row: latency_row,
     rejected: |ctx, c| {
         let rounds = vec![Td::num(&c.rounds.len().to_string(), c.rounds.len() as f64)];
-        ctx.rejected_cells(c, rounds, vec![], 9)
+        ctx.rejected_cells(c, rounds, vec![], 10)
     },
 };
 
@@ -283,18 +284,13 @@ fn connections(c: &Cell) -> String {
         .unwrap_or_else(|| format!("–/{}", c.key.concurrency))
 }
 
-/// Errors and non-2xx answers, with the error rate.
+/// Errors and non-2xx answers, with the error rate, and the requests due
+/// at a fixed rate that were never sent.
 fn errors_td(c: &Cell) -> Td {
-    c.summary
-        .as_ref()
-        .map(|s| {
-            let n = s.errors.total() + s.responses.non_2xx();
-            Td::num(
-                &format!("{} ({})", thousands(n as f64), percent(s.error_rate)),
-                s.error_rate,
-            )
-        })
-        .unwrap_or_else(|| Td::text("–"))
+    match (&c.summary, errors_text(c)) {
+        (Some(s), Some(text)) => Td::num(&text, s.error_rate),
+        _ => Td::text("–"),
+    }
 }
 
 fn throughput_row(ctx: &Ctx<'_>, c: &Cell) -> (BarRow, Vec<Td>) {
@@ -309,7 +305,8 @@ fn throughput_row(ctx: &Ctx<'_>, c: &Cell) -> (BarRow, Vec<Td>) {
         range: (a.n > 1).then_some((a.min, a.max)),
         mark: ctx.mark(c),
         text: format!(
-            "{} req/s{}{}{}",
+            "{}{} req/s{}{}{}",
+            floor_mark(c),
             thousands(a.median),
             precision_mark(c),
             rank_mark(c),
@@ -318,7 +315,8 @@ fn throughput_row(ctx: &Ctx<'_>, c: &Cell) -> (BarRow, Vec<Td>) {
         title: ctx.title(
             c,
             &format!(
-                "{} req/s, median of {} round(s), {}–{}{}{}",
+                "{}{} req/s, median of {} round(s), {}–{}{}{}",
+                floor_mark(c),
                 thousands(a.median),
                 a.n,
                 thousands(a.min),
@@ -396,6 +394,16 @@ fn latency_row(ctx: &Ctx<'_>, c: &Cell) -> (BarRow, Vec<Td>) {
         Td::latency(l, l.max_us),
         Td::opt(achieved, thousands),
         Td::num(&percent(s.error_rate), s.error_rate),
+        Td::num(
+            &unsent(c).map_or("0".into(), |(n, due)| {
+                format!(
+                    "{} ({})",
+                    thousands(n as f64),
+                    percent(n as f64 / due as f64)
+                )
+            }),
+            unsent(c).map_or(0.0, |(n, _)| n as f64),
+        ),
     ];
     (row, tds)
 }

@@ -16,6 +16,7 @@ pub(super) fn spectrum(ctx: &Ctx<'_>, col: Column) -> anyhow::Result<Markup> {
         "p99.9",
         "max",
         "responses timed",
+        "beyond the timeout",
     ]);
     for c in &cells {
         let Some(s) = &c.summary else { continue };
@@ -24,20 +25,9 @@ pub(super) fn spectrum(ctx: &Ctx<'_>, col: Column) -> anyhow::Result<Markup> {
         }
         let h = histogram::decode(&s.histogram)
             .with_context(|| format!("cell {}: merged histogram", c.key))?;
-        if h.is_empty() {
+        let Some(line) = spectrum_line(&h, &s.latency) else {
             continue;
-        }
-        let count = h.len() as f64;
-        // Beyond 1 / (1 − p) = count a percentile is the maximum: stop there.
-        let points = charts::spectrum_points()
-            .into_iter()
-            .take_while(|x| *x <= count.max(2.0))
-            .map(|x| {
-                // The histogram holds ns; the chart's axis is µs.
-                let us = h.value_at_quantile(1.0 - 1.0 / x) as f64 / 1e3;
-                (x, Some(us.max(0.001)))
-            })
-            .collect();
+        };
         let style = ctx
             .style
             .get(c.key.framework.as_str())
@@ -47,19 +37,24 @@ pub(super) fn spectrum(ctx: &Ctx<'_>, col: Column) -> anyhow::Result<Markup> {
         series.push(Series {
             name: c.key.framework.clone(),
             style,
-            points,
+            points: line.points,
             point_marks: Vec::new(),
             mark: ctx.mark(c),
             title: ctx.title(
                 c,
                 &format!(
-                    "p50 {}, p99 {}, p99.9 {}, max {}",
+                    "p50 {}, p99 {}, p99.9 {}, max {}{}",
                     l.show(l.p50_us),
                     l.show(l.p99_us),
                     l.show(l.p999_us),
-                    l.show(l.max_us)
+                    l.show(l.max_us),
+                    line.end
+                        .as_ref()
+                        .map(|e| format!("; {e} of requests beyond the timeout"))
+                        .unwrap_or_default()
                 ),
             ),
+            end: line.end,
         });
         items.push(LegendItem {
             name: c.key.framework.clone(),
@@ -77,6 +72,7 @@ pub(super) fn spectrum(ctx: &Ctx<'_>, col: Column) -> anyhow::Result<Markup> {
                 Td::latency(l, l.p999_us),
                 Td::latency(l, l.max_us),
                 Td::num(&thousands(l.count as f64), l.count as f64),
+                Td::num(&thousands(l.beyond_timeout as f64), l.beyond_timeout as f64),
             ],
         );
     }
@@ -101,8 +97,10 @@ pub(super) fn spectrum(ctx: &Ctx<'_>, col: Column) -> anyhow::Result<Markup> {
         caption: caption(
             "Latency percentile spectrum",
             &format!(
-                "lower is better; {from}, all rounds merged; each line stops where its sample \
-                 count runs out"
+                "lower is better; {from}, all rounds merged, ranked over every request due in \
+                 the window; a line ends at the timeout (a hollow point, \"> timeout: share\") \
+                 where the rest of its requests were beyond it (timed out, unanswered at the end \
+                 or never sent), or where its sample count runs out"
             ),
         ),
         svg,
@@ -112,6 +110,62 @@ pub(super) fn spectrum(ctx: &Ctx<'_>, col: Column) -> anyhow::Result<Markup> {
         ..Figure::default()
     }
     .render())
+}
+
+/// One cell's line on the latency spectrum.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct SpectrumLine {
+    /// (1 / (1 − p), µs) points.
+    pub points: Vec<(f64, Option<f64>)>,
+    /// `> 5.00 s: 52%` when the line ends at the timeout because the
+    /// requests past that percentile are beyond it.
+    pub end: Option<String>,
+}
+
+/// The spectrum of a merged histogram `h` (answered requests, ns) with the
+/// cell's `latency` summary, each percentile ranked over every window
+/// request, answered or beyond the timeout, the way [`histogram::Latency`]
+/// ranks the table's: a line drawn from the answered requests alone would
+/// put the p99 of a server that left 40% of its requests unanswered among
+/// its fastest answers. Where the percentile passes the answered share
+/// (1 / (1 − p) = requests / beyond) the line ends at the timeout; `None`
+/// when the cell has no request at all.
+pub(super) fn spectrum_line(
+    h: &hdrhistogram::Histogram<u64>,
+    latency: &histogram::Latency,
+) -> Option<SpectrumLine> {
+    let answered = h.len();
+    let beyond = latency.beyond_timeout;
+    let total = answered + beyond;
+    if total == 0 {
+        return None;
+    }
+    let mut points = Vec::new();
+    let mut end = None;
+    // Beyond 1 / (1 − p) = total a percentile is the maximum: stop there.
+    for x in charts::spectrum_points()
+        .into_iter()
+        .take_while(|x| *x <= (total as f64).max(2.0))
+    {
+        let rank = ((1.0 - 1.0 / x) * total as f64).ceil().max(1.0) as u64;
+        if rank > answered {
+            if let Some(t) = latency.timeout_us {
+                let share = beyond as f64 / total as f64;
+                // Where the slow requests begin: p = answered / total.
+                let at = (1.0 / share).max(2.0);
+                points.push((at, Some((t as f64).max(0.001))));
+                end = Some(format!("> {}: {}", micros(t as f64), percent(share)));
+            }
+            break;
+        }
+        // The histogram holds ns; the chart's axis is µs.
+        let us = h.value_at_quantile(rank as f64 / answered as f64) as f64 / 1e3;
+        points.push((x, Some(us.max(0.001))));
+    }
+    if points.is_empty() {
+        return None;
+    }
+    Some(SpectrumLine { points, end })
 }
 
 /// req/s against connections, one line per framework; rejected cells are
@@ -200,6 +254,7 @@ pub(super) fn scaling(
             point_marks,
             mark,
             title,
+            end: None,
         });
         items.push(LegendItem {
             name: fw.to_string(),
@@ -325,4 +380,63 @@ pub(super) fn timelines(ctx: &Ctx<'_>, col: Column) -> anyhow::Result<Markup> {
         (swatches(&name_refs, &colours))
         div class="grid" { @for f in &figures { (f) } }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `answered` requests of 1 ms each (ns in the histogram) and `beyond`
+    /// more past a 5 s timeout.
+    fn cell_latency(
+        answered: u64,
+        beyond: u64,
+    ) -> (hdrhistogram::Histogram<u64>, histogram::Latency) {
+        let mut h = hdrhistogram::Histogram::<u64>::new(3).unwrap();
+        h.auto(true);
+        if answered > 0 {
+            h.record_n(1_000_000, answered).unwrap();
+        }
+        let l = histogram::Latency::of(&h, beyond, Some(5_000_000));
+        (h, l)
+    }
+
+    #[test]
+    fn spectrum_ends_at_the_timeout_at_the_share_of_requests_beyond_it() {
+        // 30% beyond: p70 is the last answered percentile, 1 / (1 − 0.7).
+        let (h, l) = cell_latency(7_000, 3_000);
+        let line = spectrum_line(&h, &l).unwrap();
+        let (x, y) = *line.points.last().unwrap();
+        assert!((x - 1.0 / 0.3).abs() < 1e-9, "{x}");
+        assert_eq!(y, Some(5_000_000.0));
+        assert_eq!(line.end.as_deref(), Some("> 5.00 s: 30.0%"));
+        // Every other point is an answered request's latency, before it.
+        assert!(line.points[..line.points.len() - 1]
+            .iter()
+            .all(|(px, py)| *px < x && (py.unwrap() - 1_000.0).abs() < 2.0));
+    }
+
+    #[test]
+    fn spectrum_of_a_cell_with_half_its_requests_beyond_the_timeout_is_one_point_at_the_timeout() {
+        let (h, l) = cell_latency(4_000, 6_000);
+        assert_eq!(l.show(l.p50_us), "> 5.00 s");
+        let line = spectrum_line(&h, &l).unwrap();
+        assert_eq!(line.points, vec![(2.0, Some(5_000_000.0))]);
+        assert_eq!(line.end.as_deref(), Some("> 5.00 s: 60.0%"));
+        // Nothing answered at all still says where every request went.
+        let (h, l) = cell_latency(0, 100);
+        assert_eq!(
+            spectrum_line(&h, &l).unwrap().end.as_deref(),
+            Some("> 5.00 s: 100.0%")
+        );
+    }
+
+    #[test]
+    fn spectrum_without_requests_beyond_the_timeout_stops_where_its_samples_run_out() {
+        let (h, l) = cell_latency(500, 0);
+        let line = spectrum_line(&h, &l).unwrap();
+        assert_eq!(line.end, None);
+        assert!(line.points.last().unwrap().0 <= 500.0);
+        assert!(spectrum_line(&cell_latency(0, 0).0, &cell_latency(0, 0).1).is_none());
+    }
 }

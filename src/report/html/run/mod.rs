@@ -22,8 +22,8 @@ use super::table::{Table, Td};
 use crate::contract::Scenario;
 use crate::report::fmt::{bytes, micros, percent, sig3, thousands};
 use crate::report::view::{
-    achieved_rps, latency_figure, noted, precision_interval, precision_mark, rank_mark,
-    rejection_labels, Column, RunView,
+    achieved_rps, errors_text, floor_mark, latency_figure, noted, precision_interval,
+    precision_mark, rank_mark, rejection_labels, unsent, Column, RunView,
 };
 use crate::results::{histogram, Cell, CheckStatus, Results, Status};
 use crate::stats::Aggregate;
