@@ -272,6 +272,7 @@ fn the_reference_server_does_exactly_its_work_and_each_liar_is_caught_by_its_rul
     refdb(&tmp, "cheap", "db, queries", Some("cheap-statement"));
     refdb(&tmp, "fakefort", "fortunes", Some("fake-fortunes"));
     refdb(&tmp, "rollback", "updates", Some("rolled-back"));
+    refdb(&tmp, "writeonly", "updates", Some("write-only"));
     refdb_env(
         &tmp,
         "late",
@@ -280,7 +281,7 @@ fn the_reference_server_does_exactly_its_work_and_each_liar_is_caught_by_its_rul
         &[("FAIRGROUND_SERVE_DB_CACHE_AFTER", LATE_CACHE_AFTER)],
     );
     let profile = "description: \"database known answers\"\n\
-         frameworks: [refdb, caches, fakes, forgets, rawhtml, byid, cheap, fakefort, rollback, late]\n\
+         frameworks: [refdb, caches, fakes, forgets, rawhtml, byid, cheap, fakefort, rollback, writeonly, late]\n\
          scenarios: [db, queries-20, fortunes, updates-5]\nconcurrency: [4]\n\
          warmup: 1s\nduration: 2s\nrounds: 1\n\
          load: {threads: 1, timeout: 2s}\n\
@@ -324,9 +325,8 @@ fn the_reference_server_does_exactly_its_work_and_each_liar_is_caught_by_its_rul
         ("db", 1.0, 1.0, None),
         ("queries-20", 20.0, 20.0, None),
         ("fortunes", 1.0, 12.0, None),
-        // 5 SELECTs; the UPDATEs' own lookups of 5 more rows may still be
-        // on their way when the need (5 read, 5 written) is met.
-        ("updates-5", 10.0, 5.0, Some(5.0)),
+        // 5 SELECTs and the UPDATEs' own lookups of the 5 rows they write.
+        ("updates-5", 10.0, 10.0, Some(5.0)),
     ] {
         let c = cell("refdb", sc);
         assert_ne!(
@@ -338,14 +338,24 @@ fn the_reference_server_does_exactly_its_work_and_each_liar_is_caught_by_its_rul
         let round = c.rounds.first().expect("measured");
         let db = round.database.as_ref().expect("database figures");
         let q = db.queries_per_request.expect("queries counted");
+        // The second figure, read at the window's edges over a connection
+        // of the lab's own: a busy host delays the closing read by a few
+        // requests' statements (10.28 for 10 on CI's kind of machine with
+        // the suite running), which is why the gate judges rows instead.
         assert!(
-            (q - per).abs() / per < 0.02,
+            (q - per).abs() / per < 0.05,
             "refdb {sc}: {q} queries per request, expected {per}"
         );
         let work = db.work.as_ref().expect("rows counted");
         let read = work.rows_read_per_request.expect("rows per request");
+        // Counting stops once the need less the gate's 2% is met.
         assert!(
-            read >= rows * 0.98 && read < rows * 2.5,
+            (work.rows_read_required - rows).abs() < 0.01,
+            "refdb {sc}: needs {} rows read, expected {rows}",
+            work.rows_read_required
+        );
+        assert!(
+            read >= work.rows_read_required * 0.98 - 1e-9 && read < rows * 2.5,
             "refdb {sc}: {read} rows read per request, expected {rows}: {work:?}"
         );
         if let Some(w) = written {
@@ -392,6 +402,11 @@ fn the_reference_server_does_exactly_its_work_and_each_liar_is_caught_by_its_rul
             "rollback",
             "updates-5",
             vec![("db-persist", "do not persist")],
+        ),
+        (
+            "writeonly",
+            "updates-5",
+            vec![("db-rows", "rows of world read")],
         ),
         ("rawhtml", "fortunes", vec![("body", "not escaped")]),
         (

@@ -460,15 +460,32 @@ fn report_html_of_a_real_run_renders_in_chromium_offline_with_every_chart_and_ma
     // Rank groups and precision: every ranked cell's bar carries its group
     // (ties marked `#1–2`) and its ±, in its column's rank order, and the
     // summary shows the interval beside the figure.
-    let ranked: Vec<&Cell> = r.cells.iter().filter(|c| c.rank.is_some()).collect();
+    // Client-bound cells (plainfw behind its starved loader) read only a
+    // floor: no rank group, the figure drawn as `≥`.
+    let client_bound = |c: &Cell| {
+        c.verdict.reasons.iter().any(|x| {
+            matches!(
+                x,
+                fairground::results::Reason::LoaderSaturated { .. }
+                    | fairground::results::Reason::LoaderThrottled { .. }
+            )
+        })
+    };
+    let floors: Vec<&Cell> = r.cells.iter().filter(|c| client_bound(c)).collect();
     assert!(
-        ranked.len() >= 2,
-        "the 4-connection column should rank both frameworks: {:?}",
+        !floors.is_empty(),
+        "plainfw behind a 0.1-CPU loader should be client-bound: {:?}",
         r.cells
             .iter()
-            .map(|c| (&c.key, &c.rank, c.rounds.len()))
+            .map(|c| (&c.key, &c.verdict))
             .collect::<Vec<_>>()
     );
+    for c in &floors {
+        assert!(c.rank.is_none(), "a floor was ranked: {:?}", c.key);
+        let row = rps_row(&dom, c);
+        assert!(row.contains('≥'), "a client-bound bar is not drawn as a floor: {row}");
+    }
+    let ranked: Vec<&Cell> = r.cells.iter().filter(|c| c.rank.is_some()).collect();
     for c in &ranked {
         let row = rps_row(&dom, c);
         let label = c.rank.as_ref().map(|g| g.label()).unwrap_or_default();

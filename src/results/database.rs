@@ -42,7 +42,8 @@ pub struct DatabaseWork {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rows_written_per_request: Option<f64>,
     /// Rows the scenario needs read per response: `db` 1, `queries-N` N,
-    /// `fortunes` the table's rows, `updates-N` N.
+    /// `fortunes` the table's rows, `updates-N` N plus the rows it writes
+    /// (each write looks its row up).
     pub rows_read_required: f64,
     /// Rows `updates-N` needs written per response: its distinct ids,
     /// N less the repeats random ids bring (about 0.02 at N = 20).

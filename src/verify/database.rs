@@ -349,7 +349,8 @@ fn enough(scenario: Scenario, burst: &Burst, c: &StatementCounts) -> bool {
     match scenario {
         Scenario::Fortunes => c.fortune_rows_read >= burst.fortune_rows * burst.requests,
         Scenario::Updates(_) => {
-            c.world_rows_read >= burst.rows() && c.world_rows_written >= burst.distinct_rows()
+            c.world_rows_read >= burst.rows() + burst.distinct_rows()
+                && c.world_rows_written >= burst.distinct_rows()
         }
         _ => c.world_rows_read >= burst.rows(),
     }
@@ -577,8 +578,10 @@ fn rows_read(scenario: Scenario, burst: &Burst) -> Result<String, String> {
             ))
         }
         Scenario::Updates(_) => {
-            if c.world_rows_read < burst.rows() {
-                return short("rows of world read", c.world_rows_read, burst.rows());
+            // Each row read, then looked up again by its write.
+            let reads = burst.rows() + burst.distinct_rows();
+            if c.world_rows_read < reads {
+                return short("rows of world read", c.world_rows_read, reads);
             }
             if c.world_rows_written < burst.distinct_rows() {
                 return short(
@@ -756,9 +759,23 @@ mod tests {
             "{ok}"
         );
         assert!(rows_read(Scenario::Updates(3), &b).is_ok());
+        // Writes without reads: every write looks its row up once, the
+        // reads the answers claim never happened.
+        let write_only = StatementCounts {
+            world_updates: 4,
+            rows_updated: 4,
+            world_rows_read: 4,
+            world_rows_written: 4,
+            ..Default::default()
+        };
+        let e = rows_read(Scenario::Updates(3), &burst(answers.clone(), write_only)).unwrap_err();
+        assert!(
+            e.contains("rows of world read: 4,") && e.contains("at least 10 needed"),
+            "{e}"
+        );
         let unwritten = StatementCounts {
             world_reads: 6,
-            world_rows_read: 6,
+            world_rows_read: 10,
             ..Default::default()
         };
         let b = burst(answers, unwritten);

@@ -59,6 +59,11 @@ pub enum DbDefect {
     /// `updates` read and write as asked inside a transaction that is
     /// rolled back: every statement counted, nothing kept.
     RolledBack,
+    /// `updates` skip the reads: each row is written with a new number and
+    /// returned, never read first. The writes persist and look up one row
+    /// each, so only the count of rows read (a read and a write's lookup
+    /// per row) sees the missing reads.
+    WriteOnly,
 }
 
 /// Requests [`DbDefect::LateCache`] answers honestly when
@@ -308,7 +313,11 @@ async fn work(ask: Ask, query: Option<&str>) -> Result<(&'static str, String), S
             Ok((db::FORTUNES_CONTENT_TYPE, page))
         }
         Ask::Updates => {
-            let mut rows = read(&conn, &ids(count())).await?;
+            let mut rows = if defect(DbDefect::WriteOnly) {
+                ids(count()).into_iter().map(|id| (id as u32, 0)).collect()
+            } else {
+                read(&conn, &ids(count())).await?
+            };
             {
                 let mut rng = rand::rng();
                 for row in &mut rows {
