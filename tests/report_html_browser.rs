@@ -483,7 +483,10 @@ fn report_html_of_a_real_run_renders_in_chromium_offline_with_every_chart_and_ma
     for c in &floors {
         assert!(c.rank.is_none(), "a floor was ranked: {:?}", c.key);
         let row = rps_row(&dom, c);
-        assert!(row.contains('≥'), "a client-bound bar is not drawn as a floor: {row}");
+        assert!(
+            row.contains('≥'),
+            "a client-bound bar is not drawn as a floor: {row}"
+        );
     }
     let ranked: Vec<&Cell> = r.cells.iter().filter(|c| c.rank.is_some()).collect();
     for c in &ranked {
