@@ -485,18 +485,7 @@ async fn quick_ack_h2(target: &Endpoint) -> Result<H2Conn, ClientError> {
             .map_err(ClientError::Http2)?;
         Box::new(QuickAck(stream))
     };
-    let scheme = if target.tls.is_some() {
-        "https"
-    } else {
-        "http"
-    };
-    H2Conn::handshake(
-        io,
-        format!("{scheme}://{}", target.host),
-        deadline,
-        target.timeout,
-    )
-    .await
+    target.handshake_h2(io, deadline).await
 }
 
 /// A byte stream over TCP whose every read is acknowledged at once.

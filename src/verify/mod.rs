@@ -279,6 +279,16 @@ impl Endpoint {
     pub async fn connect_h2(&self) -> Result<H2Conn, ClientError> {
         let deadline = Instant::now() + self.timeout;
         let io = self.stream(deadline).await?;
+        self.handshake_h2(io, deadline).await
+    }
+
+    /// The HTTP/2 handshake over `io`, a connection to this endpoint
+    /// opened by the caller, by `deadline`.
+    pub(crate) async fn handshake_h2(
+        &self,
+        io: Box<dyn Io>,
+        deadline: Instant,
+    ) -> Result<H2Conn, ClientError> {
         let scheme = if self.tls.is_some() { "https" } else { "http" };
         H2Conn::handshake(
             io,
