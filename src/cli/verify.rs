@@ -145,7 +145,15 @@ fn run_names(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
     let mut chosen = select(&all, &args.names)?;
     if !args.scenarios.is_empty() {
         for fw in &mut chosen {
-            fw.manifest.scenarios.retain(|s| args.scenarios.contains(s));
+            // A declared family (`queries`) serves an asked count
+            // (`queries-5`), which is then the one verified.
+            let declared = std::mem::take(&mut fw.manifest.scenarios);
+            fw.manifest.scenarios = args
+                .scenarios
+                .iter()
+                .copied()
+                .filter(|a| declared.iter().any(|d| d.covers(*a) || a.covers(*d)))
+                .collect();
         }
         chosen.retain(|fw| {
             let keep = !fw.manifest.scenarios.is_empty();
