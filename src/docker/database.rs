@@ -21,7 +21,9 @@
 //! and a backend that went idle sooner than that after its last flush waits
 //! up to [`STATS_IDLE_FLUSH`] before flushing (`PGSTAT_MIN_INTERVAL`,
 //! `PGSTAT_IDLE_INTERVAL` in its pgstat.c). Readers wait for the counts to
-//! settle ([`SETTLE_WITHIN`]) instead of trusting a reading taken at once.
+//! settle ([`SETTLE_WITHIN`]) instead of trusting a reading taken at once,
+//! and hurry them with a few requests a second after the load
+//! ([`settled_counts`]): a backend that serves one then flushes at once.
 //! fairground's own work in the tables is read from
 //! `pg_stat_xact_user_tables` before its transaction commits, flushed at
 //! once (`pg_stat_force_next_flush`), and taken off every reading.
@@ -156,23 +158,108 @@ pub fn required_work(scenario: Scenario) -> Option<(&'static str, f64, Option<f6
 
 /// The counts since `start` (read at the window's start), read over
 /// `client` until `enough` says they reach what the answers need or until
-/// [`SETTLE_WITHIN`] after `load_ended`, when every backend has flushed
-/// what it kept: an honest server's counts are whole as soon as they reach
-/// its need, a liar's never do and are read once they are whole. With how
-/// long after the load's end they were read.
+/// [`SETTLE_WITHIN`] after the last request, when every backend has
+/// flushed what it kept: an honest server's counts are whole as soon as
+/// they reach its need, a liar's never do and are read once they are
+/// whole.
+///
+/// Waiting out a backend's 10 s is the slow path: [`NUDGE_AFTER`] after
+/// the load (and again after each nudge, at most [`NUDGES`] times) `nudge`
+/// sends a few requests to the server. A backend that serves one flushes
+/// everything it kept as it goes idle (its last flush is then over
+/// [`STATS_FLUSH_MIN`] old). What a nudge itself needs of the counted
+/// table (rows it returns; nothing when it reads another table) joins the
+/// need: `enough` is asked with it. Returns the counts and how long after
+/// the load's end they were read.
 pub async fn settled_counts(
     client: &tokio_postgres::Client,
     start: &StatementCounts,
-    enough: impl Fn(&StatementCounts) -> bool,
+    enough: impl Fn(&StatementCounts, u64) -> bool,
     load_ended: Instant,
+    nudge: &mut impl Nudge,
 ) -> anyhow::Result<(StatementCounts, Duration)> {
+    let mut settle = Settle::new(load_ended);
     loop {
         let d = start.since(counts_over(client).await?);
-        let waited = load_ended.elapsed();
-        if enough(&d) || waited >= SETTLE_WITHIN {
-            return Ok((d, waited));
+        match settle.next(enough(&d, nudge.rows())) {
+            Step::Done => return Ok((d, load_ended.elapsed())),
+            Step::Nudge => {
+                let answered = nudge.nudge().await;
+                settle.nudged(answered);
+            }
+            Step::Wait(t) => tokio::time::sleep(t).await,
         }
-        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// Requests that make the database's backends flush their counts.
+#[allow(async_fn_in_trait)] // used in one task; no Send bound needed
+pub trait Nudge {
+    /// Send one wave of requests: how many were answered 2xx.
+    async fn nudge(&mut self) -> u64;
+    /// Rows of the counted table the waves so far need read.
+    fn rows(&self) -> u64;
+}
+
+/// First nudge after the load, and between nudges: a backend's last flush
+/// is then older than [`STATS_FLUSH_MIN`], so its next idle flushes.
+pub const NUDGE_AFTER: Duration = Duration::from_millis(1_100);
+/// Most nudges of one settling read: an honest pool has flushed by then
+/// (each nudge reaches most of its connections), and a liar's wait ends
+/// [`SETTLE_WITHIN`] after the last.
+pub const NUDGES: u32 = 3;
+/// How often a settling count is read again.
+pub const SETTLE_EVERY: Duration = Duration::from_millis(250);
+
+/// The schedule of a settling read: read, nudge or wait, and when to give
+/// up (every backend has flushed [`SETTLE_WITHIN`] after the last request
+/// it served, the load's or a nudge's).
+#[derive(Debug, Clone)]
+pub struct Settle {
+    last_request: Instant,
+    nudges: u32,
+    /// 2xx answers of the nudges so far.
+    pub nudged: u64,
+}
+
+/// What a settling read does next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// The counts are whole (enough, or past every backend's flush).
+    Done,
+    /// Send a nudge now.
+    Nudge,
+    /// Read again after this long.
+    Wait(Duration),
+}
+
+impl Settle {
+    /// A settling read of work whose last request ended at `ended`.
+    pub fn new(ended: Instant) -> Self {
+        Settle {
+            last_request: ended,
+            nudges: 0,
+            nudged: 0,
+        }
+    }
+
+    /// The next step after a reading that was (or was not) `enough`.
+    pub fn next(&self, enough: bool) -> Step {
+        let since = self.last_request.elapsed();
+        if enough || since >= SETTLE_WITHIN {
+            Step::Done
+        } else if self.nudges < NUDGES && since >= NUDGE_AFTER {
+            Step::Nudge
+        } else {
+            Step::Wait(SETTLE_EVERY)
+        }
+    }
+
+    /// A nudge was sent and `answered` of it answered 2xx.
+    pub fn nudged(&mut self, answered: u64) {
+        self.nudges += 1;
+        self.nudged += answered;
+        self.last_request = Instant::now();
     }
 }
 
@@ -737,5 +824,38 @@ mod tests {
         let cmd = psql_session(&["BEGIN", "SELECT 1"]);
         assert_eq!(cmd.iter().filter(|a| *a == "-c").count(), 2);
         assert!(cmd.contains(&ADMIN_USER.to_string()));
+    }
+
+    #[test]
+    fn settling_nudges_a_second_after_the_last_request_three_times_then_waits_out_the_flush() {
+        let ago = |d: Duration| Instant::now().checked_sub(d).unwrap();
+        // Enough at once: done, nothing sent.
+        assert_eq!(Settle::new(Instant::now()).next(true), Step::Done);
+        // Within the first second: wait; after it: nudge.
+        assert_eq!(
+            Settle::new(Instant::now()).next(false),
+            Step::Wait(SETTLE_EVERY)
+        );
+        let mut s = Settle::new(ago(NUDGE_AFTER));
+        assert_eq!(s.next(false), Step::Nudge);
+        // A nudge restarts both clocks: the next is a second later, and the
+        // last request is now the nudge's.
+        s.nudged(16);
+        assert_eq!(s.next(false), Step::Wait(SETTLE_EVERY));
+        assert_eq!(s.nudged, 16);
+        for _ in 1..NUDGES {
+            s.last_request = ago(NUDGE_AFTER);
+            assert_eq!(s.next(false), Step::Nudge);
+            s.nudged(15);
+        }
+        assert_eq!(s.nudged, 16 + 15 * u64::from(NUDGES - 1));
+        // Out of nudges: wait until every backend flushed what the last
+        // nudge left, then read the counts as whole.
+        s.last_request = ago(NUDGE_AFTER * 2);
+        assert_eq!(s.next(false), Step::Wait(SETTLE_EVERY));
+        s.last_request = ago(SETTLE_WITHIN);
+        assert_eq!(s.next(false), Step::Done);
+        // A load that ended long ago is read as whole at once.
+        assert_eq!(Settle::new(ago(SETTLE_WITHIN)).next(false), Step::Done);
     }
 }

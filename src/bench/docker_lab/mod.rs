@@ -672,15 +672,44 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
         ) {
             if let Some(need) = crate::docker::database::required_work(scenario) {
                 let ok = load.responses.status_2xx;
-                match crate::docker::database::settled_counts(
-                    client,
-                    &start,
-                    |d| work_done(need, d, ok),
-                    load_ended,
-                )
-                .await
-                {
-                    Ok((d, waited)) => samples.work = Some(database_work(need, &d, waited)),
+                let target = match server.urls.of(Protocol::Http1) {
+                    Some(url) => {
+                        verify::Endpoint::resolve(url, Protocol::Http1, None, VERIFY_TIMEOUT)
+                            .await
+                            .ok()
+                    }
+                    None => None,
+                };
+                let lanes = (loader.args.connections as u32).clamp(NUDGE_MIN, NUDGE_MAX);
+                let page_rows = crate::contract::db::FORTUNES.len() as u64;
+                let settled = match &target {
+                    Some(t) => {
+                        let mut nudges =
+                            verify::database::Nudges::new(t, scenario, page_rows, lanes);
+                        let read = crate::docker::database::settled_counts(
+                            client,
+                            &start,
+                            |d, rows| work_done(need, d, ok, rows),
+                            load_ended,
+                            &mut nudges,
+                        )
+                        .await;
+                        read.map(|(d, waited)| (d, waited, nudges.answered, nudges.rows))
+                    }
+                    None => crate::docker::database::settled_counts(
+                        client,
+                        &start,
+                        |d, rows| work_done(need, d, ok, rows),
+                        load_ended,
+                        &mut NoNudge,
+                    )
+                    .await
+                    .map(|(d, waited)| (d, waited, 0, 0)),
+                };
+                match settled {
+                    Ok((d, waited, nudged, rows)) => {
+                        samples.work = Some(database_work(need, &d, waited, nudged, rows))
+                    }
                     Err(e) => {
                         samples.statements_unknown.get_or_insert(format!(
                             "the tables' row counters could not be read after the load: {e:#}"
@@ -862,13 +891,26 @@ fn work_done(
     need: (&'static str, f64, Option<f64>),
     d: &crate::docker::database::StatementCounts,
     ok: u64,
+    nudge_rows: u64,
 ) -> bool {
     // The gate's slack: counts that already pass it pass it whole, and an
     // honest round then need not wait out the last backend's 10 s.
     let ok = ok as f64 * (1.0 - crate::judge::gates::DATABASE_WORK_SLACK);
     let (_, read, written) = need;
-    rows_read_of(need.0, d) as f64 >= read * ok
+    rows_read_of(need.0, d).saturating_sub(nudge_rows) as f64 >= read * ok
         && written.is_none_or(|w| d.world_rows_written as f64 >= w * ok)
+}
+
+/// No server address to nudge: the counts are waited for.
+struct NoNudge;
+
+impl crate::docker::database::Nudge for NoNudge {
+    async fn nudge(&mut self) -> u64 {
+        0
+    }
+    fn rows(&self) -> u64 {
+        0
+    }
 }
 
 fn rows_read_of(table: &str, d: &crate::docker::database::StatementCounts) -> u64 {
@@ -885,18 +927,26 @@ fn database_work(
     need: (&'static str, f64, Option<f64>),
     d: &crate::docker::database::StatementCounts,
     waited: std::time::Duration,
+    nudged: u64,
+    nudge_rows: u64,
 ) -> crate::results::DatabaseWork {
     crate::results::DatabaseWork {
         table: need.0.to_string(),
-        rows_read: rows_read_of(need.0, d),
+        rows_read: rows_read_of(need.0, d).saturating_sub(nudge_rows),
         rows_written: d.world_rows_written,
         rows_read_per_request: None,
         rows_written_per_request: None,
         rows_read_required: need.1,
         rows_written_required: need.2,
         settled_after_s: waited.as_secs_f64(),
+        nudged_responses: nudged,
     }
 }
+
+/// Fewest and most connections of a nudge after a database round (one
+/// request each; the load's connections, within these).
+const NUDGE_MIN: u32 = 16;
+const NUDGE_MAX: u32 = 64;
 
 /// Requests of the spot check after a round's table change.
 const SPOT_REQUESTS: u32 = 8;
