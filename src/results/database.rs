@@ -52,6 +52,12 @@ pub struct DatabaseWork {
     pub rows_written_required: Option<f64>,
     /// From the load's end to the reading the figures rest on, seconds.
     pub settled_after_s: f64,
+    /// 2xx responses the counts stand for: the window's, less those
+    /// answered before the counts' first reading (a busy database answers
+    /// it some way into the window), at the window's rate. The
+    /// per-response figures divide by it; absent: the window's 2xx.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub responses: Option<u64>,
     /// 2xx answers of the requests fairground sent after the load so the
     /// database's backends flushed their counts at once (a few dozen, of
     /// the other table's scenario when the server answers it, else of the
@@ -186,12 +192,16 @@ impl DatabaseUse {
             statements_span_s: s.statements_span_s,
             statements_unknown: s.statements_unknown,
             table_change: s.table_change,
-            work: s.work.map(|w| DatabaseWork {
-                rows_read_per_request: per(w.rows_read as f64),
-                rows_written_per_request: w
-                    .rows_written_required
-                    .and_then(|_| per(w.rows_written as f64)),
-                ..w
+            work: s.work.map(|w| {
+                let counted = w.responses.unwrap_or(ok);
+                let per = |n: f64| (counted > 0).then(|| n / counted as f64);
+                DatabaseWork {
+                    rows_read_per_request: per(w.rows_read as f64),
+                    rows_written_per_request: w
+                        .rows_written_required
+                        .and_then(|_| per(w.rows_written as f64)),
+                    ..w
+                }
             }),
             cpus: s.cpus,
             shares_cores_with: s.shares_cores_with,

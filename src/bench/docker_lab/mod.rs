@@ -671,7 +671,16 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
             loader.args.scenario,
         ) {
             if let Some(need) = crate::docker::database::required_work(scenario) {
-                let ok = load.responses.status_2xx;
+                // The counts start at their first reading, which a busy
+                // database answers some way into the window: the work it
+                // missed is that of the responses before it (at the
+                // window's rate), and the need is the rest's.
+                let ok = counted_responses(
+                    load.responses.status_2xx,
+                    load.window.start_unix_ns,
+                    load.window.end_unix_ns,
+                    start.at_unix_us.saturating_mul(1000),
+                );
                 let target = match server.urls.of(Protocol::Http1) {
                     Some(url) => {
                         verify::Endpoint::resolve(url, Protocol::Http1, None, VERIFY_TIMEOUT)
@@ -708,7 +717,9 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
                 };
                 match settled {
                     Ok((d, waited, nudged, rows)) => {
-                        samples.work = Some(database_work(need, &d, waited, nudged, rows))
+                        let mut work = database_work(need, &d, waited, nudged, rows);
+                        work.responses = Some(ok);
+                        samples.work = Some(work);
                     }
                     Err(e) => {
                         samples.statements_unknown.get_or_insert(format!(
@@ -901,6 +912,18 @@ fn work_done(
         && written.is_none_or(|w| d.world_rows_written as f64 >= w * ok)
 }
 
+/// Of `ok` 2xx responses in the window `[start_ns, end_ns]` (wall clock),
+/// those answered after `read_ns`, when the counts were first read: at the
+/// window's rate, all of them when it was read before the window opened.
+fn counted_responses(ok: u64, start_ns: u64, end_ns: u64, read_ns: u64) -> u64 {
+    let window = end_ns.saturating_sub(start_ns);
+    if read_ns <= start_ns || window == 0 {
+        return ok;
+    }
+    let after = end_ns.saturating_sub(read_ns);
+    (ok as f64 * after as f64 / window as f64).round() as u64
+}
+
 /// No server address to nudge: the counts are waited for.
 struct NoNudge;
 
@@ -940,6 +963,7 @@ fn database_work(
         rows_written_required: need.2,
         settled_after_s: waited.as_secs_f64(),
         nudged_responses: nudged,
+        responses: None,
     }
 }
 

@@ -459,3 +459,21 @@ fn a_loader_on_another_host_has_its_window_carried_on_the_wall_clock() {
         (local, super::WINDOW_CLOCK_MONOTONIC)
     );
 }
+
+#[test]
+fn database_counts_read_late_in_the_window_stand_for_the_responses_after_the_reading() {
+    let s = 1_000_000_000u64;
+    // Read before the window opened: every response.
+    assert_eq!(
+        super::counted_responses(30_000, 10 * s, 13 * s, 9 * s),
+        30_000
+    );
+    // Read 120 ms into a 3 s window: 4% of the responses came before it.
+    assert_eq!(
+        super::counted_responses(30_000, 10 * s, 13 * s, 10 * s + 120_000_000),
+        28_800
+    );
+    // Read after the window (never happens, but no underflow).
+    assert_eq!(super::counted_responses(30_000, 10 * s, 13 * s, 14 * s), 0);
+    assert_eq!(super::counted_responses(5, 10 * s, 10 * s, 11 * s), 5);
+}
