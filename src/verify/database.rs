@@ -434,7 +434,7 @@ async fn run_burst(
     } else {
         NUDGE_CONNECTIONS
     };
-    let mut nudges = Nudges::new(target, scenario, burst.fortune_rows, lanes);
+    let mut nudges = Nudges::new(Some(target), scenario, burst.fortune_rows, lanes);
     let mut settle = pg::Settle::new(std::time::Instant::now());
     loop {
         let now = database.counts().await.map_err(unreadable)?;
@@ -467,7 +467,9 @@ async fn run_burst(
 /// same table (`db`: one row; `fortunes`: one page) from then on, whose
 /// rows join the need ([`Nudges::rows`]).
 pub struct Nudges<'a> {
-    target: &'a Endpoint,
+    /// The server; without one (no HTTP/1.1 address) nothing is sent and
+    /// the counts are waited for.
+    target: Option<&'a Endpoint>,
     scenario: Scenario,
     /// Rows of `fortune` a page holds now.
     page_rows: u64,
@@ -482,7 +484,12 @@ pub struct Nudges<'a> {
 impl<'a> Nudges<'a> {
     /// Nudges of `target` for `scenario` over `lanes` connections at once;
     /// `page_rows`: the rows a fortunes page holds now.
-    pub fn new(target: &'a Endpoint, scenario: Scenario, page_rows: u64, lanes: u32) -> Self {
+    pub fn new(
+        target: Option<&'a Endpoint>,
+        scenario: Scenario,
+        page_rows: u64,
+        lanes: u32,
+    ) -> Self {
         Nudges {
             target,
             scenario,
@@ -497,6 +504,7 @@ impl<'a> Nudges<'a> {
 
 impl pg::Nudge for Nudges<'_> {
     async fn nudge(&mut self) -> u64 {
+        let Some(target) = self.target else { return 0 };
         let fortunes = self.scenario == Scenario::Fortunes;
         let (asked, rows_each) = match (self.same_table, fortunes) {
             (false, false) => (Scenario::Fortunes, 0),
@@ -504,7 +512,6 @@ impl pg::Nudge for Nudges<'_> {
             (true, false) => (Scenario::Db, 1),
             (true, true) => (Scenario::Fortunes, self.page_rows),
         };
-        let target = self.target;
         let one = move |req: Request| async move {
             let mut session = Session::new(target);
             matches!(session.request(&req).await, Ok(r) if (200..300).contains(&r.status))

@@ -691,30 +691,17 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
                 };
                 let lanes = (loader.args.connections as u32).clamp(NUDGE_MIN, NUDGE_MAX);
                 let page_rows = crate::contract::db::FORTUNES.len() as u64;
-                let settled = match &target {
-                    Some(t) => {
-                        let mut nudges =
-                            verify::database::Nudges::new(t, scenario, page_rows, lanes);
-                        let read = crate::docker::database::settled_counts(
-                            client,
-                            &start,
-                            |d, rows| work_done(need, d, ok, rows),
-                            load_ended,
-                            &mut nudges,
-                        )
-                        .await;
-                        read.map(|(d, waited)| (d, waited, nudges.answered, nudges.rows))
-                    }
-                    None => crate::docker::database::settled_counts(
-                        client,
-                        &start,
-                        |d, rows| work_done(need, d, ok, rows),
-                        load_ended,
-                        &mut NoNudge,
-                    )
-                    .await
-                    .map(|(d, waited)| (d, waited, 0, 0)),
-                };
+                let mut nudges =
+                    verify::database::Nudges::new(target.as_ref(), scenario, page_rows, lanes);
+                let settled = crate::docker::database::settled_counts(
+                    client,
+                    &start,
+                    |d, rows| work_done(need, d, ok, rows),
+                    load_ended,
+                    &mut nudges,
+                )
+                .await
+                .map(|(d, waited)| (d, waited, nudges.answered, nudges.rows));
                 match settled {
                     Ok((d, waited, nudged, rows)) => {
                         let mut work = database_work(need, &d, waited, nudged, rows);
@@ -922,18 +909,6 @@ fn counted_responses(ok: u64, start_ns: u64, end_ns: u64, read_ns: u64) -> u64 {
     }
     let after = end_ns.saturating_sub(read_ns);
     (ok as f64 * after as f64 / window as f64).round() as u64
-}
-
-/// No server address to nudge: the counts are waited for.
-struct NoNudge;
-
-impl crate::docker::database::Nudge for NoNudge {
-    async fn nudge(&mut self) -> u64 {
-        0
-    }
-    fn rows(&self) -> u64 {
-        0
-    }
 }
 
 fn rows_read_of(table: &str, d: &crate::docker::database::StatementCounts) -> u64 {
