@@ -348,3 +348,24 @@ fn rejected(cref: &CellRef, b: &Cell, n: &Cell) -> NotCompared {
 
 #[cfg(test)]
 mod tests;
+
+/// compare's call on one metric of two *different runs* given only their
+/// round values: the interval, the band (the rounds' own range, at least
+/// the across-runs floor) and the verdict, as `compare_runs` makes them for
+/// a cell, without the cells around it (their typical range) or the
+/// calibration probe, both of which can only widen the band. `history`'s
+/// false-alarm simulation confirms its change points with it.
+#[cfg(test)]
+pub(crate) fn call_across_runs(metric: Metric, base: Vec<f64>, new: Vec<f64>) -> Call {
+    let e = stats::estimate(
+        &stats::Sample::of_rounds(base),
+        &stats::Sample::of_rounds(new),
+    );
+    match e {
+        Ok(e) => {
+            let floor = metric.across_runs_floor().max(metric.between_runs_floor());
+            verdict::judge(metric, &e, verdict::band(&e, floor)).0
+        }
+        Err(_) => Call::Inconclusive,
+    }
+}

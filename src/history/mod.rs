@@ -18,6 +18,8 @@
 
 mod detect;
 mod html;
+#[cfg(test)]
+mod simulated;
 
 pub use self::html::page;
 
