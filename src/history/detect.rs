@@ -109,8 +109,10 @@ pub fn change_points(x: &[f64]) -> Vec<Found> {
 
 /// Every significant change point between runs, each run given by all its
 /// rounds' values: a split falls between two runs, and the permutation
-/// test shuffles rounds across the runs (every round of a steady series is
-/// as likely in one run as in another). With three rounds a run, three
+/// test shuffles whole runs from [`SHUFFLE_RUNS_FROM`] runs on (runs of a
+/// steady series are exchangeable whatever the drift between them), and
+/// rounds across the runs below that, where whole runs can be dealt in too
+/// few ways. With three rounds a run, three
 /// runs on each side give 18 values, C(18, 9) = 48,620 ways to deal them,
 /// so a step of three runs after three can reach p = 0.005; with one value
 /// per run the same six runs have 20 ways, and p can never go below 0.1.
@@ -143,23 +145,21 @@ fn bisect(runs: &[&Vec<f64>], offset: usize, out: &mut Vec<Found>) {
         return;
     }
     let mut rng = StdRng::seed_from_u64(SEED ^ (offset as u64) ^ ((x.len() as u64) << 32));
+    let by_runs = runs.len() >= SHUFFLE_RUNS_FROM;
+    let mut order: Vec<&Vec<f64>> = runs.to_vec();
+    let mut shuffled = x.clone();
     let mut as_large = 0usize;
-    if runs.len() >= SHUFFLE_RUNS_FROM {
-        let mut order: Vec<&Vec<f64>> = runs.to_vec();
-        for _ in 0..PERMUTATIONS {
+    for _ in 0..PERMUTATIONS {
+        let found = if by_runs {
             order.shuffle(&mut rng);
             let (xp, ep) = flatten(order.iter().copied());
-            if best(&xp, &ep).is_some_and(|(_, qp)| qp >= q) {
-                as_large += 1;
-            }
-        }
-    } else {
-        let mut shuffled = x.clone();
-        for _ in 0..PERMUTATIONS {
+            best(&xp, &ep)
+        } else {
             shuffled.shuffle(&mut rng);
-            if best(&shuffled, &ends).is_some_and(|(_, qp)| qp >= q) {
-                as_large += 1;
-            }
+            best(&shuffled, &ends)
+        };
+        if found.is_some_and(|(_, qp)| qp >= q) {
+            as_large += 1;
         }
     }
     let p_value = (as_large + 1) as f64 / (PERMUTATIONS + 1) as f64;

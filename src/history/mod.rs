@@ -460,7 +460,7 @@ pub(crate) fn build(mut runs: Vec<Run>) -> anyhow::Result<(History, Vec<Run>)> {
         fairground_version: env!("CARGO_PKG_VERSION").to_string(),
         method: Method {
             order: if by_commit { "commit time (git), then start time" } else { "start time" }.into(),
-            detector: "E-divisive means (Matteson & James 2014) on the log of every round's figure, splits between runs only, bisecting, each split kept when a permutation test (rounds shuffled across the runs) gives p <= alpha".into(),
+            detector: "E-divisive means (Matteson & James 2014) on the log of every round's figure, splits between runs only, bisecting, each split kept when a permutation test gives p <= alpha (whole runs shuffled from 8 runs in a stretch, rounds shuffled across the runs below that)".into(),
             alpha: ALPHA,
             permutations: PERMUTATIONS,
             min_segment: MIN_SEGMENT,
