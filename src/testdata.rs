@@ -381,6 +381,7 @@ pub(crate) fn sample_results() -> Results {
                 to_first_round_s: 8.0,
                 first_round_to_end_s: all.total_s() - 3.4375,
                 phases: all,
+                ..RunTiming::default()
             }
         },
     };

@@ -613,9 +613,9 @@ fn after_run_warns_only_when_the_load_rose_beyond_the_runs_own_cpus() {
     };
     let r = judge_with("kvm-virtio", &input);
     // Before 0.12; the run's 2 CPUs and 0.5 per core on 4 cores allow 4.12.
-    let ok = preflight::load::judge_after_run(&r, Some(3.9));
+    let ok = preflight::load::judge_after_run(&r, None, Some(3.9));
     assert_eq!(ok.verdict, CheckStatus::Pass, "{ok:?}");
-    let rose = preflight::load::judge_after_run(&r, Some(6.5));
+    let rose = preflight::load::judge_after_run(&r, None, Some(6.5));
     assert_eq!(rose.verdict, CheckStatus::Warn, "{rose:?}");
     assert!(
         rose.measured.contains("0.12 before, 6.50 after"),
@@ -623,8 +623,24 @@ fn after_run_warns_only_when_the_load_rose_beyond_the_runs_own_cpus() {
         rose.measured
     );
     assert!(rose.threshold.contains("≤ 4.12"), "{}", rose.threshold);
+    // Images the run built between rounds left a load of 3.0: the rise is
+    // judged from there (3.0 + 2 + 2 = 7.0), and the reading says so.
+    let built = preflight::load::judge_after_run(&r, Some(3.0), Some(6.5));
+    assert_eq!(built.verdict, CheckStatus::Pass, "{built:?}");
+    assert!(
+        built
+            .measured
+            .contains("0.12 before (3.00 after the run's image builds), 6.50 after"),
+        "{}",
+        built.measured
+    );
+    assert!(built.threshold.contains("≤ 7.00"), "{}", built.threshold);
+    // A build load below the load before changes nothing.
+    let low = preflight::load::judge_after_run(&r, Some(0.05), Some(6.5));
+    assert_eq!(low.verdict, CheckStatus::Warn, "{low:?}");
+    assert!(low.threshold.contains("≤ 4.12"), "{}", low.threshold);
     // The library entry point reads the report's root again.
-    let again = preflight::after_run(&r);
+    let again = preflight::after_run(&r, None);
     assert_eq!(
         (again.id.as_str(), again.verdict),
         ("load.after", CheckStatus::Pass)
@@ -953,7 +969,7 @@ async fn run_may_be_called_from_inside_a_tokio_runtime() {
     assert_eq!(r.checks.len(), preflight::all_checks().len());
     let direct = preflight::run(&PreflightInput::default(), Path::new("/"));
     assert_eq!(direct.input, PreflightInput::default());
-    assert_eq!(preflight::after_run(&direct).id, "load.after");
+    assert_eq!(preflight::after_run(&direct, None).id, "load.after");
 }
 
 #[test]

@@ -340,15 +340,44 @@ fn a_server_that_drops_connections_or_runs_out_of_memory_is_rejected_and_the_res
         &[("PLAINFW_LEAK_PER_REQUEST", "262144")],
     );
     plainfw_variant(tmp.path(), "plainfw", &[]);
-    let (r, stderr) = run_profile_in(
+    // An image that does not build: it fails alone, after what was measured
+    // before it, and the others after it are measured too.
+    let broken = tmp.path().join("frameworks/broken");
+    std::fs::create_dir_all(&broken).unwrap();
+    std::fs::write(
+        broken.join("framework.yaml"),
+        "name: broken\nlanguage: none\nframework: an image that does not build\n\
+         base: scratch\nport: 8080\nreadiness: /\nscenarios: [plaintext]\n\
+         workers: none (its image never builds)\n\
+         notes: a test fixture whose Dockerfile copies a file that is not there\n",
+    )
+    .unwrap();
+    std::fs::write(
+        broken.join("Dockerfile"),
+        "ARG BASE=scratch\nFROM ${BASE}\nCOPY no-such-file /app\n",
+    )
+    .unwrap();
+    let out = tmp.path().join("output");
+    let (code, stderr) = run_profile_to(
         tmp.path(),
-        "frameworks: [dropper, leaker, plainfw]\nscenarios: [plaintext]\n\
+        "frameworks: [dropper, leaker, broken, plainfw]\nscenarios: [plaintext]\n\
          concurrency: [8]\nwarmup: 1s\nduration: 2s\nrounds: 2\n\
          load: {threads: 1}\n\
          server: {cpus: 1, memory: 128MiB, nofile: 16384}\n\
          loader: {cpus: 1, memory: 256MiB, nofile: 16384}\n\
          idle_settle: 1s\nreadiness_timeout: 30s\nthresholds: {preflight: warn}\n",
+        &out,
     );
+    // The broken framework's cell has no result: the run says so by its
+    // exit code, and its failure names the build's error.
+    assert_eq!(code, Some(1), "{stderr}");
+    let r = results_of(&run_dir(&out));
+    let why = r.framework("broken").unwrap().failure.clone().unwrap();
+    assert!(
+        why.contains("its image did not build") && why.contains("no-such-file"),
+        "{why}"
+    );
+    assert_eq!(r.remaining().len(), 1, "{:?}", r.remaining());
 
     let (status, why) = reasons_of(&r, "dropper", &stderr);
     assert_eq!(status, Status::Rejected, "dropper: {why}\n{stderr}");

@@ -274,6 +274,42 @@ impl<L: Lab> Runner<'_, L> {
         self.store.update(|r| r.incidents.push(inc))
     }
 
+    /// Have the lab build `name`'s image if it builds images as they are
+    /// needed, and record the image and the time it took.
+    async fn prepare(&mut self, name: &str) -> anyhow::Result<()> {
+        let Some(p) = self.lab.prepare(self.job.spec.server(name)?).await? else {
+            return Ok(());
+        };
+        let after_first_round = self.first_round.is_some();
+        self.store.update(|r| {
+            record_image(r.framework_mut(name), &p.image);
+            r.timing.image_check_s += p.seconds;
+            if after_first_round {
+                r.timing.builds_after_first_round_s += p.seconds;
+            }
+            if let Some(load) = p.load_after {
+                r.timing.load_after_builds =
+                    Some(r.timing.load_after_builds.map_or(load, |l| l.max(load)));
+            }
+        })
+    }
+
+    /// `name` could not begin (its image did not build, its server did not
+    /// start): it fails with `why`, its cells are skipped for that reason,
+    /// and an incident says so; the run moves on.
+    fn not_begun(&mut self, name: &str, why: String) -> anyhow::Result<()> {
+        self.store.update(|r| {
+            r.framework_mut(name).failure = Some(why.clone());
+            r.skipped.push(Skipped {
+                framework: name.to_string(),
+                scenario: None,
+                protocol: None,
+                reason: why.clone(),
+            });
+        })?;
+        self.incident(name, None, why)
+    }
+
     /// Start (or restart) the server, recording the cold start and limits.
     async fn start(&mut self, name: &str) -> anyhow::Result<Running<L::Server>> {
         let (server, started) = self.lab.start(self.job.spec.server(name)?).await?;
@@ -325,6 +361,15 @@ impl<L: Lab> Runner<'_, L> {
         steps: Vec<Step>,
     ) -> anyhow::Result<RunOutcome> {
         let name = fw.name.as_str();
+        // Its image first, when the lab builds images as they are needed:
+        // outside the segment's phases (the image check's time).
+        if let Err(e) = self.prepare(name).await {
+            if let Some(lost) = self.engine_lost(name, &e).await? {
+                return Ok(lost);
+            }
+            self.not_begun(name, format!("its image did not build: {e:#}"))?;
+            return Ok(RunOutcome::Finished);
+        }
         let began = Instant::now();
         self.phases = PhaseTimes::default();
         let server = match self.start(name).await {
@@ -334,17 +379,7 @@ impl<L: Lab> Runner<'_, L> {
                     self.close_phases(name, began)?;
                     return Ok(lost);
                 }
-                let why = format!("could not start: {e:#}");
-                self.store.update(|r| {
-                    r.framework_mut(name).failure = Some(why.clone());
-                    r.skipped.push(Skipped {
-                        framework: name.to_string(),
-                        scenario: None,
-                        protocol: None,
-                        reason: why.clone(),
-                    });
-                })?;
-                self.incident(name, None, why)?;
+                self.not_begun(name, format!("could not start: {e:#}"))?;
                 self.close_phases(name, began)?;
                 return Ok(RunOutcome::Finished);
             }
@@ -857,4 +892,23 @@ async fn measure_round<L: Lab>(
     })?;
     let loader = spec.loader(&step.key, step.round, url);
     lab.measure(&running.server, &loader).await
+}
+
+/// What a run records of a framework's image: its id and size, the size of
+/// its one binary (compiled frameworks run one `/app`; interpreters and
+/// JVMs have none) and the versions read from it.
+pub(super) fn record_image(
+    f: &mut crate::results::FrameworkFacts,
+    img: &crate::docker::images::ImageInfo,
+) {
+    f.binary_size_bytes = img.app_binary_bytes;
+    f.image_id = Some(img.id.clone());
+    f.image_size_bytes = img.size_bytes;
+    if let Some(text) = &img.versions {
+        f.versions = text
+            .lines()
+            .filter_map(|l| l.trim().split_once(char::is_whitespace))
+            .map(|(k, v)| (k.to_string(), v.trim().to_string()))
+            .collect();
+    }
 }

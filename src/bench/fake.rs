@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use hdrhistogram::Histogram;
 
 use super::execute::Cancel;
-use super::lab::{Lab, Measured, Started, Urls};
+use super::lab::{Lab, Measured, Prepared, Started, Urls};
 use crate::contract::{Protocol, Scenario};
 use crate::plan::spec::{LoaderSpec, ServerSpec};
 use crate::results::{
@@ -190,6 +190,9 @@ pub(crate) struct Script {
     /// Stopping its server fails with this message (the container is
     /// left behind).
     pub stop_error: Option<String>,
+    /// Building its image (when images are deferred) fails with this
+    /// message.
+    pub build_error: Option<String>,
 }
 
 impl Default for Script {
@@ -207,6 +210,7 @@ impl Default for Script {
             slowed_at: vec![],
             database_dies_at: None,
             stop_error: None,
+            build_error: None,
         }
     }
 }
@@ -242,6 +246,9 @@ pub(crate) struct FakeLab {
     /// The daemon goes away during the n-th measure call (1-based): that
     /// call and every call after it fail as an unreachable daemon does.
     pub daemon_gone_at: Option<usize>,
+    /// Frameworks whose image is built just before their first server
+    /// ([`Lab::prepare`]); each is built once.
+    pub deferred: BTreeSet<String>,
     daemon_gone: bool,
     db_dead: BTreeSet<u32>,
     measures: usize,
@@ -286,6 +293,33 @@ impl FakeLab {
 
 impl Lab for FakeLab {
     type Server = FakeServer;
+
+    async fn prepare(&mut self, spec: &ServerSpec) -> anyhow::Result<Option<Prepared>> {
+        let framework = spec.framework.as_str();
+        if !self.deferred.remove(framework) {
+            return Ok(None);
+        }
+        self.reachable(&format!("building {framework}"))?;
+        self.log.push(format!("build {framework}"));
+        if let Some(e) = self.script(framework).build_error {
+            anyhow::bail!("{e}");
+        }
+        Ok(Some(Prepared {
+            image: crate::docker::images::ImageInfo {
+                kind: crate::docker::images::ImageKind::Framework,
+                name: framework.to_string(),
+                tag: spec.image.clone(),
+                id: format!("sha256:built-{framework}"),
+                size_bytes: Some(3 << 20),
+                inputs_hash: "0".repeat(64),
+                reused: false,
+                versions: Some(format!("{framework} 1.2.3\n")),
+                app_binary_bytes: Some(1 << 20),
+            },
+            seconds: 2.5,
+            load_after: Some(1.5),
+        }))
+    }
 
     async fn start(&mut self, spec: &ServerSpec) -> anyhow::Result<(FakeServer, Started)> {
         let framework = spec.framework.as_str();

@@ -74,6 +74,19 @@ pub struct Started {
     pub readiness_s: f64,
 }
 
+/// A framework's image as the lab built or reused it just before the
+/// framework's first server ([`Lab::prepare`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Prepared {
+    /// The image.
+    pub image: crate::docker::images::ImageInfo,
+    /// Building or checking it, seconds.
+    pub seconds: f64,
+    /// The host's 1-minute load average right after a build (`None` when
+    /// the image was reused or the load is not readable).
+    pub load_after: Option<f64>,
+}
+
 /// One loader run as the lab measured it: the loader's report (its window
 /// on the samples' clock), what the lab read around it, and where the
 /// round's wall time went. [`Round::measured`] makes the round of it.
@@ -98,7 +111,7 @@ impl Measured {
 /// Where frameworks run and get measured: the lab runs the specs it is
 /// given ([`crate::bench::spec`]) and knows nothing of the profile.
 ///
-/// Calls come in this order per framework: `start`, `idle_memory`, `verify`,
+/// Calls come in this order per framework: `prepare`, `start`, `idle_memory`, `verify`,
 /// then `measure` for each loader run (with `alive` after each, and `stop` +
 /// `start` again when the server must restart), and `stop` last. Every
 /// method is bounded in time by the implementation.
@@ -106,6 +119,16 @@ impl Measured {
 pub trait Lab {
     /// A running server.
     type Server;
+
+    /// Build or reuse the image of `spec`'s framework if the lab was asked
+    /// to do so just before its first server (so a run's first round does
+    /// not wait for every image of the roster, and a framework whose image
+    /// does not build fails alone); `None` when its image was made before
+    /// the run. Called before each framework's first `start`; by default
+    /// nothing.
+    async fn prepare(&mut self, _spec: &ServerSpec) -> anyhow::Result<Option<Prepared>> {
+        Ok(None)
+    }
 
     /// Start the server of `spec` and wait until it answers its readiness
     /// path.

@@ -149,18 +149,7 @@ fn record_frameworks(
                 .map(|l| l.total);
         }
         if let Some(img) = images.frameworks.get(fw.name()) {
-            // The binary that runs, read from the image (compiled frameworks
-            // run one `/app`); interpreters and JVMs have none.
-            f.binary_size_bytes = img.app_binary_bytes;
-            f.image_id = Some(img.id.clone());
-            f.image_size_bytes = img.size_bytes;
-            if let Some(text) = &img.versions {
-                f.versions = text
-                    .lines()
-                    .filter_map(|l| l.trim().split_once(char::is_whitespace))
-                    .map(|(k, v)| (k.to_string(), v.trim().to_string()))
-                    .collect();
-            }
+            super::execute::record_image(f, img);
         }
     }
 }
@@ -386,9 +375,23 @@ async fn measure(
         .frameworks
         .iter()
         .any(|p| p.scenarios.iter().any(|s| s.needs_database()));
-    let images = tokio::select! {
-        images = engine.ensure_images(&measured, database) => images.context("building the images")?,
-        () = cancel.cancelled() => return Ok(RunOutcome::Interrupted),
+    // On this daemon alone, each framework's image is built just before its
+    // first server: the first round waits for one image, not the roster's,
+    // and a framework whose image does not build fails alone. Loaders on
+    // other daemons (`hosts:`) need every image carried there first.
+    let (images, tags, deferred) = if hosts.is_none() {
+        let (images, tags) = tokio::select! {
+            built = engine.ensure_run_images(&measured, database) => built.context("building the images")?,
+            () = cancel.cancelled() => return Ok(RunOutcome::Interrupted),
+        };
+        (images, tags, measured.clone())
+    } else {
+        let images = tokio::select! {
+            images = engine.ensure_images(&measured, database) => images.context("building the images")?,
+            () = cancel.cancelled() => return Ok(RunOutcome::Interrupted),
+        };
+        let tags = images.tags();
+        (images, tags, Vec::new())
     };
     if let Some(h) = &hosts {
         let mut topology = h.topology(setup.profile.network);
@@ -434,7 +437,7 @@ async fn measure(
         }
         r.timing.image_check_s = image_check_s;
     })?;
-    let spec = RunSpec::resolve(&setup.profile, &setup.placement, &measured, &images.tags())?;
+    let spec = RunSpec::resolve(&setup.profile, &setup.placement, &measured, &tags)?;
     if let Some(certs) = spec.certs() {
         // The CA the loaders trusted, beside the results: anyone can check
         // which certificate a TLS cell was measured against. (The server's
@@ -461,6 +464,7 @@ async fn measure(
         }
     };
     lab.keep_logs_in(store.dir().join(report::LOGS_DIR));
+    lab.defer_images(deferred);
     let (mut observer, live) = progress::for_stderr(setup.plan.total_steps(), setup.plan.step_time);
     if let Some(live) = live {
         lab.show_live(live);
@@ -521,7 +525,7 @@ fn finish(
         if !interrupted && !engine_lost {
             r.finished_at = Some(Utc::now());
         }
-        let after = preflight::after_run(env_report);
+        let after = preflight::after_run(env_report, r.timing.load_after_builds);
         match r.resumed_environments.last_mut() {
             Some(resumed) => environment::add_after_run(&mut resumed.environment, &after),
             None => environment::add_after_run(&mut r.environment, &after),

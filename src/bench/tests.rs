@@ -329,6 +329,95 @@ async fn framework_that_cannot_start_is_recorded_and_the_others_run() {
 }
 
 #[tokio::test]
+async fn each_image_is_built_just_before_its_framework_and_a_broken_build_loses_nothing_measured() {
+    let run = setup(profile());
+    let mut lab = FakeLab::default();
+    lab.deferred = ["a".to_string(), "b".to_string()].into();
+    lab.scripts.insert(
+        "b".into(),
+        Script {
+            build_error: Some("docker build failed: COPY no-such-file".into()),
+            ..Script::default()
+        },
+    );
+    let mut store = run.store();
+    assert_eq!(
+        run.go(&mut lab, &mut store, &Cancel::new()).await,
+        RunOutcome::Finished
+    );
+    // a's image before a's server, b's after a's last round: the first
+    // round waited for one image.
+    let build_b = lab.log.iter().position(|l| l == "build b").unwrap();
+    let last_measure_a = lab
+        .log
+        .iter()
+        .rposition(|l| l.starts_with("measure a "))
+        .unwrap();
+    assert_eq!(lab.log[0], "build a", "{:?}", lab.log);
+    assert_eq!(lab.log[1], "start a#1", "{:?}", lab.log);
+    assert!(build_b > last_measure_a, "{:?}", lab.log);
+    assert_eq!(lab.starts("b"), 0);
+    let r = run.on_disk();
+    // a is measured whole, with its image's facts recorded.
+    assert_eq!(r.cells.iter().filter(|c| c.key.framework == "a").count(), 4);
+    let a = r.framework("a").unwrap();
+    assert_eq!(a.image_id.as_deref(), Some("sha256:built-a"));
+    assert_eq!(a.versions.get("a").map(String::as_str), Some("1.2.3"));
+    // b fails by name, with the build's words, and is skipped whole.
+    let why = r.framework("b").unwrap().failure.clone().unwrap();
+    assert!(why.contains("its image did not build"), "{why}");
+    assert!(why.contains("COPY no-such-file"), "{why}");
+    assert!(r
+        .skipped
+        .iter()
+        .any(|s| s.framework == "b" && s.scenario.is_none() && s.reason == why));
+    assert!(r
+        .incidents
+        .iter()
+        .any(|i| i.framework == "b" && i.what == why));
+    assert_eq!(r.remaining().len(), 4);
+    // Both builds count as image time; b's came after the first round.
+    assert_eq!(r.timing.image_check_s, 2.5);
+    assert_eq!(r.timing.builds_after_first_round_s, 0.0);
+    assert_eq!(r.timing.load_after_builds, Some(1.5));
+    assert_eq!(lab.leaked(), 0);
+}
+
+#[tokio::test]
+async fn interleaved_rounds_build_each_image_once_and_count_later_builds_apart() {
+    let run = setup(Profile {
+        interleave_rounds: true,
+        ..profile()
+    });
+    let mut lab = FakeLab::default();
+    lab.deferred = ["a".to_string(), "b".to_string()].into();
+    let mut store = run.store();
+    run.go(&mut lab, &mut store, &Cancel::new()).await;
+    let builds: Vec<&str> = lab
+        .log
+        .iter()
+        .filter(|l| l.starts_with("build ") || l.starts_with("start "))
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        builds,
+        [
+            "build a",
+            "start a#1",
+            "build b",
+            "start b#2",
+            "start a#3",
+            "start b#4"
+        ]
+    );
+    let r = run.on_disk();
+    assert!(r.remaining().is_empty());
+    assert_eq!(r.timing.image_check_s, 5.0);
+    // b's build came after a's first round: not the run's overhead.
+    assert_eq!(r.timing.builds_after_first_round_s, 2.5);
+}
+
+#[tokio::test]
 async fn scenario_failing_verify_is_rejected_without_being_measured() {
     let run = setup(profile());
     let mut lab = FakeLab::default();

@@ -19,7 +19,8 @@ use futures_util::StreamExt;
 use super::cleanup::{self, CleanupReport};
 use super::container::{AppliedLimits, ContainerSpec, ExitState};
 use super::engine::{
-    BuiltImages, ContainerOutput, Engine, Handle, LineSink, Readiness, ReadyCheck, ReadyStart,
+    BuiltImages, ContainerOutput, Engine, FrameworkImage, Handle, LineSink, Readiness, ReadyCheck,
+    ReadyStart,
 };
 use anyhow::Context;
 
@@ -347,6 +348,115 @@ pub fn cold_start_ms(started_at: &str, first_200_unix_ms: u64) -> Option<i64> {
     Some(first_200_unix_ms as i64 - started.timestamp_millis())
 }
 
+/// What a base error is about: `framework NAME: base `BASE``.
+fn base_of(fw: &Framework) -> String {
+    format!("framework {}: base `{}`", fw.name(), fw.manifest.base)
+}
+
+impl DockerEngine {
+    /// The images a run on this daemon needs before its first server:
+    /// fairground's own and the database's (when `database`), built or
+    /// reused now; and the tags each framework's image will have, planned
+    /// from its inputs but not built: the run builds each one just before
+    /// its framework's first server ([`Engine::ensure_framework_image`]),
+    /// so the first round does not wait for every image of the roster.
+    /// Older builds of all of these are pruned here.
+    pub async fn ensure_run_images(
+        &self,
+        frameworks: &[Framework],
+        database: bool,
+    ) -> anyhow::Result<(BuiltImages, crate::plan::spec::ImageTags)> {
+        let fairground = self.ensure_fairground().await?;
+        let database = self.ensure_database(database).await?;
+        let mut bases_planned = Vec::new();
+        let mut planned = BTreeMap::new();
+        for fw in frameworks {
+            let base_tag = if fw.manifest.base == "scratch" {
+                "scratch".to_string()
+            } else {
+                let tag = bases::plan(&fw.manifest.base, &self.opts)
+                    .map_err(|e| anyhow::Error::from(e).context(base_of(fw)))?
+                    .tag;
+                bases_planned.push(tag.clone());
+                tag
+            };
+            planned.insert(
+                fw.name().to_string(),
+                images::framework_tag(fw, &base_tag, &self.opts)?,
+            );
+        }
+        let current: Vec<&str> = std::iter::once(fairground.tag.as_str())
+            .chain(database.iter().map(|d| d.tag.as_str()))
+            .chain(bases_planned.iter().map(String::as_str))
+            .chain(planned.values().map(String::as_str))
+            .collect();
+        self.prune_images(&current).await?;
+        let built = BuiltImages {
+            fairground,
+            bases: Vec::new(),
+            frameworks: BTreeMap::new(),
+            database,
+        };
+        let mut tags = built.tags();
+        tags.frameworks = planned;
+        Ok((built, tags))
+    }
+
+    /// Remove the untagged build stages multi-stage builds leave (nothing
+    /// refers to them); how many.
+    pub async fn prune_build_stages(&self) -> anyhow::Result<usize> {
+        images::prune_build_stages(&self.docker).await
+    }
+
+    /// Build or reuse `fw`'s base and then its image (nothing pruned).
+    async fn build_framework(&self, fw: &Framework) -> anyhow::Result<FrameworkImage> {
+        let (base_tag, base) = bases::resolve(&self.docker, &fw.manifest.base, &self.opts)
+            .await
+            .map_err(|e| e.context(base_of(fw)))?;
+        let image = images::ensure_framework(&self.docker, fw, &base_tag, &self.opts).await?;
+        Ok(FrameworkImage { image, base })
+    }
+
+    /// The database image (base `postgres`) when `wanted`.
+    async fn ensure_database(&self, wanted: bool) -> anyhow::Result<Option<ImageInfo>> {
+        if !wanted {
+            return Ok(None);
+        }
+        Ok(Some(
+            bases::ensure(&self.docker, bases::DATABASE_BASE, &self.opts)
+                .await
+                .context("the database image (base `postgres`)")?,
+        ))
+    }
+
+    /// Remove build stages and older builds of the images this run uses
+    /// (`current`), unless [`KEEP_SUPERSEDED_ENV`] is set: several
+    /// checkouts of fairground sharing one daemon would remove each
+    /// other's images (and the build stages of a build under way).
+    async fn prune_images(&self, current: &[&str]) -> anyhow::Result<()> {
+        if std::env::var_os(KEEP_SUPERSEDED_ENV).is_some() {
+            return Ok(());
+        }
+        // Multi-stage builds leave their build stages as untagged images:
+        // nothing refers to them, so they would only pile up.
+        self.prune_build_stages().await?;
+        // Older builds of the same images (inputs since changed) are never
+        // used again: remove them rather than let every edit leave one.
+        let pruned = images::prune_superseded(&self.docker, &self.opts.run, current).await?;
+        for tag in &pruned.removed {
+            (self.opts.progress)(&format!("removed superseded image {tag}"));
+        }
+        if !pruned.held_by.is_empty() {
+            (self.opts.progress)(&format!(
+                "superseded images kept: fairground containers exist ({}); \
+                 they go with their run, or with `fairground clean`",
+                pruned.held_by.join(", ")
+            ));
+        }
+        Ok(())
+    }
+}
+
 impl Engine for DockerEngine {
     async fn ensure_images(
         &self,
@@ -357,63 +467,33 @@ impl Engine for DockerEngine {
         let mut base_infos: BTreeMap<String, ImageInfo> = BTreeMap::new();
         let mut fw_infos = BTreeMap::new();
         for fw in frameworks {
-            let (base_tag, base_info) = bases::resolve(&self.docker, &fw.manifest.base, &self.opts)
-                .await
-                .map_err(|e| {
-                    e.context(format!(
-                        "framework {}: base `{}`",
-                        fw.name(),
-                        fw.manifest.base
-                    ))
-                })?;
-            if let Some(b) = base_info {
+            let FrameworkImage { image, base } = self.build_framework(fw).await?;
+            if let Some(b) = base {
                 base_infos.insert(b.name.clone(), b);
             }
-            let info = images::ensure_framework(&self.docker, fw, &base_tag, &self.opts).await?;
-            fw_infos.insert(fw.name().to_string(), info);
+            fw_infos.insert(fw.name().to_string(), image);
         }
-        let database = if database {
-            Some(
-                bases::ensure(&self.docker, bases::DATABASE_BASE, &self.opts)
-                    .await
-                    .context("the database image (base `postgres`)")?,
-            )
-        } else {
-            None
-        };
-        // Several checkouts of fairground sharing one daemon would remove
-        // each other's images (and the build stages of a build under way)
-        // at every build; they can opt out.
-        if std::env::var_os(KEEP_SUPERSEDED_ENV).is_none() {
-            // Multi-stage builds leave their build stages as untagged
-            // images: nothing refers to them, so they would only pile up.
-            images::prune_build_stages(&self.docker).await?;
-            // Older builds of the same images (inputs since changed) are
-            // never used again: remove them rather than let every edit
-            // leave one.
-            let current: Vec<&str> = std::iter::once(fairground.tag.as_str())
-                .chain(base_infos.values().map(|b| b.tag.as_str()))
-                .chain(fw_infos.values().map(|f| f.tag.as_str()))
-                .chain(database.iter().map(|d| d.tag.as_str()))
-                .collect();
-            let pruned = images::prune_superseded(&self.docker, &self.opts.run, &current).await?;
-            for tag in &pruned.removed {
-                (self.opts.progress)(&format!("removed superseded image {tag}"));
-            }
-            if !pruned.held_by.is_empty() {
-                (self.opts.progress)(&format!(
-                    "superseded images kept: fairground containers exist ({}); \
-                     they go with their run, or with `fairground clean`",
-                    pruned.held_by.join(", ")
-                ));
-            }
-        }
+        let database = self.ensure_database(database).await?;
+        let current: Vec<&str> = std::iter::once(fairground.tag.as_str())
+            .chain(base_infos.values().map(|b| b.tag.as_str()))
+            .chain(fw_infos.values().map(|f| f.tag.as_str()))
+            .chain(database.iter().map(|d| d.tag.as_str()))
+            .collect();
+        self.prune_images(&current).await?;
         Ok(BuiltImages {
             fairground,
             bases: base_infos.into_values().collect(),
             frameworks: fw_infos,
             database,
         })
+    }
+
+    async fn ensure_framework_image(&self, fw: &Framework) -> anyhow::Result<FrameworkImage> {
+        let built = self.build_framework(fw).await?;
+        if std::env::var_os(KEEP_SUPERSEDED_ENV).is_none() {
+            self.prune_build_stages().await?;
+        }
+        Ok(built)
     }
 
     async fn host_cpus(&self) -> anyhow::Result<Vec<usize>> {

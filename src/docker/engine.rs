@@ -143,6 +143,16 @@ impl BuiltImages {
     }
 }
 
+/// A framework's image as [`Engine::ensure_framework_image`] built or
+/// reused it, with the base it was built from (`None`: `scratch`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FrameworkImage {
+    /// The framework's image.
+    pub image: ImageInfo,
+    /// Its base image.
+    pub base: Option<ImageInfo>,
+}
+
 /// The container operations the run pipeline needs. See the module docs
 /// for the order of calls in a run.
 pub trait Engine: Send + Sync {
@@ -154,6 +164,13 @@ pub trait Engine: Send + Sync {
         frameworks: &[Framework],
         database: bool,
     ) -> impl Future<Output = anyhow::Result<BuiltImages>> + Send;
+    /// Build or reuse the image of one framework (and its base), under the
+    /// tag its inputs give it: a run builds each just before its
+    /// framework's first server.
+    fn ensure_framework_image(
+        &self,
+        fw: &Framework,
+    ) -> impl Future<Output = anyhow::Result<FrameworkImage>> + Send;
     /// CPUs of the daemon's host, for `cpuset: auto`
     /// ([`super::container::allocate_cpusets`]).
     fn host_cpus(&self) -> impl Future<Output = anyhow::Result<Vec<usize>>> + Send;

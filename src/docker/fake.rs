@@ -10,7 +10,7 @@ use std::time::Duration;
 use super::cleanup::CleanupReport;
 use super::container::{AppliedLimits, ContainerSpec, ExitState, Role};
 use super::engine::{
-    BuiltImages, ContainerOutput, Engine, Handle, LineSink, Readiness, ReadyCheck,
+    BuiltImages, ContainerOutput, Engine, FrameworkImage, Handle, LineSink, Readiness, ReadyCheck,
 };
 use super::images::{self, ImageInfo};
 use super::network::NetworkInfo;
@@ -35,6 +35,8 @@ pub struct FakeScript {
     pub samples: Vec<CgroupReading>,
     /// CPUs `host_cpus` reports.
     pub host_cpus: usize,
+    /// When set, `ensure_framework_image` fails with this message.
+    pub image_build_error: Option<String>,
 }
 
 impl Default for FakeScript {
@@ -47,6 +49,7 @@ impl Default for FakeScript {
             server_oom: false,
             samples: vec![CgroupReading::default()],
             host_cpus: 4,
+            image_build_error: None,
         }
     }
 }
@@ -179,6 +182,17 @@ impl Engine for FakeEngine {
                 })
                 .collect(),
             database: database.then(|| Self::image(images::ImageKind::Base, "postgres")),
+        })
+    }
+
+    async fn ensure_framework_image(&self, fw: &Framework) -> anyhow::Result<FrameworkImage> {
+        self.log(format!("ensure_framework_image {}", fw.name()));
+        if let Some(e) = &self.script.image_build_error {
+            anyhow::bail!("framework {}: {e}", fw.name());
+        }
+        Ok(FrameworkImage {
+            image: Self::image(images::ImageKind::Framework, fw.name()),
+            base: None,
         })
     }
 

@@ -237,9 +237,15 @@ fn run_cpus(report: &EnvReport) -> f64 {
 }
 
 /// Judge the 1-minute load average `now` (read after the run) against the
-/// one recorded before it. The run's own CPUs explain part of any rise; a
-/// rise beyond them plus a margin means something else ran in the window.
-pub fn judge_after_run(report: &EnvReport, now: Option<f64>) -> CheckResult {
+/// one recorded before it, or the one right after the run's own image
+/// builds (`after_builds`) when higher: those builds ran between rounds,
+/// not in a window. The run's own CPUs explain part of any rise; a rise
+/// beyond them plus a margin means something else ran in the window.
+pub fn judge_after_run(
+    report: &EnvReport,
+    after_builds: Option<f64>,
+    now: Option<f64>,
+) -> CheckResult {
     let cores = report.host.cores_online.unwrap_or(1).max(1) as f64;
     let own = run_cpus(report);
     let margin = LOAD_ROSE_MARGIN_PER_CORE * cores;
@@ -248,12 +254,17 @@ pub fn judge_after_run(report: &EnvReport, now: Option<f64>) -> CheckResult {
     let remedy = "rerun the cells measured in this window when the host is quiet";
     let (verdict, measured, threshold) = match (report.host.loadavg_1m, now) {
         (Some(before), Some(after)) => {
-            let limit = before + own + margin;
+            let (start, builds) = match after_builds {
+                Some(b) if b > before => (b, format!(" ({b:.2} after the run's image builds)")),
+                _ => (before, String::new()),
+            };
+            let limit = start + own + margin;
             (
                 if after > limit { CheckStatus::Warn } else { CheckStatus::Pass },
-                format!("1-minute load {before:.2} before, {after:.2} after"),
+                format!("1-minute load {before:.2} before{builds}, {after:.2} after"),
                 format!(
-                    "≤ {limit:.2} (before + {own} CPUs of the run + {LOAD_ROSE_MARGIN_PER_CORE} per core)"
+                    "≤ {limit:.2} ({} + {own} CPUs of the run + {LOAD_ROSE_MARGIN_PER_CORE} per core)",
+                    if builds.is_empty() { "before" } else { "after the builds" }
                 ),
             )
         }

@@ -412,10 +412,12 @@ pub fn judge(
 }
 
 /// After the run: read the 1-minute load average again and judge whether it
-/// rose more than the run itself explains (see [`load::judge_after_run`]).
-pub fn after_run(report: &EnvReport) -> CheckResult {
+/// rose more than the run itself explains (see [`load::judge_after_run`]);
+/// `after_builds` is the load right after the images the run built between
+/// rounds, if any.
+pub fn after_run(report: &EnvReport, after_builds: Option<f64>) -> CheckResult {
     let now = crate::host::proc::read_loadavg(&report.root);
-    load::judge_after_run(report, now)
+    load::judge_after_run(report, after_builds, now)
 }
 
 fn host_summary(env: &Env<'_>) -> HostSummary {

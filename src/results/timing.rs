@@ -121,8 +121,20 @@ pub struct RunTiming {
     /// Judging the environment (preflight, including any wait for it to
     /// become quiet), seconds.
     pub preflight_s: f64,
-    /// Checking (and if needed building) every image, seconds.
+    /// Checking (and if needed building) every image, seconds: before the
+    /// first server, plus each framework's image built just before its
+    /// first server.
     pub image_check_s: f64,
+    /// The part of `image_check_s` spent after the first round (images of
+    /// later frameworks), which `first_round_to_end_s` holds too, seconds.
+    #[serde(default)]
+    pub builds_after_first_round_s: f64,
+    /// The host's 1-minute load average right after the last image built
+    /// during the run, if one was: the after-run load check starts from the
+    /// higher of it and the load before the run, so the run's own builds
+    /// are not taken for other work.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_after_builds: Option<f64>,
     /// From the run's start to its first loader being asked for, seconds.
     pub to_first_round_s: f64,
     /// From the first loader being asked for to the end of the last
@@ -133,11 +145,13 @@ pub struct RunTiming {
 }
 
 impl RunTiming {
-    /// `first_round_to_end_s` over the warm-up and window time inside it:
-    /// 1.0 would be a run that did nothing but load.
+    /// `first_round_to_end_s` (less the image builds inside it) over the
+    /// warm-up and window time inside it: 1.0 would be a run that did
+    /// nothing but load.
     pub fn overhead_ratio(&self) -> Option<f64> {
         let load = self.phases.load_s();
-        (load > 0.0 && self.first_round_to_end_s > 0.0).then(|| self.first_round_to_end_s / load)
+        let spent = self.first_round_to_end_s - self.builds_after_first_round_s;
+        (load > 0.0 && spent > 0.0).then(|| spent / load)
     }
 }
 
@@ -168,5 +182,12 @@ mod tests {
         };
         assert_eq!(t.overhead_ratio(), Some(1.25));
         assert_eq!(RunTiming::default().overhead_ratio(), None);
+        // Images built between rounds are not the run's overhead.
+        let built = RunTiming {
+            first_round_to_end_s: 30.0,
+            builds_after_first_round_s: 20.0,
+            ..t
+        };
+        assert_eq!(built.overhead_ratio(), Some(1.25));
     }
 }

@@ -15,7 +15,7 @@ use std::time::Duration;
 use anyhow::Context;
 
 use super::host::HostProbe;
-use super::lab::{Lab, Measured, Started, Urls};
+use super::lab::{Lab, Measured, Prepared, Started, Urls};
 use crate::contract::{Protocol, Scenario};
 use crate::docker::cleanup::CleanupReport;
 use crate::docker::container::{ContainerSpec, HOST_NETWORK};
@@ -100,6 +100,9 @@ pub struct DockerLab<'a, E: Engine> {
     expected_loader: Option<LoaderSpec>,
     /// Whether a calibration probe failed already (said once).
     probe_failed: bool,
+    /// Frameworks whose image is built just before their first server
+    /// ([`Lab::prepare`]), by name.
+    deferred: BTreeMap<String, crate::framework::Framework>,
 }
 
 /// Loaders on other Docker daemons (a profile's `hosts:`), aimed at the
@@ -158,6 +161,7 @@ impl<'a, E: Engine> DockerLab<'a, E> {
             loader_host: None,
             expected_loader: None,
             probe_failed: false,
+            deferred: BTreeMap::new(),
         }
     }
 
@@ -180,6 +184,15 @@ impl<'a, E: Engine> DockerLab<'a, E> {
             }
         }
         Ok(report)
+    }
+
+    /// Build the images of `frameworks` only just before each one's first
+    /// server ([`Lab::prepare`]), under the tags the run's specs planned.
+    pub fn defer_images(&mut self, frameworks: Vec<crate::framework::Framework>) {
+        self.deferred = frameworks
+            .into_iter()
+            .map(|f| (f.name().to_string(), f))
+            .collect();
     }
 
     /// Send each second of every round's progress to `sink`.
@@ -345,6 +358,35 @@ impl<E: Engine> Lab for DockerLab<'_, E> {
 
     fn expect_loader(&mut self, loader: &LoaderSpec) {
         self.expected_loader = Some(loader.clone());
+    }
+
+    async fn prepare(&mut self, spec: &ServerSpec) -> anyhow::Result<Option<Prepared>> {
+        // Taken out whatever happens: a framework whose image failed is not
+        // built again (its failure is recorded once).
+        let Some(fw) = self.deferred.remove(&spec.framework) else {
+            return Ok(None);
+        };
+        let t = std::time::Instant::now();
+        let built = self.engine.ensure_framework_image(&fw).await?;
+        anyhow::ensure!(
+            built.image.tag == spec.image,
+            "framework {}: its image was built as {} but the run planned {} (did {} change \
+             during the run?); rerun to measure it as it is now",
+            spec.framework,
+            built.image.tag,
+            spec.image,
+            fw.dir.display()
+        );
+        let load_after = if built.image.reused {
+            None
+        } else {
+            crate::host::proc::read_loadavg(std::path::Path::new("/"))
+        };
+        Ok(Some(Prepared {
+            image: built.image,
+            seconds: t.elapsed().as_secs_f64(),
+            load_after,
+        }))
     }
 
     async fn start(&mut self, spec: &ServerSpec) -> anyhow::Result<(DockerServer, Started)> {

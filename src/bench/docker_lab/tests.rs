@@ -477,3 +477,62 @@ fn database_counts_read_late_in_the_window_stand_for_the_responses_after_the_rea
     assert_eq!(super::counted_responses(30_000, 10 * s, 13 * s, 14 * s), 0);
     assert_eq!(super::counted_responses(5, 10 * s, 10 * s, 11 * s), 5);
 }
+
+#[test]
+fn a_deferred_image_is_built_once_before_the_first_start_under_its_planned_tag() {
+    let profile = profile();
+    let spec = spec(&profile);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let engine = FakeEngine::new(FakeScript::default());
+    rt.block_on(async {
+        let mut lab = DockerLab::open(&engine, RunId("t".into()), Network::Bridge)
+            .await
+            .unwrap();
+        // Nothing deferred: the image was made before the run.
+        assert_eq!(lab.prepare(spec.server("a").unwrap()).await.unwrap(), None);
+        lab.defer_images(vec![framework("a", &[Scenario::Plaintext])]);
+        let built = lab
+            .prepare(spec.server("a").unwrap())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(built.image.tag, spec.server("a").unwrap().image);
+        // Once per run, however many times its server starts.
+        assert_eq!(lab.prepare(spec.server("a").unwrap()).await.unwrap(), None);
+        let builds = engine
+            .calls()
+            .iter()
+            .filter(|c| c.starts_with("ensure_framework_image"))
+            .count();
+        assert_eq!(builds, 1);
+        // An image whose tag is not the one the run planned (the folder
+        // changed under the run) is refused, naming both.
+        let mut other = spec.server("a").unwrap().clone();
+        other.image = "fairground/fw-a:111111111111".into();
+        lab.defer_images(vec![framework("a", &[Scenario::Plaintext])]);
+        let e = format!("{:#}", lab.prepare(&other).await.unwrap_err());
+        assert!(
+            e.contains("fairground/fw-a:111111111111") && e.contains("fake/a:000000000000"),
+            "{e}"
+        );
+    });
+    // A build that fails says which framework and why.
+    let broken = FakeEngine::new(FakeScript {
+        image_build_error: Some("COPY failed: no-such-file".into()),
+        ..FakeScript::default()
+    });
+    rt.block_on(async {
+        let mut lab = DockerLab::open(&broken, RunId("t".into()), Network::Bridge)
+            .await
+            .unwrap();
+        lab.defer_images(vec![framework("a", &[Scenario::Plaintext])]);
+        let e = format!(
+            "{:#}",
+            lab.prepare(spec.server("a").unwrap()).await.unwrap_err()
+        );
+        assert!(
+            e.contains("framework a") && e.contains("no-such-file"),
+            "{e}"
+        );
+    });
+}

@@ -55,6 +55,21 @@ fn inputs_hash(
     Ok(hex::encode(h.finalize()))
 }
 
+/// The tag [`ensure_framework`] builds `fw` under FROM `base_tag`, known
+/// before anything is built: a run resolves its containers' specs with it
+/// and builds each framework's image only just before its first server.
+pub fn framework_tag(
+    fw: &Framework,
+    base_tag: &str,
+    opts: &ImageOptions,
+) -> anyhow::Result<String> {
+    Ok(tag_of(fw, &framework_inputs_hash(fw, base_tag, opts)?))
+}
+
+fn tag_of(fw: &Framework, hash: &str) -> String {
+    format!("fairground/fw-{}:{}", fw.name(), short(hash))
+}
+
 /// Build (or reuse) `fairground/fw-NAME:<inputs hash>` FROM `base_tag`
 /// (`scratch` or a resolved base image tag).
 pub async fn ensure_framework(
@@ -66,7 +81,7 @@ pub async fn ensure_framework(
     let name = fw.name().to_string();
     let plan = rust_plan(fw, opts)?;
     let hash = inputs_hash(fw, base_tag, plan.as_ref())?;
-    let tag = format!("fairground/fw-{name}:{}", short(&hash));
+    let tag = tag_of(fw, &hash);
     let info = |reused| {
         finish_info(
             docker,

@@ -43,7 +43,7 @@ pub use fairground::{
     static_bin_path, FAIRGROUND_DOCKERFILE, FAIRGROUND_IN_IMAGE, FAIRGROUND_REPO, STATIC_BIN_ENV,
 };
 pub use files::{file_size_in_image, read_bytes_from_container, read_file_from_image};
-pub use framework::{ensure_framework, framework_inputs_hash};
+pub use framework::{ensure_framework, framework_inputs_hash, framework_tag};
 
 /// The target static binaries are built for.
 pub const STATIC_TARGET: &str = "x86_64-unknown-linux-gnu";
