@@ -36,7 +36,9 @@
 # LOADER_CPU (1), LOCK (/tmp/fairground-docker.lock; empty: no lock),
 # FG_FLAGS (extra flags for fairground load), NO_BUILD=1 to use the existing
 # target/release/fairground, FG_BIN=PATH to measure another fairground binary
-# (e.g. an older build, for a before/after figure).
+# (e.g. an older build, for a before/after figure), REF_BIN=PATH to compare
+# with another fairground binary instead of wrk/h2load (named REF_NAME in the
+# output; scripts/bench-release-profile.sh compares two release profiles so).
 set -euo pipefail
 
 DURATION=${DURATION:-10s}
@@ -157,8 +159,10 @@ url() {
   esac
 }
 
-# run_ref CONNS -> "rps responses cpu_s": wrk for HTTP/1.1, h2load for HTTP/2.
+# run_ref CONNS -> "rps responses cpu_s": wrk for HTTP/1.1, h2load for HTTP/2,
+# or the fairground binary REF_BIN.
 run_ref() {
+  if [[ -n "${REF_BIN:-}" ]]; then BIN="$REF_BIN" run_fg "$1"; return; fi
   case "$PROTO" in
     h2 | h2c) run_h2load "$1" ;;
     *) run_wrk "$1" ;;
@@ -221,6 +225,7 @@ print(r["throughput_rps"], total, sys.argv[2])
 PY
 }
 
+export REF_NAME=${REF_NAME:-${REF_BIN:+reference}}
 echo "bench-loader: servers on cpu $SERVER_CPU, loaders on cpu $LOADER_CPU (one thread each), $DURATION per run, $PAIRS pairs"
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 SUMMARY="$TMP/summary"
@@ -249,11 +254,11 @@ for server in $SERVERS; do
       fi
       echo "$label $c $w_rps $w_n $w_cpu $f_rps $f_n $f_cpu" >> "$SUMMARY"
       python3 - "$label" "$c" "$pair" "$w_rps" "$w_n" "$w_cpu" "$f_rps" "$f_n" "$f_cpu" <<'PY'
-import sys
+import os, sys
 s, c, pair = sys.argv[1:4]
 w_rps, w_n, w_cpu, f_rps, f_n, f_cpu = map(float, sys.argv[4:])
 wpr, fpr = w_cpu * 1e6 / w_n, f_cpu * 1e6 / f_n
-ref = "h2load" if s.endswith(("/h2", "/h2c")) else "wrk"
+ref = os.environ.get("REF_NAME") or ("h2load" if s.endswith(("/h2", "/h2c")) else "wrk")
 print(f"  {s:11} c={c:<5} pair {pair}: {ref} {w_rps:9.0f} req/s {wpr:6.2f} us CPU/resp | "
       f"fairground {f_rps:9.0f} req/s {fpr:6.2f} us CPU/resp | req/s ratio {f_rps / w_rps:.3f}, CPU ratio {fpr / wpr:.3f}")
 PY
@@ -265,21 +270,25 @@ done
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 python3 - "$SUMMARY" <<'PY'
-import statistics, sys
+import os, statistics, sys
 rows = {}
 for line in open(sys.argv[1]):
     s, c, *v = line.split()
     rows.setdefault((s, int(c)), []).append(list(map(float, v)))
 print("summary (medians over pairs; goals: http1 req/s ratio >= 1.3 and CPU ratio <= 0.75; https, h2, h2c >= 1.0 and <= 1.0):")
 for (s, c), pairs in rows.items():
-    ref = "h2load" if s.endswith(("/h2", "/h2c")) else "wrk"
+    ref = os.environ.get("REF_NAME") or ("h2load" if s.endswith(("/h2", "/h2c")) else "wrk")
     goal_rps, goal_cpu = (1.0, 1.0) if "/" in s else (1.3, 0.75)
     rps_ratio = statistics.median(f_rps / w_rps for w_rps, _, _, f_rps, _, _ in pairs)
     wpr = statistics.median(w_cpu * 1e6 / w_n for _, w_n, w_cpu, _, _, _ in pairs)
     fpr = statistics.median(f_cpu * 1e6 / f_n for _, _, _, _, f_n, f_cpu in pairs)
     cpu_ratio = statistics.median((f_cpu / f_n) / (w_cpu / w_n) for _, w_n, w_cpu, _, f_n, f_cpu in pairs)
-    print(f"  {s:11} c={c:<5} vs {ref}: req/s ratio {rps_ratio:.3f} ({'meets' if rps_ratio >= goal_rps else 'misses'} {goal_rps}) | "
-          f"CPU per response: {ref} {wpr:.2f} us, fairground {fpr:.2f} us, ratio {cpu_ratio:.3f} "
-          f"({'meets' if cpu_ratio <= goal_cpu else 'misses'} {goal_cpu}) | one-core ceiling: {ref} {1e6 / wpr:,.0f} req/s, "
+    # Two fairground binaries (REF_BIN) have no goal, only a ratio.
+    goals = not os.environ.get("REF_BIN")
+    meets_rps = f" ({'meets' if rps_ratio >= goal_rps else 'misses'} {goal_rps})" if goals else ""
+    meets_cpu = f" ({'meets' if cpu_ratio <= goal_cpu else 'misses'} {goal_cpu})" if goals else ""
+    print(f"  {s:11} c={c:<5} vs {ref}: req/s ratio {rps_ratio:.3f}{meets_rps} | "
+          f"CPU per response: {ref} {wpr:.2f} us, fairground {fpr:.2f} us, ratio {cpu_ratio:.3f}"
+          f"{meets_cpu} | one-core ceiling: {ref} {1e6 / wpr:,.0f} req/s, "
           f"fairground {1e6 / fpr:,.0f} req/s")
 PY
