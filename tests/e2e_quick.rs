@@ -1,6 +1,6 @@
 //! `make bench PROFILE=quick`, as CI can afford it: the shipped quick profile
 //! run end to end by the real binary against real framework containers
-//! (hyper, axum, go-nethttp), then the evidence checked: results.json
+//! (node-http, hyper, go-nethttp), then the evidence checked: results.json
 //! validates against docs/results.schema.json, every cell has a verdict with
 //! reasons where it is not accepted, the Markdown tables are there, and
 //! SHA256SUMS verifies every file it lists.
@@ -88,7 +88,14 @@ fn quick_profile_runs_end_to_end_with_verifiable_evidence() {
 
     // The tables people read.
     let md = std::fs::read_to_string(dir.join("results.md")).unwrap();
-    for needle in ["plaintext", "json", "hyper", "axum", "go-nethttp", "|---"] {
+    for needle in [
+        "plaintext",
+        "json",
+        "node-http",
+        "hyper",
+        "go-nethttp",
+        "|---",
+    ] {
         assert!(md.contains(needle), "results.md lacks {needle}:\n{md}");
     }
     let stats = std::fs::read_to_string(dir.join("stats.md")).unwrap();

@@ -50,7 +50,7 @@ fn refuses_a_profile_naming_frameworks_the_folder_lacks() {
         dir.path().join("out").to_str().unwrap(),
     ]);
     assert_eq!(code, Some(2), "{err}");
-    assert!(err.contains("no framework `hyper`"), "{err}");
+    assert!(err.contains("no framework `node-http`"), "{err}");
     assert!(
         err.contains(dir.path().to_str().unwrap()),
         "names the folder searched: {err}"
