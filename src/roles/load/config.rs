@@ -86,7 +86,7 @@ impl TlsClient {
     /// agrees `http/1.1` and the loader can say so ("ALPN agreed http/1.1,
     /// not h2") instead of a bare `no_application_protocol` alert. The
     /// loader never speaks what it did not ask for: a connection where h2
-    /// was not agreed is a failed handshake (`conn::alpn_refused`).
+    /// was not agreed is a failed handshake (`conn::connect::alpn_refused`).
     pub fn new(
         ca_pem: &[u8],
         name: &str,

@@ -970,7 +970,7 @@ mod tests {
 
     #[test]
     fn alpn_must_agree_h2_and_https_takes_http11_or_nothing() {
-        use super::super::alpn_refused as refused;
+        use super::super::connect::alpn_refused as refused;
         assert_eq!(refused(Protocol::H2, Some(b"h2")), None);
         assert_eq!(
             refused(Protocol::H2, Some(b"http/1.1")).as_deref(),
