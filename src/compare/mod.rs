@@ -206,15 +206,17 @@ fn sample(metric: Metric, cell: &Cell) -> stats::Sample {
     }
     let with: Vec<_> = kept
         .iter()
-        .filter_map(|r| metric.of(r).map(|v| (v, metric.windows(r))))
+        .filter_map(|r| metric.of(r).map(|v| (v, metric.windows(r), r.index)))
         .collect();
-    let values: Vec<f64> = with.iter().map(|(v, _)| *v).collect();
-    let windows: Vec<&[f64]> = with.iter().filter_map(|(_, w)| *w).collect();
+    let values: Vec<f64> = with.iter().map(|(v, _, _)| *v).collect();
+    let windows: Vec<&[f64]> = with.iter().filter_map(|(_, w, _)| *w).collect();
+    let rounds: Vec<u32> = with.iter().map(|(_, _, i)| *i).collect();
     if windows.is_empty() {
         stats::Sample::of_rounds(values)
     } else {
         stats::Sample::with_windows(values, &windows)
     }
+    .of_rounds_numbered(rounds)
 }
 
 /// The typical round-to-round range of a metric over every cell compared

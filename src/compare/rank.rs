@@ -83,23 +83,43 @@ pub fn assign(results: &mut Results) {
         if samples.len() < 2 {
             continue;
         }
-        for (i, rank) in groups(&samples, headline(&results.cells[members[0]])) {
+        let paired = results.profile.interleave_rounds;
+        for (i, rank) in groups(&samples, headline(&results.cells[members[0]]), paired) {
             results.cells[i].rank = Some(rank);
         }
     }
 }
 
 /// The rank group of each sample (tagged by its cell index) of one column,
-/// judged by `metric`.
-fn groups(samples: &[(usize, stats::Sample)], metric: Metric) -> Vec<(usize, RankGroup)> {
+/// judged by `metric`. With `paired` (the run interleaved its rounds, so
+/// round *i* of every framework is one block in time), a pair is judged on
+/// the ratios of the rounds both measured in the same block
+/// ([`stats::paired_estimate_at`]), falling back to Welch's interval when
+/// fewer than [`MIN_ROUNDS`] rounds pair up.
+fn groups(
+    samples: &[(usize, stats::Sample)],
+    metric: Metric,
+    paired: bool,
+) -> Vec<(usize, RankGroup)> {
     let k = samples.len();
     let pairs = (k * k.saturating_sub(1) / 2).max(1);
     let confidence = 1.0 - FAMILY_ERROR / pairs as f64;
     // better[i]: how many are clearly better than i; worse[i]: clearly worse.
     let (mut better, mut worse) = (vec![0u32; k], vec![0u32; k]);
+    // Pairs of each judged unpaired (Welch).
+    let mut unpaired = vec![0u32; k];
     for a in 0..k {
         for b in a + 1..k {
-            let Ok(e) = stats::estimate_at(&samples[a].1, &samples[b].1, confidence) else {
+            let (x, y) = (&samples[a].1, &samples[b].1);
+            let e = match paired.then(|| stats::paired_estimate_at(x, y, confidence)) {
+                Some(Ok(e)) => Ok(e),
+                _ => {
+                    unpaired[a] += 1;
+                    unpaired[b] += 1;
+                    stats::estimate_at(x, y, confidence)
+                }
+            };
+            let Ok(e) = e else {
                 continue;
             };
             // b against a: improved means b is better.
@@ -126,6 +146,7 @@ fn groups(samples: &[(usize, stats::Sample)], metric: Metric) -> Vec<(usize, Ran
                     of: k as u32,
                     by: metric.label().to_string(),
                     pair_confidence: confidence,
+                    paired: unpaired[i] == 0,
                 },
             )
         })
@@ -148,7 +169,7 @@ mod tests {
             .enumerate()
             .map(|(i, v)| (i, sample(v)))
             .collect();
-        groups(&s, Metric::Throughput)
+        groups(&s, Metric::Throughput, false)
             .into_iter()
             .map(|(_, r)| (r.low, r.high))
             .collect()
@@ -174,6 +195,20 @@ mod tests {
             &[1000.0, 1002.0, 998.0, 1001.0],
         ]);
         assert_eq!(r, vec![(1, 2), (1, 3), (2, 3)]);
+    }
+
+    #[test]
+    fn an_interleaved_run_ranks_by_pairs_and_says_so() {
+        let mut r = crate::testdata::sample_results();
+        assign(&mut r);
+        let ranked: Vec<&RankGroup> = r.cells.iter().filter_map(|c| c.rank.as_ref()).collect();
+        assert!(!ranked.is_empty());
+        assert!(ranked.iter().all(|g| !g.paired), "{ranked:?}");
+        r.profile.interleave_rounds = true;
+        assign(&mut r);
+        let ranked: Vec<&RankGroup> = r.cells.iter().filter_map(|c| c.rank.as_ref()).collect();
+        assert!(!ranked.is_empty());
+        assert!(ranked.iter().all(|g| g.paired), "{ranked:?}");
     }
 
     #[test]
@@ -208,7 +243,7 @@ mod tests {
             (0, sample(&[900.0, 910.0, 905.0])),
             (1, sample(&[600.0, 605.0, 598.0])),
         ];
-        let g = groups(&s, Metric::LatencyP99);
+        let g = groups(&s, Metric::LatencyP99, false);
         assert_eq!((g[0].1.low, g[0].1.high), (2, 2));
         assert_eq!((g[1].1.low, g[1].1.high), (1, 1));
         assert_eq!(g[1].1.by, "p99");
@@ -238,7 +273,7 @@ mod tests {
                     (i, sample(&v))
                 })
                 .collect();
-            let g = groups(&s, Metric::Throughput);
+            let g = groups(&s, Metric::Throughput, false);
             if g.iter().any(|(_, r)| r.low > 1 || r.high < r.of) {
                 split += 1;
             }
@@ -247,6 +282,86 @@ mod tests {
             }
         }
         (split as f64 / TRIALS as f64, apart as f64 / TRIALS as f64)
+    }
+
+    /// Like [`simulate`], with the machine's slow phases: every block
+    /// (round *i* of every framework) shares a drift of log-sd `drift`,
+    /// each round adds its own noise `sigma`; judged paired or not.
+    fn simulate_blocks(
+        n: usize,
+        drift: f64,
+        sigma: f64,
+        true_ratios: &[f64],
+        paired: bool,
+    ) -> (f64, f64) {
+        const TRIALS: usize = 2000;
+        let mut rng = rand::rngs::StdRng::seed_from_u64(29);
+        let (mut split, mut apart) = (0, 0);
+        for _ in 0..TRIALS {
+            let blocks: Vec<f64> = (0..n).map(|_| drift * normal(&mut rng)).collect();
+            let s: Vec<(usize, stats::Sample)> = true_ratios
+                .iter()
+                .enumerate()
+                .map(|(i, &r)| {
+                    let v: Vec<f64> = blocks
+                        .iter()
+                        .map(|b| 1000.0 * r * (b + sigma * normal(&mut rng)).exp())
+                        .collect();
+                    (i, sample(&v).of_rounds_numbered((0..n as u32).collect()))
+                })
+                .collect();
+            let g = groups(&s, Metric::Throughput, paired);
+            assert!(g.iter().all(|(_, r)| r.paired == paired));
+            if g.iter().any(|(_, r)| r.low > 1 || r.high < r.of) {
+                split += 1;
+            }
+            if g.iter().all(|(_, r)| r.low == r.high) {
+                apart += 1;
+            }
+        }
+        (split as f64 / TRIALS as f64, apart as f64 / TRIALS as f64)
+    }
+
+    #[test]
+    fn paired_blocks_cancel_the_machines_drift() {
+        // This machine's slow phases: rounds of one framework 7% apart
+        // (docs/methodology.md, the A/A study: CV 3.4-13%, and the slow
+        // rounds are slow in CPU per request, the machine's own speed);
+        // what a block does not share, 2%.
+        let (drift, sigma) = (0.07, 0.02);
+        for n in [3, 6, 10] {
+            for k in [2, 5] {
+                let (split, _) = simulate_blocks(n, drift, sigma, &vec![1.0; k], true);
+                eprintln!(
+                    "A/A paired, {k} copies, {n} blocks, drift 7%, noise 2%: split in {:.2}%",
+                    split * 100.0
+                );
+                assert!(split < 0.05, "{k} copies, {n} blocks: {split}");
+            }
+        }
+        // 5% apart: with 15 blocks (of 3 s windows: under a minute of
+        // windows per framework) pairing ranks them apart; Welch's interval
+        // counts the drift on both sides and almost never does.
+        let (_, paired) = simulate_blocks(15, drift, sigma, &[1.0, 1.05], true);
+        let (_, welch) = simulate_blocks(15, drift, sigma, &[1.0, 1.05], false);
+        let (_, paired10) = simulate_blocks(10, drift, sigma, &[1.0, 1.05], true);
+        eprintln!(
+            "5% apart, drift 7%, noise 2%: ranked apart in {:.1}% paired and {:.1}% by Welch \
+             with 15 blocks, {:.1}% paired with 10",
+            paired * 100.0,
+            welch * 100.0,
+            paired10 * 100.0
+        );
+        assert!(paired >= 0.90, "{paired}");
+        assert!(welch < 0.5, "{welch}");
+        // Pairing needs no drift to be right: without it, the A/A pair is
+        // split no more often.
+        let (split, _) = simulate_blocks(6, 0.0, 0.05, &[1.0, 1.0], true);
+        eprintln!(
+            "A/A paired, no drift, noise 5%, 6 blocks: split in {:.2}%",
+            split * 100.0
+        );
+        assert!(split < 0.05, "{split}");
     }
 
     #[test]

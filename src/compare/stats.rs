@@ -47,6 +47,10 @@ pub struct Sample {
     pub window_floor: f64,
     /// Windows counted over all rounds (0 when the metric has none).
     pub windows: usize,
+    /// The index of the round each value comes from, in the same order
+    /// (empty when not known): what pairs a value with the other side's
+    /// value of the same round ([`paired_estimate_at`]).
+    pub rounds: Vec<u32>,
 }
 
 impl Sample {
@@ -73,7 +77,15 @@ impl Sample {
             values,
             window_floor: stats::mean(&per_round).unwrap_or(0.0),
             windows: windows.iter().map(|w| w.len()).sum(),
+            rounds: Vec::new(),
         }
+    }
+
+    /// The same sample with the round index of each value.
+    pub fn of_rounds_numbered(mut self, rounds: Vec<u32>) -> Sample {
+        debug_assert_eq!(rounds.len(), self.values.len());
+        self.rounds = rounds;
+        self
     }
 }
 
@@ -120,6 +132,57 @@ pub enum Insufficient {
         /// The offending value.
         value: f64,
     },
+}
+
+/// The paired interval on the log ratio of `new` to `base` at
+/// `confidence`, from the rounds both sides measured under the same index:
+/// the t interval (n − 1 degrees of freedom) on the mean of the per-round
+/// log ratios. It is the right one where round *i* of both sides ran side
+/// by side in time (`interleave_rounds`: round *i* of every framework is one
+/// block): a slow phase of the machine that lands on a block moves both
+/// sides and cancels from their ratio, where Welch's interval on the two
+/// sides' spreads counts it twice. The variance of the ratios is floored by
+/// the two sides' window floors together, as Welch's is. `Err` when fewer
+/// than [`MIN_ROUNDS`] rounds pair up.
+pub fn paired_estimate_at(
+    base: &Sample,
+    new: &Sample,
+    confidence: f64,
+) -> Result<Estimate, Insufficient> {
+    let mut pairs: Vec<(f64, f64)> = Vec::new();
+    for (r, &b) in base.rounds.iter().zip(&base.values) {
+        if let Some(j) = new.rounds.iter().position(|x| x == r) {
+            pairs.push((b, new.values[j]));
+        }
+    }
+    let n = pairs.len();
+    if n < MIN_ROUNDS {
+        return Err(Insufficient::TooFewRounds { base: n, new: n });
+    }
+    let lx = logs(&pairs.iter().map(|p| p.0).collect::<Vec<_>>())?;
+    let ly = logs(&pairs.iter().map(|p| p.1).collect::<Vec<_>>())?;
+    let d: Vec<f64> = lx.iter().zip(&ly).map(|(x, y)| y - x).collect();
+    let md = stats::mean(&d).unwrap_or(0.0);
+    let vd = stats::stdev(&d)
+        .unwrap_or(0.0)
+        .powi(2)
+        .max(base.window_floor + new.window_floor);
+    let df = (n - 1) as f64;
+    let half = if vd > 0.0 {
+        t_quantile(df, confidence) * (vd / n as f64).sqrt()
+    } else {
+        0.0
+    };
+    Ok(Estimate {
+        ratio: md.exp(),
+        low: (md - half).exp(),
+        high: (md + half).exp(),
+        df: if vd > 0.0 { df } else { f64::INFINITY },
+        spread_base: stats::stdev(&lx).unwrap_or(0.0),
+        spread_new: stats::stdev(&ly).unwrap_or(0.0),
+        range_base: range(&lx),
+        range_new: range(&ly),
+    })
 }
 
 /// Welch's interval on the log ratio of `new` to `base`, at [`CONFIDENCE`].
@@ -254,6 +317,42 @@ mod tests {
 
     fn close(a: f64, b: f64, tol: f64) -> bool {
         (a - b).abs() <= tol
+    }
+
+    #[test]
+    fn a_paired_interval_cancels_what_each_block_shares_and_pairs_by_round() {
+        // Blocks at 100, 200, 300 (the machine's speed); NEW 10% above in
+        // each: the ratio is exact, however far the blocks drift.
+        let base = Sample::of_rounds(vec![100.0, 200.0, 300.0]).of_rounds_numbered(vec![0, 1, 2]);
+        let new = Sample::of_rounds(vec![330.0, 110.0, 220.0]).of_rounds_numbered(vec![2, 0, 1]);
+        let e = paired_estimate_at(&base, &new, CONFIDENCE).unwrap();
+        assert!(close(e.ratio, 1.1, 1e-12), "{e:?}");
+        assert!(
+            close(e.low, 1.1, 1e-12) && close(e.high, 1.1, 1e-12),
+            "{e:?}"
+        );
+        // Welch's interval on the same rounds reaches far past ×1.1.
+        let w = estimate(&base, &new).unwrap();
+        assert!(w.low < 0.5 && w.high > 2.0, "{w:?}");
+        // Known answer with spread: log ratios 0.1, 0.12, 0.08 → mean 0.1,
+        // sd 0.02, half-width t(2) 4.303 × 0.02/√3.
+        let new = Sample::of_rounds(vec![
+            100.0 * 0.1f64.exp(),
+            200.0 * 0.12f64.exp(),
+            300.0 * 0.08f64.exp(),
+        ])
+        .of_rounds_numbered(vec![0, 1, 2]);
+        let e = paired_estimate_at(&base, &new, CONFIDENCE).unwrap();
+        let half = 4.302_653 * 0.02 / 3f64.sqrt();
+        assert!(close(e.low.ln(), 0.1 - half, 1e-5), "{e:?}");
+        assert!(close(e.high.ln(), 0.1 + half, 1e-5), "{e:?}");
+        assert_eq!(e.df, 2.0);
+        // Rounds only one side kept do not pair: two in common are too few.
+        let new = Sample::of_rounds(vec![110.0, 220.0, 440.0]).of_rounds_numbered(vec![0, 1, 3]);
+        assert_eq!(
+            paired_estimate_at(&base, &new, CONFIDENCE),
+            Err(Insufficient::TooFewRounds { base: 2, new: 2 })
+        );
     }
 
     #[test]

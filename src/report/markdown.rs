@@ -16,7 +16,7 @@ use super::view::{
 };
 use super::{Exporter, Rendered};
 use crate::contract::Scenario;
-use crate::results::{Cell, CellKey, CheckStatus, Results, Status};
+use crate::results::{Cell, CellKey, CheckStatus, RankGroup, Results, Status};
 
 /// results.md.
 pub struct ResultsMarkdown;
@@ -384,6 +384,14 @@ const RANKS: &str = "#N is the cell's rank group among the frameworks of its col
     frameworks whose rounds cannot be told apart share places (#1–3), by the interval \
     `compare` uses, each pair at 1 − 0.05/pairs (docs/results.md).\n\n";
 
+/// The same where the run interleaved its rounds and pairs were judged
+/// block by block.
+const RANKS_PAIRED: &str = "#N is the cell's rank group among the frameworks of its column: \
+    frameworks that cannot be told apart share places (#1–3), judged on the ratios of \
+    rounds measured in the same block (frameworks interleaved round by round, so a slow \
+    phase of the machine moves both and cancels), each pair at 1 − 0.05/pairs \
+    (docs/results.md).\n\n";
+
 fn summary(s: &mut String, page: &Page<'_>) {
     let (fixed, closed): (Vec<Column>, Vec<Column>) = page
         .view
@@ -421,14 +429,22 @@ fn summary_table<'a>(
         return;
     }
     s.push_str(title);
-    let ranked = cols.iter().any(|col| {
-        page.view
-            .frameworks()
-            .iter()
-            .any(|fw| page.view.find(fw, *col).is_some_and(|c| c.rank.is_some()))
-    });
-    if ranked {
-        s.push_str(RANKS);
+    let ranks: Vec<&RankGroup> = cols
+        .iter()
+        .flat_map(|col| {
+            page.view
+                .frameworks()
+                .iter()
+                .filter_map(|fw| page.view.find(fw, *col).and_then(|c| c.rank.as_ref()))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    if !ranks.is_empty() {
+        s.push_str(if ranks.iter().all(|r| r.paired) {
+            RANKS_PAIRED
+        } else {
+            RANKS
+        });
     }
     let precise = cols.iter().any(|col| {
         page.view.frameworks().iter().any(|fw| {

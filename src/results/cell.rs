@@ -509,6 +509,11 @@ pub struct RankGroup {
     pub by: String,
     /// Confidence of each pair's interval (Bonferroni: 1 − 0.05 / pairs).
     pub pair_confidence: f64,
+    /// Every pair of this cell was judged on the ratios of rounds measured
+    /// in the same block (the run interleaved its rounds), not on the two
+    /// sides' spreads (Welch).
+    #[serde(default)]
+    pub paired: bool,
 }
 
 impl RankGroup {
