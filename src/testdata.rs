@@ -364,6 +364,7 @@ pub(crate) fn sample_results() -> Results {
         loader_images: vec!["fairground/fairground:5dd704e0670d".into()],
         topology: None,
         objectives: Vec::new(),
+        precision: None,
         git: Some(GitInfo {
             commit: "5dd704e0670d2b7c1a9f3e8d4c6b5a2f1e0d9c8b".into(),
             dirty: false,

@@ -62,5 +62,6 @@ pub fn new_results(
         topology: None,
         objectives: Vec::new(),
         git: None,
+        precision: None,
     }
 }

@@ -546,6 +546,9 @@ fn finish(
         count(Status::Rejected),
         store.dir().join("results.md").display()
     );
+    if let Some(p) = &r.precision {
+        eprintln!("precision: {}", p.sentence());
+    }
     let missed = objectives_line(&r.objectives);
     match outcome {
         Err(e) => Err(e),
@@ -562,7 +565,9 @@ fn finish(
                 .last()
                 .map_or_else(String::new, |i| format!(" ({})", i.what));
             eprintln!(
-                "error: the Docker daemon stopped answering mid-run{what}. Every result measured                  before it is written. When the daemon is back (`docker info`), resume with:                  fairground run --resume {}",
+                "error: the Docker daemon stopped answering mid-run{what}. Every result measured \
+                 before it is written. When the daemon is back (`docker info`), resume with: \
+                 fairground run --resume {}",
                 store.dir().display()
             );
             Ok(ExitCode::DockerUnavailable)

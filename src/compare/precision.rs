@@ -11,7 +11,7 @@
 //! "precise to ±2%" and "apart from its neighbour" rest on one arithmetic.
 
 use super::stats::{self, CONFIDENCE};
-use crate::results::{Cell, Precision, Results, Status};
+use crate::results::{Cell, Precision, Results, RunPrecision, Status};
 
 /// The precision of `cell`'s headline figure, judged against `asked`;
 /// `None` for a rejected cell or below [`stats::MIN_ROUNDS`] clean rounds.
@@ -38,5 +38,99 @@ pub fn assign(results: &mut Results) {
     let asked = results.profile.rounds.precision();
     for c in &mut results.cells {
         c.precision = of(c, asked);
+    }
+    results.precision = of_run(results);
+}
+
+/// The run's two figures of precision: the median of its cells' interval
+/// half-widths and of their rank groups' widths (ranks assigned first);
+/// `None` before any cell.
+pub fn of_run(results: &Results) -> Option<RunPrecision> {
+    if results.cells.is_empty() {
+        return None;
+    }
+    let intervals: Vec<f64> = results
+        .cells
+        .iter()
+        .filter_map(|c| c.precision.as_ref().map(|p| p.reached))
+        .collect();
+    let ranks: Vec<&crate::results::RankGroup> = results
+        .cells
+        .iter()
+        .filter_map(|c| c.rank.as_ref())
+        .collect();
+    let widths: Vec<f64> = ranks
+        .iter()
+        .map(|g| f64::from(g.high - g.low + 1))
+        .collect();
+    Some(RunPrecision {
+        cells: results.cells.len() as u32,
+        with_interval: intervals.len() as u32,
+        median_interval: crate::stats::median(&intervals),
+        ranked: ranks.len() as u32,
+        median_rank_width: crate::stats::median(&widths),
+        paired: !ranks.is_empty() && ranks.iter().all(|g| g.paired),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::RankGroup;
+
+    fn group(low: u32, high: u32, paired: bool) -> Option<RankGroup> {
+        Some(RankGroup {
+            low,
+            high,
+            of: 4,
+            by: "req/s".into(),
+            pair_confidence: 0.99,
+            paired,
+        })
+    }
+
+    #[test]
+    fn the_run_figures_are_the_medians_of_its_cells() {
+        let mut r = crate::testdata::sample_results();
+        assert!(
+            r.cells.len() >= 4,
+            "the sample has cells to take medians of"
+        );
+        crate::compare::rank::assign(&mut r);
+        assign(&mut r);
+        // Known widths and intervals set by hand over the sample's cells.
+        let n = r.cells.len();
+        for (i, c) in r.cells.iter_mut().enumerate() {
+            c.rank = None;
+            if let Some(p) = c.precision.as_mut() {
+                p.reached = 0.01 * (i + 1) as f64;
+            }
+        }
+        r.cells[0].rank = group(1, 1, true);
+        r.cells[1].rank = group(1, 3, true);
+        r.cells[2].rank = group(2, 4, true);
+        let p = of_run(&r).unwrap();
+        assert_eq!(p.cells, n as u32);
+        assert_eq!((p.ranked, p.median_rank_width), (3, Some(3.0)));
+        assert!(p.paired);
+        let reached: Vec<f64> = r
+            .cells
+            .iter()
+            .filter_map(|c| c.precision.as_ref().map(|p| p.reached))
+            .collect();
+        assert_eq!(p.with_interval, reached.len() as u32);
+        assert_eq!(p.median_interval, crate::stats::median(&reached));
+        r.cells[3].rank = group(2, 3, false);
+        let p = of_run(&r).unwrap();
+        assert_eq!(p.median_rank_width, Some(2.5));
+        assert!(!p.paired);
+        assert!(
+            p.sentence()
+                .contains("rank groups 2.5 places wide at the median (4 cells ranked)"),
+            "{}",
+            p.sentence()
+        );
+        r.cells.clear();
+        assert_eq!(of_run(&r), None);
     }
 }

@@ -208,6 +208,9 @@ fn header(s: &mut String, r: &Results) {
         count(Status::Flagged),
         count(Status::Rejected)
     );
+    if let Some(p) = &r.precision {
+        let _ = writeln!(s, "- Precision: {}", p.sentence());
+    }
     let left = r.remaining();
     if r.interrupted || !left.is_empty() {
         let _ = writeln!(

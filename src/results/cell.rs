@@ -482,6 +482,70 @@ pub struct Precision {
     pub asked: Option<f64>,
 }
 
+/// How precise a run is as a whole, in two figures every output shows: the
+/// median width of its cells' intervals and of their rank groups.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RunPrecision {
+    /// Cells measured (rejected ones included).
+    pub cells: u32,
+    /// Cells with an interval on their headline figure (not rejected, at
+    /// least 3 clean rounds): what the median interval is taken over.
+    pub with_interval: u32,
+    /// Median over those cells of the interval's half-width relative to its
+    /// centre (0.03: ±3%); absent when no cell has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub median_interval: Option<f64>,
+    /// Cells with a rank group.
+    pub ranked: u32,
+    /// Median over those cells of the places their group spans
+    /// (`high − low + 1`: 1 is a place of its own); absent when none is
+    /// ranked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub median_rank_width: Option<f64>,
+    /// Every ranked cell was ranked on pairs of rounds of the same block.
+    pub paired: bool,
+}
+
+impl RunPrecision {
+    /// `median 95% interval ±4.2% (70 of 75 cells); rank groups 3 places
+    /// wide at the median (60 cells ranked)`.
+    pub fn sentence(&self) -> String {
+        let interval = match self.median_interval {
+            Some(m) => format!(
+                "median 95% interval ±{:.1}% ({} of {} cells)",
+                m * 100.0,
+                self.with_interval,
+                self.cells
+            ),
+            None => format!("no interval (no cell of {} has 3 clean rounds)", self.cells),
+        };
+        let ranks = match self.median_rank_width {
+            Some(w) => format!(
+                "rank groups {} place{} wide at the median ({} cells ranked{})",
+                trim(w),
+                if w == 1.0 { "" } else { "s" },
+                self.ranked,
+                if self.paired {
+                    ", by pairs of rounds in the same block"
+                } else {
+                    ""
+                }
+            ),
+            None => "no rank groups".into(),
+        };
+        format!("{interval}; {ranks}")
+    }
+}
+
+/// `3`, or `2.5` for a median between two widths.
+fn trim(w: f64) -> String {
+    if w.fract() == 0.0 {
+        format!("{w:.0}")
+    } else {
+        format!("{w:.1}")
+    }
+}
+
 impl Precision {
     /// Whether the interval is as narrow as asked (false when nothing was asked).
     pub fn met(&self) -> bool {

@@ -31,8 +31,8 @@ pub use crate::plan::Skipped;
 pub use crate::roles::load::ErrorCounts;
 pub use cell::{
     AnswerChecks, Cell, CellKey, CellSummary, Connections, HostUse, LoaderShare, LoaderUse,
-    MachineSpeed, Precision, RankGroup, RateFigures, RequestAccounting, Round, ServerUse, Slowed,
-    StatusCounts, StreamLimit, WindowTimes,
+    MachineSpeed, Precision, RankGroup, RateFigures, RequestAccounting, Round, RunPrecision,
+    ServerUse, Slowed, StatusCounts, StreamLimit, WindowTimes,
 };
 pub use database::{DatabaseSamples, DatabaseStatements, DatabaseUse, DatabaseWork, TableChange};
 pub use environment::{CheckStatus, EnvCheck, Environment};
@@ -135,6 +135,11 @@ pub struct Results {
     /// started in; absent outside a git repository.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub git: Option<GitInfo>,
+    /// The run's precision in two figures (median interval, median rank
+    /// group width), kept current with every cell; absent before the first
+    /// cell and in files written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub precision: Option<RunPrecision>,
 }
 
 /// The environment when a run was resumed.

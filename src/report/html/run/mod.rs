@@ -233,6 +233,9 @@ fn header(ctx: &Ctx<'_>) -> Markup {
             span class="count-flagged" { (ctx.view.count(Status::Flagged)) " flagged" } ", "
             span class="count-rejected" { (ctx.view.count(Status::Rejected)) " rejected" } "."
         }
+        @if let Some(p) = &r.precision {
+            p class="precision" { strong { "Precision" } ": " (p.sentence()) "." }
+        }
         @if r.interrupted || !left.is_empty() {
             p class="banner" {
                 strong { "Incomplete" } ": " (left.len()) " planned cell(s) were not measured"
