@@ -102,6 +102,9 @@ fn compare(base: &LoadedSide, new: &LoadedSide, force: bool) -> anyhow::Result<C
     // the runs are not shared, and the floors measured A/A across runs
     // apply.
     let across_runs = base.results.run_id != new.results.run_id;
+    // Two frameworks of one run that interleaved its rounds: round i of
+    // both is one block in time, so they are judged block by block.
+    let paired = !across_runs && base.results.profile.interleave_rounds;
     let mut rows = Vec::new();
     let mut not_compared = Vec::new();
     // Each compared pair with the machine's drift between its sides, found
@@ -125,7 +128,10 @@ fn compare(base: &LoadedSide, new: &LoadedSide, force: bool) -> anyhow::Result<C
             .iter()
             .map(|(_, b, n, _)| {
                 let (sb, sn) = (sample(metric, b), sample(metric, n));
-                let e = stats::estimate(&sb, &sn);
+                let e = match paired.then(|| stats::paired_estimate_at(&sb, &sn, CONFIDENCE)) {
+                    Some(Ok(e)) => Ok(e),
+                    _ => stats::estimate(&sb, &sn),
+                };
                 (sb, sn, e)
             })
             .collect();
@@ -152,11 +158,17 @@ fn compare(base: &LoadedSide, new: &LoadedSide, force: bool) -> anyhow::Result<C
         base: side(base),
         new: side(new),
         method: model::Method {
-            interval: "Welch's t interval on the logs of the round values (ratio of geometric means)"
-                .into(),
+            interval: if paired {
+                "paired t interval on the logs of the ratios of rounds measured in the same block \
+                 (two frameworks of one run that interleaved its rounds; Welch's interval where \
+                 fewer than 3 rounds pair up)"
+            } else {
+                "Welch's t interval on the logs of the round values (ratio of geometric means)"
+            }
+            .into(),
             confidence: CONFIDENCE,
             min_rounds: MIN_ROUNDS,
-            band: "the largest of: the range between the best and worst round of BASE, the same of NEW, the median of that range over every cell compared (3 or more), and 1% (10% for memory under load, which differs between containers of one server more than between rounds; none for a figure that does not vary at all); between two different runs at least 8% for req/s, p50 and CPU per request and 25% for p99 (measured A/A across runs); for req/s, latency and CPU per request, widened by the machine's own change between the sides where the calibration probe shows one".into(),
+            band: "the largest of: the range between the best and worst round of BASE, the same of NEW (when paired: the range of the per-block ratios instead), the median of that range over every cell compared (3 or more), and 1% (10% for memory under load, which differs between containers of one server more than between rounds; none for a figure that does not vary at all); between two different runs at least 8% for req/s, p50 and CPU per request and 25% for p99 (measured A/A across runs); for req/s, latency and CPU per request, widened by the machine's own change between the sides where the calibration probe shows one".into(),
         },
         forced,
         differences: check.differences,
@@ -224,7 +236,7 @@ fn sample(metric: Metric, cell: &Cell) -> stats::Sample {
 /// by chance is held to the noise the runs show elsewhere. Needs three
 /// cells to mean anything; 0 otherwise.
 fn run_floor<'a>(estimates: impl Iterator<Item = &'a stats::Estimate>) -> f64 {
-    let spreads: Vec<f64> = estimates.map(|e| e.range_base.max(e.range_new)).collect();
+    let spreads: Vec<f64> = estimates.map(stats::Estimate::band_range).collect();
     if spreads.len() < 3 {
         return 0.0;
     }

@@ -111,6 +111,20 @@ pub struct Estimate {
     pub range_base: f64,
     /// The same for NEW.
     pub range_new: f64,
+    /// Paired ([`paired_estimate_at`]): largest minus smallest per-block
+    /// log ratio, the noise band of a pair whose blocks share the
+    /// machine's drift (each side's own range carries that drift); `None`
+    /// for Welch's interval.
+    pub range_ratio: Option<f64>,
+}
+
+impl Estimate {
+    /// The range the noise band is made of: the per-block ratios' when
+    /// paired, else the wider side's.
+    pub fn band_range(&self) -> f64 {
+        self.range_ratio
+            .unwrap_or_else(|| self.range_base.max(self.range_new))
+    }
 }
 
 /// Why a metric of a cell could not be estimated.
@@ -182,6 +196,7 @@ pub fn paired_estimate_at(
         spread_new: stats::stdev(&ly).unwrap_or(0.0),
         range_base: range(&lx),
         range_new: range(&ly),
+        range_ratio: Some(range(&d)),
     })
 }
 
@@ -232,6 +247,7 @@ pub fn estimate_at(base: &Sample, new: &Sample, confidence: f64) -> Result<Estim
         spread_new: vy.sqrt(),
         range_base: range(&lx),
         range_new: range(&ly),
+        range_ratio: None,
     })
 }
 

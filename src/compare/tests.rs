@@ -409,6 +409,48 @@ fn two_frameworks_of_one_run_are_compared_cell_by_cell() {
 }
 
 #[test]
+fn two_frameworks_of_an_interleaved_run_are_judged_block_by_block() {
+    // Six blocks in which the machine ran at these speeds; `b` does 8% more
+    // than `a` in every block, give or take 0.5%.
+    let blocks = [1.0, 0.85, 1.1, 0.95, 1.05, 0.9];
+    let jitter = [1.0, 1.005, 0.997, 1.002, 0.999, 1.003];
+    let a: Vec<f64> = blocks.iter().map(|f| 2000.0 * f).collect();
+    let b: Vec<f64> = blocks
+        .iter()
+        .zip(jitter)
+        .map(|(f, j)| 2160.0 * f * j)
+        .collect();
+    let mut r = one_cell(&a, &[400.0; 6]);
+    let mut other = one_cell(&b, &[400.0; 6]).cells.remove(0);
+    other.key.framework = "b".into();
+    r.cells.push(other);
+    let judge = |r: &Results| {
+        let cmp = compare(
+            &side(r.clone(), Some("axum")),
+            &side(r.clone(), Some("b")),
+            false,
+        )
+        .unwrap();
+        let row = rows_of(&cmp, Metric::Throughput)[0].clone();
+        (row, cmp.method.interval.clone())
+    };
+    // Rounds back to back: each side's rounds carry the machine's drift
+    // (±13%), which Welch's interval and the band count on both sides.
+    r.profile.interleave_rounds = false;
+    let (row, method) = judge(&r);
+    assert_eq!(row.call, Call::WithinNoise, "{row:?}");
+    assert!(method.starts_with("Welch"), "{method}");
+    // Interleaved: the drift is shared by each block and cancels.
+    r.profile.interleave_rounds = true;
+    let (row, method) = judge(&r);
+    assert_eq!(row.call, Call::Improved, "{row:?}");
+    assert!(method.starts_with("paired"), "{method}");
+    let i = row.interval.unwrap();
+    assert!(i.low > 1.07 && i.high < 1.09, "{i:?}");
+    assert!(row.band.unwrap() < 0.02, "{row:?}");
+}
+
+#[test]
 fn outputs_are_deterministic_and_coloured_only_when_asked() {
     let base = one_cell(&[2400.0, 2330.0, 2450.0], &[410.0, 415.0, 408.0]);
     let new = one_cell(&[1940.0, 1890.0, 1975.0], &[512.0, 520.0, 509.0]);

@@ -71,7 +71,7 @@ pub const MIN_BAND: f64 = 0.01;
 /// not vary at all (no spread on either side) has no floor: its ratio is
 /// exact, so any change is real.
 pub fn band(e: &Estimate, run_floor: f64) -> f64 {
-    let measured = e.range_base.max(e.range_new).max(run_floor);
+    let measured = e.band_range().max(run_floor);
     if e.low == e.high {
         return measured.exp() - 1.0;
     }
@@ -126,6 +126,7 @@ mod tests {
             spread_new: range / 4.0,
             range_base: range,
             range_new: range / 2.0,
+            range_ratio: None,
         }
     }
 
