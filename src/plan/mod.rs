@@ -215,8 +215,12 @@ impl Plan {
 
     /// The run in the order it is executed: one segment per framework with
     /// all its steps, or, with `interleave_rounds`, one segment per round
-    /// and framework (round 0 of every framework, then round 1 …). A
-    /// segment is one server's life: started, its steps measured, stopped.
+    /// and framework (round 0 of every framework, then round 1 …): each
+    /// round is a block in which every framework runs once, in the
+    /// profile's order in the first block and in a shuffled order after
+    /// ([`block_order`]), so no framework always runs first or right after
+    /// the same neighbour. A segment is one server's life: started, its
+    /// steps measured, stopped.
     pub fn segments(&self) -> Vec<(&FrameworkPlan, Vec<Step>)> {
         if !self.interleave_rounds {
             return self
@@ -225,16 +229,20 @@ impl Plan {
                 .map(|f| (f, self.steps_of(f)))
                 .collect();
         }
+        let fws = &self.frameworks;
         (0..self.rounds)
-            .flat_map(|round| {
-                self.frameworks.iter().map(move |f| {
-                    let steps = self
-                        .steps_of(f)
-                        .into_iter()
-                        .filter(|s| s.round == round)
-                        .collect();
-                    (f, steps)
-                })
+            .flat_map(move |round| {
+                block_order(fws.len(), round)
+                    .into_iter()
+                    .map(move |i| &fws[i])
+                    .map(move |f| {
+                        let steps = self
+                            .steps_of(f)
+                            .into_iter()
+                            .filter(|s| s.round == round)
+                            .collect();
+                        (f, steps)
+                    })
             })
             .collect()
     }
@@ -376,6 +384,21 @@ fn join(protocols: &[Protocol]) -> String {
         .join(", ")
 }
 
+/// The order of `n` frameworks in block `round` of an interleaved run: the
+/// profile's in block 0 (the first result comes from the framework listed
+/// first), then a shuffle seeded by the block's number, the same in every
+/// run and on resume.
+pub fn block_order(n: usize, round: u32) -> Vec<usize> {
+    use rand::seq::SliceRandom;
+    use rand::SeedableRng;
+    let mut order: Vec<usize> = (0..n).collect();
+    if round > 0 {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(0x0b10_c000 + u64::from(round));
+        order.shuffle(&mut rng);
+    }
+    order
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -424,7 +447,9 @@ pub(crate) mod tests {
             .iter()
             .map(|(f, steps)| (f.name.clone(), steps[0].round, steps.len()))
             .collect();
-        let want = [("a", 0), ("b", 0), ("a", 1), ("b", 1)];
+        let b1 = block_order(2, 1);
+        let name = |i: usize| ["a", "b"][i];
+        let want = [("a", 0), ("b", 0), (name(b1[0]), 1), (name(b1[1]), 1)];
         assert_eq!(order.len(), 4);
         for ((name, round, n), (wn, wr)) in order.iter().zip(want) {
             assert_eq!((name.as_str(), *round, *n), (wn, wr, 4));
@@ -434,6 +459,28 @@ pub(crate) mod tests {
         pr.interleave_rounds = false;
         let p = Plan::new(&pr, &[framework("a", &both), framework("b", &both)]);
         assert_eq!(p.segments().len(), 2);
+    }
+
+    #[test]
+    fn blocks_after_the_first_run_frameworks_in_a_shuffled_order_the_same_every_time() {
+        assert_eq!(block_order(5, 0), vec![0, 1, 2, 3, 4]);
+        let blocks: Vec<Vec<usize>> = (1..=12).map(|r| block_order(5, r)).collect();
+        for b in &blocks {
+            let mut sorted = b.clone();
+            sorted.sort_unstable();
+            assert_eq!(sorted, vec![0, 1, 2, 3, 4], "each framework once per block");
+        }
+        assert_eq!(
+            blocks,
+            (1..=12).map(|r| block_order(5, r)).collect::<Vec<_>>()
+        );
+        // Over 12 blocks no framework is always first, and every one leads
+        // at least once.
+        let mut leads = [0; 5];
+        for b in &blocks {
+            leads[b[0]] += 1;
+        }
+        assert!(leads.iter().all(|&n| n > 0 && n < 12), "{leads:?}");
     }
 
     #[test]
