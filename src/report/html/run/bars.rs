@@ -179,16 +179,7 @@ pub(super) fn bars(ctx: &Ctx<'_>, col: Column, m: &BarMetric) -> anyhow::Result<
         r.values.get(m.sort_by).copied().flatten()
     });
     if m.by_rank {
-        // Stable: value order holds inside a group; unranked rows (and
-        // rejected ones) after the ranked.
-        let best_place = |label: &str| {
-            cells
-                .iter()
-                .find(|c| c.key.framework == label)
-                .and_then(|c| c.rank.as_ref())
-                .map_or(u32::MAX, |r| r.low)
-        };
-        rows.sort_by_key(|r| best_place(&r.label));
+        rank_order(&mut rows, &cells);
     }
     let id = format!("{}-{}", m.slug, col.slug());
     let label = format!("{}, {}", m.label, col.label());
@@ -214,6 +205,45 @@ pub(super) fn bars(ctx: &Ctx<'_>, col: Column, m: &BarMetric) -> anyhow::Result<
         ..Figure::default()
     }
     .render())
+}
+
+/// Put `rows`, already in value order, in rank-group order: by each ranked
+/// row's best place (stable, so value order holds inside a group). A row
+/// with a figure but no rank group (fewer than 3 clean rounds, client-bound)
+/// stays where its figure falls, after every ranked row with a higher
+/// figure, and says `unranked`; rows without a figure and rejected ones stay
+/// last.
+pub(super) fn rank_order(rows: &mut [BarRow], cells: &[&Cell]) {
+    let cell = |label: &str| cells.iter().find(|c| c.key.framework == label);
+    let ranked = rows
+        .iter()
+        .any(|r| cell(&r.label).is_some_and(|c| c.rank.is_some()));
+    let mut last_place = 0;
+    let mut keys = Vec::with_capacity(rows.len());
+    for r in rows.iter_mut() {
+        let c = cell(&r.label);
+        let key = match (
+            c.and_then(|c| c.rank.as_ref()),
+            r.mark,
+            r.values.iter().any(Option::is_some),
+        ) {
+            (Some(g), _, _) => {
+                last_place = last_place.max(g.low);
+                g.low
+            }
+            (None, Mark::Rejected, _) | (None, _, false) => u32::MAX,
+            (None, _, true) => {
+                if ranked {
+                    r.text.push_str(" · unranked");
+                }
+                last_place
+            }
+        };
+        keys.push((key, r.label.clone()));
+    }
+    let order: std::collections::HashMap<String, u32> =
+        keys.into_iter().map(|(k, l)| (l, k)).collect();
+    rows.sort_by_key(|r| order.get(&r.label).copied().unwrap_or(u32::MAX));
 }
 
 /// Rows in order: valid values by `better` (descending when `desc`), then
@@ -264,16 +294,27 @@ fn interval_words(c: &Cell) -> String {
 
 /// `; places 2 to 3 of 5 (rank group by req/s)` for a tooltip.
 fn rank_words(c: &Cell) -> String {
-    c.rank.as_ref().map_or(String::new(), |r| {
-        if r.low == r.high {
-            format!("; place {} of {} by {}", r.low, r.of, r.by)
-        } else {
-            format!(
-                "; places {} to {} of {} by {}: the rounds cannot tell it from its neighbours",
-                r.low, r.high, r.of, r.by
-            )
-        }
-    })
+    c.rank.as_ref().map_or_else(
+        || {
+            if c.verdict.status == Status::Rejected {
+                String::new()
+            } else {
+                "; unranked (fewer than 3 clean rounds, client-bound, or alone in its column): \
+                 drawn where its figure falls"
+                    .to_string()
+            }
+        },
+        |r| {
+            if r.low == r.high {
+                format!("; place {} of {} by {}", r.low, r.of, r.by)
+            } else {
+                format!(
+                    "; places {} to {} of {} by {}: the rounds cannot tell it from its neighbours",
+                    r.low, r.high, r.of, r.by
+                )
+            }
+        },
+    )
 }
 
 /// Connections established (fewest over the rounds) of those asked for.
@@ -491,4 +532,72 @@ fn memory_row(ctx: &Ctx<'_>, c: &Cell) -> (BarRow, Vec<Td>) {
         Td::opt(peak, bytes),
     ];
     (row, tds)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::RankGroup;
+
+    fn row(label: &str, value: Option<f64>, mark: Mark) -> BarRow {
+        BarRow {
+            label: label.into(),
+            values: vec![value],
+            range: None,
+            mark,
+            text: String::new(),
+            title: String::new(),
+            link: None,
+        }
+    }
+
+    #[test]
+    fn an_unranked_cell_is_drawn_where_its_figure_falls_and_says_so() {
+        // The standard page's case: actix-web (72,056 req/s) had too few
+        // clean rounds for a rank and was drawn below fastapi (25,352).
+        let r = crate::testdata::sample_results();
+        let mut cells: Vec<Cell> = r.cells.iter().take(4).cloned().collect();
+        let names = ["fast", "unranked", "slow", "broken"];
+        for (c, n) in cells.iter_mut().zip(names) {
+            c.key.framework = n.into();
+            c.rank = None;
+        }
+        let group = |low, high| RankGroup {
+            low,
+            high,
+            of: 2,
+            by: "req/s".into(),
+            pair_confidence: 0.95,
+            paired: false,
+        };
+        cells[0].rank = Some(group(1, 1));
+        cells[2].rank = Some(group(2, 2));
+        let refs: Vec<&Cell> = cells.iter().collect();
+        // In value order, as sort_rows leaves them.
+        let mut rows = vec![
+            row("fast", Some(100_000.0), Mark::Plain),
+            row("unranked", Some(72_056.0), Mark::Flagged),
+            row("slow", Some(25_352.0), Mark::Plain),
+            row("broken", None, Mark::Rejected),
+        ];
+        rank_order(&mut rows, &refs);
+        let order: Vec<&str> = rows.iter().map(|r| r.label.as_str()).collect();
+        assert_eq!(order, ["fast", "unranked", "slow", "broken"]);
+        assert!(rows[1].text.ends_with("unranked"), "{:?}", rows[1].text);
+        assert!(!rows[0].text.contains("unranked"));
+        // Groups still lead value order (a lower median in a better group
+        // goes first: the paired rounds put it there); the unranked row
+        // follows every ranked row with a higher figure.
+        cells[0].rank = Some(group(2, 2));
+        cells[2].rank = Some(group(1, 1));
+        let refs: Vec<&Cell> = cells.iter().collect();
+        let mut rows = vec![
+            row("fast", Some(100_000.0), Mark::Plain),
+            row("slow", Some(99_000.0), Mark::Plain),
+            row("unranked", Some(72_056.0), Mark::Flagged),
+        ];
+        rank_order(&mut rows, &refs);
+        let order: Vec<&str> = rows.iter().map(|r| r.label.as_str()).collect();
+        assert_eq!(order, ["slow", "fast", "unranked"]);
+    }
 }
