@@ -6,12 +6,19 @@
 # time. Printed per variant and framework: the rounds' CV of req/s and of
 # server CPU µs per request, the CV of the calibration probe's exchange (the
 # machine's own speed, docs/results.md `machine`), their correlation with
-# req/s, and the 95% interval fairground gives the figure (±%).
+# req/s, the 95% interval fairground gives the figure (±%), the machine time
+# one round took (s/round: the run's time from its first round to its end over
+# its rounds, so server starts, warm-ups and loader starts count) and what
+# that buys: the 95% interval the same CV gives over the rounds one minute of
+# machine time holds (±/min: Student's t over floor(60 / s/round) rounds), the
+# figure to choose a window by (issue 37).
 #
 # Variants (VARIANTS selects; all by default):
-#   window-1s window-3s window-10s window-30s   the measured window's length
+#   window-1s window-2s window-3s window-5s window-10s window-30s
+#                 the measured window's length (any window-Ns works)
 #   restart       a fresh server before each round (restart_between_rounds)
 #   interleave    frameworks alternate round by round (each round a fresh server)
+#   interleave-Ns the same with an N s window
 #   orch-core0    the orchestrator (fairground run, its sampler and probe
 #                 threads) held on core 0, the server's core (taskset)
 #   orch-core1    ... on core 1, the loader's core
@@ -70,6 +77,7 @@ setup() {
   case "$v" in
     window-30s) profile "$v" 30s $((ROUNDS / 2)) "" ;;
     window-*) profile "$v" "${v#window-}" "$ROUNDS" "" ;;
+    interleave-*) profile "$v" "${v#interleave-}" "$ROUNDS" "interleave_rounds: true" ;;
     restart) profile "$v" 3s "$ROUNDS" "restart_between_rounds: true" ;;
     interleave) profile "$v" 3s "$ROUNDS" "interleave_rounds: true" ;;
     orch-core0) profile "$v" 3s "$ROUNDS" ""; PREFIX=(taskset -c 0) ;;
@@ -101,6 +109,19 @@ def corr(a, b):
         return st.correlation(xs, ys)
     except st.StatisticsError:
         return float("nan")
+# Two-sided 95% quantiles of Student's t by degrees of freedom.
+T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365,
+       8: 2.306, 9: 2.262, 10: 2.228, 12: 2.179, 15: 2.131, 20: 2.086,
+       25: 2.060, 30: 2.042, 40: 2.021, 60: 2.000, 120: 1.980}
+def t95(df):
+    return T95[max(k for k in T95 if k <= df)] if df < 1000 else 1.960
+total_rounds = sum(len(c["rounds"]) for c in r["cells"])
+per_round = (r.get("timing") or {}).get("first_round_to_end_s", 0) / max(total_rounds, 1)
+def per_minute(cv_rps):
+    n = int(60 // per_round) if per_round > 0 else 0
+    if n < 2 or cv_rps != cv_rps:
+        return "–"
+    return "±%.1f%%" % (100 * t95(n - 1) * cv_rps / n ** 0.5)
 for c in r["cells"]:
     rounds = c["rounds"]
     rps = [x["throughput_rps"] for x in rounds]
@@ -111,14 +132,15 @@ for c in r["cells"]:
     print(f'{variant:<12} {c["key"]["framework"]:<12} {len(rounds):>3} '
           f'{st.median(rps):>10,.0f} {100 * cv(rps):>7.1f} {100 * cv(cpu):>7.1f} '
           f'{100 * cv(probe):>7.1f} {corr(probe, rps):>+7.2f} '
-          f'{"±%.1f%%" % (100 * reached) if reached is not None else "–":>8}  '
+          f'{"±%.1f%%" % (100 * reached) if reached is not None else "–":>8} '
+          f'{per_round:>7.1f} {per_minute(cv(rps)):>7}  '
           f'{" ".join(f"{x:,.0f}" for x in rps)}')
 PY
 }
 
 echo "binary: $BIN; frameworks: $FRAMEWORKS; rounds: $ROUNDS; passes: $PASSES"
-printf '%-12s %-12s %3s %10s %7s %7s %7s %7s %8s  %s\n' \
-  variant framework n "req/s" "CV%" "cpu CV%" "prb CV%" "r(prb)" "95% ±" "req/s per round"
+printf '%-12s %-12s %3s %10s %7s %7s %7s %7s %8s %7s %7s  %s\n' \
+  variant framework n "req/s" "CV%" "cpu CV%" "prb CV%" "r(prb)" "95% ±" "s/round" "±/min" "req/s per round"
 for pass in $(seq 1 "$PASSES"); do
   for v in $VARIANTS; do
     run "$v"

@@ -365,6 +365,7 @@ pub(crate) fn sample_results() -> Results {
         topology: None,
         objectives: Vec::new(),
         precision: None,
+        budget: None,
         git: Some(GitInfo {
             commit: "5dd704e0670d2b7c1a9f3e8d4c6b5a2f1e0d9c8b".into(),
             dirty: false,

@@ -20,13 +20,15 @@ use anyhow::Context;
 use chrono::Utc;
 use tokio::sync::Notify;
 
+use super::budget::{choose, need, Candidate, Spending};
 use super::lab::{Lab, Measured, Urls};
 use super::store::Store;
 use crate::judge::gates::{finish_cell, judged_probe, left_out, machine_reference, GateContext};
 use crate::plan::spec::RunSpec;
 use crate::plan::{FrameworkPlan, Plan, Step};
 use crate::results::{
-    Cell, CellKey, Incident, PhaseTimes, Round, Skipped, Thresholds, VerifyOutcome,
+    Budget, BudgetEnd, Cell, CellKey, Incident, PhaseTimes, Round, Skipped, Thresholds,
+    VerifyOutcome,
 };
 
 /// A cancellation flag that can also be awaited (set by the Ctrl-C handler).
@@ -112,6 +114,17 @@ pub enum Event<'a> {
     },
     /// Something went wrong and was recorded; the run goes on.
     Incident(&'a Incident),
+    /// The first pass of a run with a budget ended: what the rest of the
+    /// budget is expected to buy.
+    Budget(&'a Budget),
+    /// Frameworks that sit out block `round` (0-based) because the whole
+    /// block did not fit in the budget.
+    SatOut {
+        /// The block.
+        round: u32,
+        /// Frameworks left out of it.
+        names: &'a [&'a str],
+    },
     /// Work on a framework (or one segment of it) ended: where its wall
     /// time went.
     Phases {
@@ -174,6 +187,10 @@ pub struct Job<'a> {
 }
 
 /// Run every step of the job's plan not already in `store`.
+///
+/// With interleaved rounds the plan's segments come in blocks (one round of
+/// every framework); a profile's `budget:` decides, block by block past
+/// the first pass, which of them run ([`super::budget`]).
 pub async fn execute<L: Lab>(
     lab: &mut L,
     store: &mut Store,
@@ -184,6 +201,16 @@ pub async fn execute<L: Lab>(
     let plan = job.plan;
     let segments = plan.segments();
     let total = segments.len();
+    // The budget's time began with the invocation (preflight and images
+    // count), on the lab's clock.
+    let spending = match (plan.budget, plan.precision) {
+        (Some(b), Some(_)) if plan.interleave_rounds => {
+            let now = lab.now();
+            let began = now.checked_sub(job.started.elapsed()).unwrap_or(now);
+            Some(Spending::new(began, b))
+        }
+        _ => None,
+    };
     let mut runner = Runner {
         done: count_done(store, plan),
         lab,
@@ -193,36 +220,50 @@ pub async fn execute<L: Lab>(
         cancel,
         phases: PhaseTimes::default(),
         first_round: None,
+        spending,
     };
+    let per_block = if plan.interleave_rounds {
+        plan.frameworks.len().max(1)
+    } else {
+        1
+    };
+    let mut blocks: Vec<Vec<(usize, &FrameworkPlan, Vec<Step>)>> = Vec::new();
     for (i, (fw, steps)) in segments.into_iter().enumerate() {
-        if cancel.is_cancelled() {
-            return Ok(RunOutcome::Interrupted);
+        if i % per_block == 0 {
+            blocks.push(Vec::new());
         }
-        let steps: Vec<Step> = steps
-            .into_iter()
-            .filter(|s| !step_done(runner.store, s))
-            .collect();
-        // A framework that failed in an earlier segment (interleaved rounds)
-        // is not started again: its failure is recorded once.
-        let failed = runner
-            .store
-            .results()
-            .framework(&fw.name)
-            .is_some_and(|f| f.failure.is_some());
-        if steps.is_empty() || failed {
-            continue;
-        }
-        runner.observer.on(&Event::Framework {
-            name: &fw.name,
-            index: i + 1,
-            total,
-        });
-        match runner.framework(fw, steps).await? {
-            RunOutcome::Finished => {}
-            ended => return Ok(ended),
+        if let Some(b) = blocks.last_mut() {
+            b.push((i, fw, steps));
         }
     }
-    Ok(RunOutcome::Finished)
+    let mut outcome = RunOutcome::Finished;
+    let mut out_of_budget = false;
+    for (b, block) in blocks.into_iter().enumerate() {
+        match runner.block(b as u32, block, total).await? {
+            BlockOutcome::Ran => {}
+            BlockOutcome::OutOfBudget => {
+                out_of_budget = true;
+                break;
+            }
+            BlockOutcome::Ended(o) => {
+                outcome = o;
+                break;
+            }
+        }
+    }
+    runner.budget_ended(outcome, out_of_budget)?;
+    Ok(outcome)
+}
+
+/// How a block of segments ended.
+enum BlockOutcome {
+    /// Its segments ran (or had nothing left to do); the next follows.
+    Ran,
+    /// Rounds were still wanted but none fitted in what is left of the
+    /// budget: the run's rounds end here.
+    OutOfBudget,
+    /// The run ends here (interrupted, engine lost).
+    Ended(RunOutcome),
 }
 
 fn step_done(store: &Store, step: &Step) -> bool {
@@ -259,9 +300,175 @@ struct Runner<'a, L: Lab> {
     phases: PhaseTimes,
     /// When the run's first loader was asked for.
     first_round: Option<Instant>,
+    /// The budget's clock and estimates, when the profile has one.
+    spending: Option<Spending>,
 }
 
 impl<L: Lab> Runner<'_, L> {
+    /// Run block `round`'s segments (`index`: each one's place among the
+    /// run's `total`): those with steps left, of frameworks that have not
+    /// failed, and, past the first pass of a run with a budget, only those
+    /// that fit in it.
+    async fn block(
+        &mut self,
+        round: u32,
+        block: Vec<(usize, &FrameworkPlan, Vec<Step>)>,
+        total: usize,
+    ) -> anyhow::Result<BlockOutcome> {
+        let mut pending = Vec::new();
+        for (i, fw, steps) in block {
+            let steps: Vec<Step> = steps
+                .into_iter()
+                .filter(|s| !step_done(self.store, s))
+                .collect();
+            // A framework that failed in an earlier segment (interleaved
+            // rounds) is not started again: its failure is recorded once.
+            let failed = self
+                .store
+                .results()
+                .framework(&fw.name)
+                .is_some_and(|f| f.failure.is_some());
+            if !steps.is_empty() && !failed {
+                pending.push((i, fw, steps));
+            }
+        }
+        let budgeted = self.spending.is_some() && round >= self.job.plan.min_rounds;
+        if budgeted && round == self.job.plan.min_rounds {
+            self.expect()?;
+        }
+        if budgeted && !pending.is_empty() {
+            let chosen = self.choose(&pending);
+            if chosen.is_empty() {
+                return Ok(BlockOutcome::OutOfBudget);
+            }
+            let sat_out: Vec<&str> = pending
+                .iter()
+                .enumerate()
+                .filter(|(k, _)| !chosen.contains(k))
+                .map(|(_, (_, fw, _))| fw.name.as_str())
+                .collect();
+            let n = sat_out.len() as u32;
+            if n > 0 {
+                self.observer.on(&Event::SatOut {
+                    round,
+                    names: &sat_out,
+                });
+            }
+            self.store.update(|r| {
+                if let Some(b) = r.budget.as_mut() {
+                    b.blocks += 1;
+                    b.sat_out += n;
+                }
+            })?;
+            pending = pending
+                .into_iter()
+                .enumerate()
+                .filter(|(k, _)| chosen.contains(k))
+                .map(|(_, p)| p)
+                .collect();
+        }
+        let began = self.lab.now();
+        let ran = !pending.is_empty();
+        for (i, fw, steps) in pending {
+            if self.cancel.is_cancelled() {
+                return Ok(BlockOutcome::Ended(RunOutcome::Interrupted));
+            }
+            self.observer.on(&Event::Framework {
+                name: &fw.name,
+                index: i + 1,
+                total,
+            });
+            let seg_began = self.lab.now();
+            let rounds_before = self.spending.as_ref().map_or(0.0, Spending::rounds_total);
+            let outcome = self.framework(fw, steps).await?;
+            let wall = self.lab.now().saturating_duration_since(seg_began);
+            if let Some(s) = self.spending.as_mut() {
+                let rounds = s.rounds_total() - rounds_before;
+                s.segment(&fw.name, wall.as_secs_f64(), rounds);
+            }
+            if outcome != RunOutcome::Finished {
+                return Ok(BlockOutcome::Ended(outcome));
+            }
+        }
+        if ran && !budgeted {
+            let wall = self.lab.now().saturating_duration_since(began);
+            if let Some(s) = self.spending.as_mut() {
+                s.first_pass_blocks.push(wall.as_secs_f64());
+            }
+        }
+        Ok(BlockOutcome::Ran)
+    }
+
+    /// After the first pass: store and report what the rest of the budget
+    /// is expected to buy.
+    fn expect(&mut self) -> anyhow::Result<()> {
+        let (Some(s), Some(asked)) = (self.spending.as_ref(), self.job.plan.precision) else {
+            return Ok(());
+        };
+        let now = self.lab.now();
+        let first_pass = now.saturating_duration_since(s.began).as_secs_f64();
+        let left = s.left(now);
+        let block = s.block();
+        let most = self.job.plan.rounds - self.job.plan.min_rounds;
+        let cells = self.store.results().cells.clone();
+        self.store.update(|r| {
+            if let Some(b) = r.budget.as_mut() {
+                b.first_pass_s = Some(first_pass);
+                if let Some(block) = block {
+                    super::budget::expect(b, &cells, asked, left, block, most);
+                }
+            }
+        })?;
+        if let Some(b) = self.store.results().budget.as_ref() {
+            self.observer.on(&Event::Budget(b));
+        }
+        Ok(())
+    }
+
+    /// Which of a block's pending segments run within the budget: indices
+    /// into `pending`.
+    fn choose(&self, pending: &[(usize, &FrameworkPlan, Vec<Step>)]) -> Vec<usize> {
+        let (Some(s), Some(asked)) = (self.spending.as_ref(), self.job.plan.precision) else {
+            return (0..pending.len()).collect();
+        };
+        let results = self.store.results();
+        let candidates: Vec<Candidate> = pending
+            .iter()
+            .map(|(_, fw, steps)| Candidate {
+                need: steps
+                    .iter()
+                    .map(|st| need(results.cell(&st.key), asked))
+                    .fold(0.0, f64::max),
+                cost: s.estimate(&fw.name, steps.len()),
+            })
+            .collect();
+        choose(&candidates, s.left(self.lab.now()))
+    }
+
+    /// Store why the run's budgeted rounds stopped.
+    fn budget_ended(&mut self, outcome: RunOutcome, out_of_budget: bool) -> anyhow::Result<()> {
+        let Some(s) = self.spending.as_ref() else {
+            return Ok(());
+        };
+        let spent = self
+            .lab
+            .now()
+            .saturating_duration_since(s.began)
+            .as_secs_f64();
+        let ended = match outcome {
+            RunOutcome::Finished if out_of_budget => BudgetEnd::Budget,
+            RunOutcome::Finished => BudgetEnd::Precise,
+            RunOutcome::Interrupted | RunOutcome::EngineLost => BudgetEnd::CutShort,
+        };
+        self.store.update(|r| {
+            if let Some(b) = r.budget.as_mut() {
+                // A run whose rounds all ended in the first pass.
+                b.first_pass_s.get_or_insert(spent);
+                b.ended = Some(ended);
+            }
+        })
+    }
+
     fn incident(&mut self, framework: &str, at: Option<&Step>, what: String) -> anyhow::Result<()> {
         let inc = Incident {
             at: Utc::now(),
@@ -697,10 +904,15 @@ impl<L: Lab> Runner<'_, L> {
         });
         let cancel = self.cancel;
         self.first_round.get_or_insert_with(Instant::now);
+        let began = self.lab.now();
         let measured = tokio::select! {
             m = measure_round(self.lab, self.job.spec, step, running(slot)?) => m,
             () = cancel.cancelled() => return Ok(Some(RunOutcome::Interrupted)),
         };
+        let wall = self.lab.now().saturating_duration_since(began);
+        if let Some(s) = self.spending.as_mut() {
+            s.round(wall.as_secs_f64());
+        }
         // A repeat is on top of the planned steps the progress counts.
         if again.is_none() {
             self.done += 1;

@@ -193,6 +193,9 @@ pub(crate) struct Script {
     /// Building its image (when images are deferred) fails with this
     /// message.
     pub build_error: Option<String>,
+    /// Seconds one of its rounds takes on the lab's clock when the lab
+    /// keeps its own ([`FakeLab::virtual_clock`]).
+    pub round_s: f64,
 }
 
 impl Default for Script {
@@ -211,6 +214,7 @@ impl Default for Script {
             database_dies_at: None,
             stop_error: None,
             build_error: None,
+            round_s: 10.0,
         }
     }
 }
@@ -249,6 +253,11 @@ pub(crate) struct FakeLab {
     /// Frameworks whose image is built just before their first server
     /// ([`Lab::prepare`]); each is built once.
     pub deferred: BTreeSet<String>,
+    /// Keep a clock of its own ([`Lab::now`]): a start takes 2 s, a stop
+    /// 0.5 s, a round its script's `round_s`, and nothing else any time.
+    pub virtual_clock: bool,
+    clock_s: f64,
+    epoch: std::sync::OnceLock<std::time::Instant>,
     daemon_gone: bool,
     db_dead: BTreeSet<u32>,
     measures: usize,
@@ -278,6 +287,13 @@ impl FakeLab {
     /// Number of measure calls.
     pub fn measures(&self) -> usize {
         self.measures
+    }
+
+    /// Let `seconds` pass on the lab's own clock.
+    fn pass(&mut self, seconds: f64) {
+        if self.virtual_clock {
+            self.clock_s += seconds;
+        }
     }
 
     /// Fail as a call to a daemon that went away does.
@@ -328,6 +344,7 @@ impl Lab for FakeLab {
             self.log.push(format!("start {framework} failed"));
             anyhow::bail!("{e}");
         }
+        self.pass(2.0);
         self.next_id += 1;
         self.running.insert(self.next_id);
         self.log.push(format!("start {framework}#{}", self.next_id));
@@ -430,6 +447,7 @@ impl Lab for FakeLab {
         self.log.push(format!(
             "measure {framework} {scenario} c={concurrency} r{round}"
         ));
+        self.pass(self.script(&framework).round_s);
         if self.daemon_gone_at == Some(self.measures) {
             self.daemon_gone = true;
         }
@@ -487,6 +505,7 @@ impl Lab for FakeLab {
 
     async fn stop(&mut self, s: FakeServer) -> anyhow::Result<()> {
         self.log.push(format!("stop {}#{}", s.framework, s.id));
+        self.pass(0.5);
         self.reachable(&format!("removing fg-fake-{}-{}", s.framework, s.id))?;
         if let Some(e) = self.script(&s.framework).stop_error {
             // Left behind, as a container the daemon would not remove is.
@@ -508,5 +527,14 @@ impl Lab for FakeLab {
 
     async fn engine_reachable(&mut self) -> bool {
         !self.daemon_gone
+    }
+
+    fn now(&self) -> std::time::Instant {
+        let epoch = *self.epoch.get_or_init(std::time::Instant::now);
+        if self.virtual_clock {
+            epoch + std::time::Duration::from_secs_f64(self.clock_s)
+        } else {
+            std::time::Instant::now()
+        }
     }
 }

@@ -176,6 +176,12 @@ pub trait Lab {
     /// container fg-…-db exited with code 1"); `None` while all run.
     async fn dependency_down(&mut self, server: &Self::Server) -> anyhow::Result<Option<String>>;
 
+    /// The lab's clock, which times the run's budget: the real one; a
+    /// scripted lab runs its own, advanced by what its calls would take.
+    fn now(&self) -> std::time::Instant {
+        std::time::Instant::now()
+    }
+
     /// Whether the container engine still answers. Checked when something
     /// fails, so a daemon that went away ends the run (with every measured
     /// result kept and a `--resume` hint) instead of failing every

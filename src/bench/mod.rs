@@ -5,6 +5,7 @@
 //! containers, the loader and the probe only through the [`lab::Lab`] trait,
 //! so the whole pipeline runs against a scripted fake in unit tests.
 
+mod budget;
 pub mod docker_lab;
 pub mod environment;
 pub mod execute;
@@ -63,5 +64,8 @@ pub fn new_results(
         objectives: Vec::new(),
         git: None,
         precision: None,
+        budget: profile
+            .budget
+            .map(|b| crate::results::Budget::new(b.as_secs_f64())),
     }
 }

@@ -128,6 +128,13 @@ fn text(event: &Event<'_>, total: usize) -> Option<String> {
         )),
         Event::Stored { cell, round } => Some(round_line(cell, round)),
         Event::Incident(i) => Some(format!("{}: {}", i.framework, i.what)),
+        Event::Budget(b) => Some(b.expectation()),
+        Event::SatOut { round, names } => Some(format!(
+            "block {}: {} sit{} out (the whole block does not fit in the budget; the least precise cells run)",
+            round + 1,
+            names.join(", "),
+            if names.len() == 1 { "s" } else { "" }
+        )),
         Event::Phases { name, phases } => Some(format!(
             "{name}: {:.1} s by phase (wall time): {}",
             phases.total_s(),

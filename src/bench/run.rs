@@ -549,6 +549,9 @@ fn finish(
     if let Some(p) = &r.precision {
         eprintln!("precision: {}", p.sentence());
     }
+    if let Some(b) = &r.budget {
+        eprintln!("{}", b.sentence());
+    }
     let missed = objectives_line(&r.objectives);
     match outcome {
         Err(e) => Err(e),

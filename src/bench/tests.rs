@@ -992,3 +992,111 @@ async fn a_daemon_that_disappears_ends_the_run_keeping_results_and_resume_comple
     assert_eq!(lab.measures(), 16 - 5);
     assert!(run.on_disk().remaining().is_empty());
 }
+
+/// Frameworks `a` and `b` whose rounds swing by `jitter_a` and `jitter_b`,
+/// `rounds: {min: 3, max: 12, precision: 0.02}` interleaved, with a
+/// `budget` of `budget_s` seconds on the lab's own clock: a segment is a
+/// 2 s start, 4 rounds of 10 s and a 0.5 s stop (42.5 s), a block 85 s.
+fn budgeted(jitter_a: f64, jitter_b: f64, budget_s: u64) -> (Run, FakeLab) {
+    let run = setup(Profile {
+        rounds: Rounds::UntilPrecise {
+            min: 3,
+            max: 12,
+            precision: 0.02,
+        },
+        interleave_rounds: true,
+        budget: Some(std::time::Duration::from_secs(budget_s)),
+        ..profile()
+    });
+    let mut lab = FakeLab::default();
+    lab.virtual_clock = true;
+    for (fw, jitter) in [("a", jitter_a), ("b", jitter_b)] {
+        lab.scripts.insert(
+            fw.into(),
+            Script {
+                jitter,
+                ..Script::default()
+            },
+        );
+    }
+    (run, lab)
+}
+
+fn rounds_of(r: &Results, fw: &str) -> Vec<usize> {
+    r.cells
+        .iter()
+        .filter(|c| c.key.framework == fw)
+        .map(|c| c.rounds.len())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_budget_stops_adding_blocks_when_the_next_would_not_fit() {
+    // First pass 3 × 85 s = 255 s; 200 s more hold two blocks of 85 s.
+    let (run, mut lab) = budgeted(0.1, 0.1, 455);
+    let mut store = run.store();
+    assert_eq!(
+        run.go(&mut lab, &mut store, &Cancel::new()).await,
+        RunOutcome::Finished
+    );
+    let r = run.on_disk();
+    assert_eq!(rounds_of(&r, "a"), vec![5; 4], "{:?}", lab.log);
+    assert_eq!(rounds_of(&r, "b"), vec![5; 4]);
+    let b = r.budget.clone().expect("a run with a budget reports it");
+    assert_eq!(b.asked_s, 455.0);
+    let first = b.first_pass_s.unwrap();
+    assert!((first - 255.0).abs() < 0.5, "{b:?}");
+    assert_eq!(b.block_s, Some(85.0));
+    assert_eq!(b.expected_blocks, Some(2));
+    assert_eq!((b.blocks, b.sat_out), (2, 0));
+    assert_eq!(b.ended, Some(crate::results::BudgetEnd::Budget));
+    // The known answer of the expectation: rounds alternating ±10% keep
+    // their spread, so 5 rounds' interval is what 3 rounds' spread carried
+    // over 2 more blocks says, within what 2 more rounds move the spread.
+    let expected = b.expected_median_interval.unwrap();
+    let reached = r.precision.as_ref().unwrap().median_interval.unwrap();
+    assert!(
+        expected > 0.02 && (expected / reached - 1.0).abs() < 0.15,
+        "expected ±{expected}, reached ±{reached}"
+    );
+    assert_eq!(lab.leaked(), 0);
+}
+
+#[tokio::test]
+async fn when_a_whole_block_does_not_fit_the_least_precise_framework_runs_alone() {
+    // After the first pass (255 s) 130 s are left: block 4 (85 s) runs
+    // whole; of 45 s left, one segment (42.5 s) fits: b's, whose rounds
+    // swing more; then nothing fits.
+    let (run, mut lab) = budgeted(0.05, 0.2, 385);
+    let mut store = run.store();
+    run.go(&mut lab, &mut store, &Cancel::new()).await;
+    let r = run.on_disk();
+    assert_eq!(rounds_of(&r, "a"), vec![4; 4], "{:?}", lab.log);
+    assert_eq!(rounds_of(&r, "b"), vec![5; 4]);
+    let b = r.budget.clone().unwrap();
+    assert_eq!((b.blocks, b.sat_out), (2, 1), "{b:?}");
+    assert_eq!(b.ended, Some(crate::results::BudgetEnd::Budget));
+    assert!(
+        b.sentence().contains("1 framework round sat out"),
+        "{}",
+        b.sentence()
+    );
+    // Cells of a are still paired with b's on the blocks both ran.
+    let ra = r.cell(&key("a", Scenario::Json, 10)).unwrap();
+    assert!(ra.rank.as_ref().is_none_or(|g| g.paired), "{:?}", ra.rank);
+}
+
+#[tokio::test]
+async fn with_room_to_spare_a_budget_changes_nothing_precise_cells_stop_at_min() {
+    let (run, mut lab) = budgeted(0.0, 0.1, 100_000);
+    let mut store = run.store();
+    run.go(&mut lab, &mut store, &Cancel::new()).await;
+    let r = run.on_disk();
+    assert_eq!(rounds_of(&r, "a"), vec![3; 4]);
+    assert_eq!(rounds_of(&r, "b"), vec![12; 4]);
+    assert_eq!(lab.starts("a"), 3);
+    let b = r.budget.clone().unwrap();
+    assert_eq!(b.expected_blocks, Some(9), "capped at max − min");
+    assert_eq!((b.blocks, b.sat_out), (9, 0));
+    assert_eq!(b.ended, Some(crate::results::BudgetEnd::Precise));
+}

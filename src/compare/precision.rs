@@ -33,6 +33,20 @@ pub fn of(cell: &Cell, asked: Option<f64>) -> Option<Precision> {
     })
 }
 
+/// The half-width `p` would reach after `more` rounds of the same spread:
+/// the spread backed out of `p` (Student's t over its rounds), then the
+/// interval over `p.rounds + more` rounds. What a budget expects to buy.
+pub fn projected(p: &Precision, more: u32) -> f64 {
+    if p.rounds < 2 || more == 0 {
+        return p.reached;
+    }
+    let n = f64::from(p.rounds);
+    let later = n + f64::from(more);
+    let half = p.reached.ln_1p();
+    let spread = half * n.sqrt() / stats::t_quantile(n - 1.0, p.confidence);
+    (stats::t_quantile(later - 1.0, p.confidence) * spread / later.sqrt()).exp_m1()
+}
+
 /// Give every cell of `results` its precision, against the profile's ask.
 pub fn assign(results: &mut Results) {
     let asked = results.profile.rounds.precision();
@@ -87,6 +101,26 @@ mod tests {
             pair_confidence: 0.99,
             paired,
         })
+    }
+
+    #[test]
+    fn more_rounds_of_the_same_spread_narrow_the_interval_as_t_and_root_n_say() {
+        // 3 rounds of log-spread 0.04: half-width t(2)·0.04/√3 = 0.0993;
+        // 10 rounds: t(9)·0.04/√10 = 2.262·0.01265 = 0.0286.
+        let half3 = 4.302_652_7 * 0.04 / 3f64.sqrt();
+        let p = Precision {
+            by: "req/s".into(),
+            unit: "req/s".into(),
+            confidence: 0.95,
+            rounds: 3,
+            low: 0.0,
+            high: 0.0,
+            reached: half3.exp_m1(),
+            asked: Some(0.02),
+        };
+        let half10 = 2.262_157_2 * 0.04 / 10f64.sqrt();
+        assert!((projected(&p, 7) - half10.exp_m1()).abs() < 1e-6);
+        assert_eq!(projected(&p, 0), p.reached);
     }
 
     #[test]

@@ -299,7 +299,7 @@ pub fn location(sample: &Sample, confidence: f64) -> Option<Location> {
 
 /// The two-sided `confidence` quantile of Student's t with `df` degrees
 /// of freedom.
-fn t_quantile(df: f64, confidence: f64) -> f64 {
+pub(crate) fn t_quantile(df: f64, confidence: f64) -> f64 {
     let p = 1.0 - (1.0 - confidence) / 2.0;
     match StudentsT::new(0.0, 1.0, df) {
         Ok(t) if df.is_finite() => t.inverse_cdf(p),

@@ -62,6 +62,9 @@ pub struct Plan {
     pub restart_between_rounds: bool,
     /// Whether frameworks alternate round by round.
     pub interleave_rounds: bool,
+    /// Wall time the run may take: blocks past `min_rounds` start only
+    /// while they fit in it (`bench::budget`).
+    pub budget: Option<Duration>,
     /// Combinations the profile asks for that will not run, with the reason.
     pub skipped: Vec<Skipped>,
     /// Longest warm-up plus measured window of one step.
@@ -150,6 +153,7 @@ impl Plan {
             streams: profile.load.streams,
             restart_between_rounds: profile.restart_between_rounds,
             interleave_rounds: profile.interleave_rounds,
+            budget: profile.budget,
             skipped,
             step_time: profile.warmup.max() + profile.duration,
             settle: profile.idle_settle,
@@ -371,6 +375,14 @@ impl Plan {
                 self.rounds
             )
         };
+        if let Some(b) = self.budget {
+            let _ = writeln!(
+                s,
+                "budget:      {}: after the first {} rounds, blocks of rounds go on while they fit, on the least precise cells first",
+                secs(b),
+                self.min_rounds
+            );
+        }
         s
     }
 }

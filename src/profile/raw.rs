@@ -75,6 +75,16 @@ pub struct RawProfile {
     /// afresh. Default: `false`.
     #[serde(default)]
     pub interleave_rounds: Option<bool>,
+    /// Wall time the whole run may take (`90m`): after a first pass of
+    /// `rounds.min` rounds per cell, blocks of rounds go on, on the
+    /// frameworks whose cells still lack `rounds.precision` (the widest
+    /// first when a whole block no longer fits), until every cell is
+    /// precise, `rounds.max` is reached or the next block would end past
+    /// the budget. Needs `rounds: {min, max, precision}` and
+    /// `interleave_rounds: true`. Default: none (rounds go on until precise
+    /// or `rounds.max`).
+    #[serde(default)]
+    pub budget: Option<Human>,
     /// How load is generated. Default: `{mode: closed, pipeline: 1,
     /// timeout: 5s}` with one thread per loader CPU.
     #[serde(default)]

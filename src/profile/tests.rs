@@ -135,6 +135,29 @@ fn rounds_until_precise_take_their_defaults_and_say_what_is_wrong() {
 }
 
 #[test]
+fn a_budget_needs_rounds_until_precise_and_interleaved_frameworks() {
+    let ok = "rounds: {precision: 0.02}\ninterleave_rounds: true\nbudget: 18m\n";
+    let p = load(ok).unwrap();
+    assert_eq!(p.budget, Some(std::time::Duration::from_secs(18 * 60)));
+    assert_eq!(
+        load(&ok.replace("18m", "1h")).unwrap(),
+        Profile {
+            budget: Some(std::time::Duration::from_secs(3600)),
+            ..p.clone()
+        }
+    );
+    assert_eq!(load("rounds: 3\n").unwrap().budget, None);
+    let e = err("rounds: 5\ninterleave_rounds: true\nbudget: 10m\n");
+    assert!(e.starts_with("p/test.yaml:3:9: `budget`:"), "{e}");
+    assert!(e.contains("rounds: {min, max, precision}"), "{e}");
+    let e = err("rounds: {precision: 0.02}\nbudget: 10m\n");
+    assert!(e.starts_with("p/test.yaml:2:9: `budget`:"), "{e}");
+    assert!(e.contains("interleave_rounds: true"), "{e}");
+    let e = err("rounds: {precision: 0.02}\ninterleave_rounds: true\nbudget: 0s\n");
+    assert!(e.contains("longer than zero"), "{e}");
+}
+
+#[test]
 fn unknown_scenario_suggests_the_nearest() {
     let e = err("scenarios: [plaintext, jsn]\n");
     assert!(

@@ -95,6 +95,14 @@ pub struct Profile {
     pub restart_between_rounds: bool,
     /// Whether frameworks alternate round by round (A B A B …).
     pub interleave_rounds: bool,
+    /// Wall time the run may take: blocks of rounds past `rounds.min` start
+    /// only while they fit in it. `None`: no budget.
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "ser_opt_duration",
+        deserialize_with = "de_opt_duration"
+    )]
+    pub budget: Option<Duration>,
     /// How load is generated.
     pub load: Load,
     /// Limits of the server container.
@@ -268,6 +276,7 @@ impl Default for Profile {
             rounds: Rounds::Fixed(DEFAULT_ROUNDS),
             restart_between_rounds: false,
             interleave_rounds: false,
+            budget: None,
             load: Load::default(),
             server: Limits::server(Network::Bridge),
             loader: Limits::loader(Network::Bridge),
@@ -705,6 +714,17 @@ impl Profile {
 
 fn ser_duration<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.collect_str(&Human(*d))
+}
+
+fn ser_opt_duration<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+    match d {
+        Some(d) => ser_duration(d, s),
+        None => s.serialize_none(),
+    }
+}
+
+fn de_opt_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    Option::<Human>::deserialize(d).map(|h| h.map(|h| h.0))
 }
 
 fn ser_bytes<S: Serializer>(b: &u64, s: S) -> Result<S::Ok, S::Error> {

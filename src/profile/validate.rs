@@ -146,6 +146,8 @@ pub(crate) fn validate(
         loc,
     )?;
 
+    let interleave_rounds = raw.interleave_rounds.unwrap_or(false);
+    let budget = budget(raw.budget.map(|h| h.0), rounds, interleave_rounds, loc)?;
     let profile = Profile {
         name: name.to_string(),
         description: raw.description.unwrap_or_default(),
@@ -157,7 +159,8 @@ pub(crate) fn validate(
         duration,
         rounds,
         restart_between_rounds: raw.restart_between_rounds.unwrap_or(false),
-        interleave_rounds: raw.interleave_rounds.unwrap_or(false),
+        interleave_rounds,
+        budget,
         load,
         server,
         loader,
@@ -219,6 +222,36 @@ fn rounds(raw: Option<RawRounds>, default: Rounds, loc: &Locator<'_>) -> Result<
         max,
         precision,
     })
+}
+
+/// `budget`: a positive duration, on a profile whose rounds go on until
+/// precise and whose frameworks alternate block by block (the budget is
+/// spent a block at a time, on the cells that still lack the precision).
+fn budget(
+    v: Option<Duration>,
+    rounds: Rounds,
+    interleave_rounds: bool,
+    loc: &Locator<'_>,
+) -> Result<Option<Duration>> {
+    let Some(b) = v else {
+        return Ok(None);
+    };
+    if b.is_zero() {
+        return Err(loc.value("budget", "must be longer than zero"));
+    }
+    if rounds.precision().is_none() {
+        return Err(loc.value(
+            "budget",
+            "spends rounds until each cell is precise, so it needs `rounds: {min, max, precision}` (a fixed `rounds: N` leaves nothing to spend it on)",
+        ));
+    }
+    if !interleave_rounds {
+        return Err(loc.value(
+            "budget",
+            "is spent a block of rounds at a time (each framework once per block), so it needs `interleave_rounds: true`; without it the frameworks run first would take the whole budget",
+        ));
+    }
+    Ok(Some(b))
 }
 
 /// A duration that must be above zero; `default` when absent.

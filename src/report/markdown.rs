@@ -211,6 +211,9 @@ fn header(s: &mut String, r: &Results) {
     if let Some(p) = &r.precision {
         let _ = writeln!(s, "- Precision: {}", p.sentence());
     }
+    if let Some(b) = &r.budget {
+        let _ = writeln!(s, "- Time: {}", b.sentence());
+    }
     let left = r.remaining();
     if r.interrupted || !left.is_empty() {
         let _ = writeln!(

@@ -10,6 +10,7 @@
 //! `_bytes` bytes, `_rps` responses per second, `_s` seconds; fractions are
 //! plain numbers from 0 to 1.
 
+mod budget;
 mod cell;
 mod database;
 mod environment;
@@ -29,6 +30,7 @@ pub use crate::docker::container::AppliedLimits;
 pub use crate::host::git::GitInfo;
 pub use crate::plan::Skipped;
 pub use crate::roles::load::ErrorCounts;
+pub use budget::{Budget, BudgetEnd};
 pub use cell::{
     AnswerChecks, Cell, CellKey, CellSummary, Connections, HostUse, LoaderShare, LoaderUse,
     MachineSpeed, Precision, RankGroup, RateFigures, RequestAccounting, Round, RunPrecision,
@@ -140,6 +142,9 @@ pub struct Results {
     /// cell and in files written before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub precision: Option<RunPrecision>,
+    /// How the profile's `budget:` was spent; absent without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<Budget>,
 }
 
 /// The environment when a run was resumed.

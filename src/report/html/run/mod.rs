@@ -236,6 +236,9 @@ fn header(ctx: &Ctx<'_>) -> Markup {
         @if let Some(p) = &r.precision {
             p class="precision" { strong { "Precision" } ": " (p.sentence()) "." }
         }
+        @if let Some(b) = &r.budget {
+            p class="budget" { strong { "Time" } ": " (b.sentence()) "." }
+        }
         @if r.interrupted || !left.is_empty() {
             p class="banner" {
                 strong { "Incomplete" } ": " (left.len()) " planned cell(s) were not measured"
