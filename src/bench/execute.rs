@@ -270,7 +270,7 @@ fn step_done(store: &Store, step: &Step) -> bool {
     store
         .results()
         .cell(&step.key)
-        .is_some_and(|c| c.is_complete() || c.has_round(step.round))
+        .is_some_and(|c| store.results().is_done(c) || c.has_round(step.round))
 }
 
 fn count_done(store: &Store, plan: &Plan) -> usize {
@@ -464,7 +464,11 @@ impl<L: Lab> Runner<'_, L> {
             if let Some(b) = r.budget.as_mut() {
                 // A run whose rounds all ended in the first pass.
                 b.first_pass_s.get_or_insert(spent);
-                b.ended = Some(ended);
+                // A resume of a run its budget ended measures nothing
+                // more and keeps why.
+                if b.ended != Some(BudgetEnd::Budget) {
+                    b.ended = Some(ended);
+                }
             }
         })
     }

@@ -1050,6 +1050,17 @@ async fn a_budget_stops_adding_blocks_when_the_next_would_not_fit() {
     assert_eq!(b.expected_blocks, Some(2));
     assert_eq!((b.blocks, b.sat_out), (2, 0));
     assert_eq!(b.ended, Some(crate::results::BudgetEnd::Budget));
+    // Cells the budget stopped are done, not missing: the run is complete
+    // and a resume measures nothing more.
+    assert!(r.remaining().is_empty(), "{:?}", r.remaining());
+    let before = lab.measures();
+    let mut store = Store::resume(run.dir.path()).unwrap();
+    run.go(&mut lab, &mut store, &Cancel::new()).await;
+    assert_eq!(lab.measures(), before, "{:?}", lab.log);
+    assert_eq!(
+        run.on_disk().budget.unwrap().ended,
+        Some(crate::results::BudgetEnd::Budget)
+    );
     // The known answer of the expectation: rounds alternating ±10% keep
     // their spread, so 5 rounds' interval is what 3 rounds' spread carried
     // over 2 more blocks says, within what 2 more rounds move the spread.

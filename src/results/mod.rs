@@ -200,9 +200,24 @@ impl Results {
     pub fn remaining(&self) -> Vec<CellKey> {
         self.plan
             .iter()
-            .filter(|k| !self.cell(k).is_some_and(Cell::is_complete))
+            .filter(|k| !self.cell(k).is_some_and(|c| self.is_done(c)))
             .cloned()
             .collect()
+    }
+
+    /// Whether `cell` needs no more rounds: complete by its own rounds
+    /// ([`Cell::is_complete`]), or past its first pass (`rounds.min`) in a
+    /// run whose budget ended its rounds (a resume does not spend another).
+    pub fn is_done(&self, cell: &Cell) -> bool {
+        let budget_spent = self
+            .budget
+            .as_ref()
+            .is_some_and(|b| b.ended == Some(BudgetEnd::Budget));
+        cell.is_complete()
+            || (budget_spent
+                && cell
+                    .rounds_min
+                    .is_some_and(|min| cell.rounds.len() as u32 >= min))
     }
 
     /// Scenarios in plan order, without repeats.
