@@ -15,8 +15,10 @@ use crate::results::{Budget, Cell, Status};
 /// The run's clock and its record of where segments spent their time.
 #[derive(Debug)]
 pub(super) struct Spending {
-    /// When the budget's time began (the invocation's start).
+    /// When the budget's time began (the run's first framework).
     pub began: Instant,
+    /// Seconds since `began` spent building images: not the budget's.
+    builds: f64,
     /// The budget.
     pub asked: Duration,
     /// Wall time of every measured round (loader and sampling).
@@ -31,6 +33,7 @@ impl Spending {
     pub fn new(began: Instant, asked: Duration) -> Spending {
         Spending {
             began,
+            builds: 0.0,
             asked,
             rounds: Vec::new(),
             overheads: BTreeMap::new(),
@@ -58,9 +61,27 @@ impl Spending {
             .push((wall - rounds).max(0.0));
     }
 
+    /// Image builds took `seconds`: a fresh machine's builds do not eat
+    /// the rounds a cached one gets.
+    pub fn built(&mut self, seconds: f64) {
+        self.builds += seconds;
+    }
+
+    /// Seconds of image builds so far: a segment's are the difference
+    /// across it.
+    pub fn builds_total(&self) -> f64 {
+        self.builds
+    }
+
+    /// Seconds of the budget spent at `now`: the time since it began, image
+    /// builds left out.
+    pub fn spent(&self, now: Instant) -> f64 {
+        (now.saturating_duration_since(self.began).as_secs_f64() - self.builds).max(0.0)
+    }
+
     /// Seconds left of the budget at `now`.
     pub fn left(&self, now: Instant) -> f64 {
-        self.asked.as_secs_f64() - now.saturating_duration_since(self.began).as_secs_f64()
+        self.asked.as_secs_f64() - self.spent(now)
     }
 
     /// Estimated wall time of a segment of `framework` measuring `rounds`
@@ -213,6 +234,9 @@ mod tests {
         // One it has not seen: the median of all overheads.
         assert_eq!(s.estimate("c", 1), 16.5 + 12.0);
         assert!((s.left(t0 + Duration::from_secs(100)) - 500.0).abs() < 1e-9);
+        // Image builds are not the budget's.
+        s.built(40.0);
+        assert!((s.left(t0 + Duration::from_secs(100)) - 540.0).abs() < 1e-9);
         assert_eq!(s.block(), None);
         s.first_pass_blocks = vec![90.0, 40.0, 50.0, 45.0];
         assert_eq!(s.block(), Some(45.0), "the first block is left out");

@@ -201,14 +201,10 @@ pub async fn execute<L: Lab>(
     let plan = job.plan;
     let segments = plan.segments();
     let total = segments.len();
-    // The budget's time began with the invocation (preflight and images
-    // count), on the lab's clock.
+    // The budget's time begins with the first framework, on the lab's
+    // clock; image builds are left out of it.
     let spending = match (plan.budget, plan.precision) {
-        (Some(b), Some(_)) if plan.interleave_rounds => {
-            let now = lab.now();
-            let began = now.checked_sub(job.started.elapsed()).unwrap_or(now);
-            Some(Spending::new(began, b))
-        }
+        (Some(b), Some(_)) if plan.interleave_rounds => Some(Spending::new(lab.now(), b)),
         _ => None,
     };
     let mut runner = Runner {
@@ -368,6 +364,7 @@ impl<L: Lab> Runner<'_, L> {
                 .collect();
         }
         let began = self.lab.now();
+        let builds_before = self.spending.as_ref().map_or(0.0, Spending::builds_total);
         let ran = !pending.is_empty();
         for (i, fw, steps) in pending {
             if self.cancel.is_cancelled() {
@@ -379,21 +376,31 @@ impl<L: Lab> Runner<'_, L> {
                 total,
             });
             let seg_began = self.lab.now();
-            let rounds_before = self.spending.as_ref().map_or(0.0, Spending::rounds_total);
+            let (rounds_before, builds_before) = self
+                .spending
+                .as_ref()
+                .map_or((0.0, 0.0), |s| (s.rounds_total(), s.builds_total()));
             let outcome = self.framework(fw, steps).await?;
             let wall = self.lab.now().saturating_duration_since(seg_began);
             if let Some(s) = self.spending.as_mut() {
                 let rounds = s.rounds_total() - rounds_before;
-                s.segment(&fw.name, wall.as_secs_f64(), rounds);
+                let builds = s.builds_total() - builds_before;
+                s.segment(&fw.name, wall.as_secs_f64() - builds, rounds);
             }
             if outcome != RunOutcome::Finished {
                 return Ok(BlockOutcome::Ended(outcome));
             }
         }
         if ran && !budgeted {
-            let wall = self.lab.now().saturating_duration_since(began);
             if let Some(s) = self.spending.as_mut() {
-                s.first_pass_blocks.push(wall.as_secs_f64());
+                // A block's image builds are not its cost.
+                let wall = self
+                    .lab
+                    .now()
+                    .saturating_duration_since(began)
+                    .as_secs_f64();
+                s.first_pass_blocks
+                    .push(wall - (s.builds_total() - builds_before));
             }
         }
         Ok(BlockOutcome::Ran)
@@ -406,7 +413,7 @@ impl<L: Lab> Runner<'_, L> {
             return Ok(());
         };
         let now = self.lab.now();
-        let first_pass = now.saturating_duration_since(s.began).as_secs_f64();
+        let first_pass = s.spent(now);
         let left = s.left(now);
         let block = s.block();
         let most = self.job.plan.rounds - self.job.plan.min_rounds;
@@ -450,11 +457,7 @@ impl<L: Lab> Runner<'_, L> {
         let Some(s) = self.spending.as_ref() else {
             return Ok(());
         };
-        let spent = self
-            .lab
-            .now()
-            .saturating_duration_since(s.began)
-            .as_secs_f64();
+        let spent = s.spent(self.lab.now());
         let ended = match outcome {
             RunOutcome::Finished if out_of_budget => BudgetEnd::Budget,
             RunOutcome::Finished => BudgetEnd::Precise,
@@ -488,7 +491,17 @@ impl<L: Lab> Runner<'_, L> {
     /// Have the lab build `name`'s image if it builds images as they are
     /// needed, and record the image and the time it took.
     async fn prepare(&mut self, name: &str) -> anyhow::Result<()> {
-        let Some(p) = self.lab.prepare(self.job.spec.server(name)?).await? else {
+        let began = self.lab.now();
+        let prepared = self.lab.prepare(self.job.spec.server(name)?).await;
+        if let Some(s) = self.spending.as_mut() {
+            s.built(
+                self.lab
+                    .now()
+                    .saturating_duration_since(began)
+                    .as_secs_f64(),
+            );
+        }
+        let Some(p) = prepared? else {
             return Ok(());
         };
         let after_first_round = self.first_round.is_some();

@@ -253,8 +253,9 @@ pub(crate) struct FakeLab {
     /// Frameworks whose image is built just before their first server
     /// ([`Lab::prepare`]); each is built once.
     pub deferred: BTreeSet<String>,
-    /// Keep a clock of its own ([`Lab::now`]): a start takes 2 s, a stop
-    /// 0.5 s, a round its script's `round_s`, and nothing else any time.
+    /// Keep a clock of its own ([`Lab::now`]): a build takes 100 s, a
+    /// start 2 s, a stop 0.5 s, a round its script's `round_s`, and nothing
+    /// else any time.
     pub virtual_clock: bool,
     clock_s: f64,
     epoch: std::sync::OnceLock<std::time::Instant>,
@@ -317,6 +318,7 @@ impl Lab for FakeLab {
         }
         self.reachable(&format!("building {framework}"))?;
         self.log.push(format!("build {framework}"));
+        self.pass(100.0);
         if let Some(e) = self.script(framework).build_error {
             anyhow::bail!("{e}");
         }

@@ -75,7 +75,8 @@ pub struct RawProfile {
     /// afresh. Default: `false`.
     #[serde(default)]
     pub interleave_rounds: Option<bool>,
-    /// Wall time the whole run may take (`90m`): after a first pass of
+    /// Wall time the run's rounds may take (`90m`), from its first
+    /// framework's start, image builds left out: after a first pass of
     /// `rounds.min` rounds per cell, blocks of rounds go on, on the
     /// frameworks whose cells still lack `rounds.precision` (the widest
     /// first when a whole block no longer fits), until every cell is

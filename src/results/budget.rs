@@ -9,10 +9,12 @@ use serde::{Deserialize, Serialize};
 /// frameworks with the widest intervals run and the others sit it out.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Budget {
-    /// The wall time the profile gave the run, from this invocation's start.
+    /// The wall time the profile gave the run's rounds, from this
+    /// invocation's first framework, image builds left out.
     pub asked_s: f64,
-    /// Wall time from the invocation's start to the end of the first pass
-    /// (`rounds.min` rounds of every cell); absent until it ended.
+    /// Budget time (image builds left out) from the first framework to
+    /// the end of the first pass (`rounds.min` rounds of every cell);
+    /// absent until it ended.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_pass_s: Option<f64>,
     /// Wall time of one block of the first pass (the median of its blocks
