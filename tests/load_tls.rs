@@ -2,7 +2,11 @@
 //! reference server (`fairground serve --protocol https|h2`) behind a
 //! counting proxy on 127.0.0.1, no Docker:
 //! - a server that holds its first flight (ServerHello, certificate) for H
-//!   reads a handshake time of H ±5% at p50;
+//!   reads a handshake time of at least H at p50 (−2% for the clocks) and
+//!   not 25% more: the lower bound is what no host can move, the upper
+//!   one leaves a busy host room for the handshake's crypto and still fails
+//!   a loader that times something else (the TCP connect alone, or the
+//!   handshake twice);
 //! - wire bytes per response are the TLS records the server wrote per
 //!   response, counted on the server's side of the connection: the
 //!   proxy's count and the loader's over two runs of different lengths,
@@ -73,7 +77,7 @@ fn a_server_that_holds_its_handshake_h_reads_h_at_p50() {
         t.handshake.p99_us as f64 / 1e3
     );
     assert!(
-        (p50 / h - 1.0).abs() < 0.05,
+        p50 >= 0.98 * h && p50 <= 1.25 * h,
         "handshake p50 {p50:.1} ms, the server held it {h} ms: {t:?}"
     );
     assert!(r.responses.status_2xx > 0, "{:?}", r.responses);
