@@ -376,15 +376,15 @@ impl<L: Lab> Runner<'_, L> {
                 total,
             });
             let seg_began = self.lab.now();
-            let (rounds_before, builds_before) = self
+            let (seg_rounds, seg_builds) = self
                 .spending
                 .as_ref()
                 .map_or((0.0, 0.0), |s| (s.rounds_total(), s.builds_total()));
             let outcome = self.framework(fw, steps).await?;
             let wall = self.lab.now().saturating_duration_since(seg_began);
             if let Some(s) = self.spending.as_mut() {
-                let rounds = s.rounds_total() - rounds_before;
-                let builds = s.builds_total() - builds_before;
+                let rounds = s.rounds_total() - seg_rounds;
+                let builds = s.builds_total() - seg_builds;
                 s.segment(&fw.name, wall.as_secs_f64() - builds, rounds);
             }
             if outcome != RunOutcome::Finished {
