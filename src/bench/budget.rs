@@ -131,7 +131,8 @@ pub(super) fn need(cell: Option<&Cell>, asked: f64) -> f64 {
     if cell.verdict.status == Status::Rejected {
         return 0.0;
     }
-    match crate::compare::precision::of(cell, Some(asked)) {
+    // The store keeps each cell's precision current.
+    match &cell.precision {
         Some(p) => p.reached / asked,
         None => f64::INFINITY,
     }
@@ -183,12 +184,12 @@ pub(super) fn expect(
     budget.expected_blocks = Some(blocks);
     let expected: Vec<f64> = cells
         .iter()
-        .filter_map(|c| crate::compare::precision::of(c, Some(asked)))
+        .filter_map(|c| c.precision.as_ref())
         .map(|p| {
             if p.met() {
                 p.reached
             } else {
-                crate::compare::precision::projected(&p, blocks).max(asked)
+                crate::compare::precision::projected(p, blocks).max(asked)
             }
         })
         .collect();

@@ -417,12 +417,11 @@ impl<L: Lab> Runner<'_, L> {
         let left = s.left(now);
         let block = s.block();
         let most = self.job.plan.rounds - self.job.plan.min_rounds;
-        let cells = self.store.results().cells.clone();
         self.store.update(|r| {
             if let Some(b) = r.budget.as_mut() {
                 b.first_pass_s = Some(first_pass);
                 if let Some(block) = block {
-                    super::budget::expect(b, &cells, asked, left, block, most);
+                    super::budget::expect(b, &r.cells, asked, left, block, most);
                 }
             }
         })?;

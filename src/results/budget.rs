@@ -120,14 +120,9 @@ impl Budget {
     }
 }
 
-/// `6m 10s`, `45s`.
+/// `6m 10s`, `45s`: whole seconds, as the plan prints durations.
 fn mins(s: f64) -> String {
-    let s = s.round() as u64;
-    match (s / 60, s % 60) {
-        (0, r) => format!("{r}s"),
-        (m, 0) => format!("{m}m"),
-        (m, r) => format!("{m}m {r}s"),
-    }
+    humantime::format_duration(std::time::Duration::from_secs(s.round() as u64)).to_string()
 }
 
 #[cfg(test)]
