@@ -9,6 +9,7 @@
 //! I/O and must not depend on any other fairground module.
 
 pub mod db;
+pub mod ws;
 
 use std::fmt;
 use std::str::FromStr;
@@ -81,7 +82,19 @@ pub enum Scenario {
     /// random number that is written back and returned. In a manifest,
     /// `updates` declares every N.
     Updates(u16),
+    /// `GET /ws` upgraded to a WebSocket, then text messages of N bytes
+    /// echoed ([`ws`]). In a manifest, `ws-echo` (N = [`ANY_SIZE`])
+    /// declares every size.
+    WsEcho(u32),
 }
+
+/// The size of a manifest's `ws-echo`: every size.
+pub const ANY_SIZE: u32 = 0;
+/// Largest WebSocket message a scenario sends (and a server must read).
+pub const MAX_WS_MESSAGE: u32 = 64 * 1024;
+/// Message size verification measures for a manifest's `ws-echo` (it
+/// checks every size from 1 B to [`MAX_WS_MESSAGE`] too).
+pub const VERIFY_WS_SIZE: u32 = 64;
 
 /// The count of a manifest's `queries` or `updates`: every N.
 pub const ANY_COUNT: u16 = 0;
@@ -112,6 +125,7 @@ impl Scenario {
         let mut names: Vec<String> = Self::FIXED.iter().map(|s| s.to_string()).collect();
         names.push("middleware-N".to_string());
         names.extend(["db", "queries-N", "fortunes", "updates-N"].map(String::from));
+        names.push("ws-echo-N".to_string());
         names
     }
 
@@ -128,7 +142,8 @@ impl Scenario {
     pub fn covers(self, cell: Scenario) -> bool {
         match (self, cell) {
             (Scenario::Queries(ANY_COUNT), Scenario::Queries(_))
-            | (Scenario::Updates(ANY_COUNT), Scenario::Updates(_)) => true,
+            | (Scenario::Updates(ANY_COUNT), Scenario::Updates(_))
+            | (Scenario::WsEcho(ANY_SIZE), Scenario::WsEcho(_)) => true,
             _ => self == cell,
         }
     }
@@ -140,17 +155,35 @@ impl Scenario {
         match self {
             Scenario::Queries(ANY_COUNT) => Scenario::Queries(VERIFY_COUNT),
             Scenario::Updates(ANY_COUNT) => Scenario::Updates(VERIFY_COUNT),
+            Scenario::WsEcho(ANY_SIZE) => Scenario::WsEcho(VERIFY_WS_SIZE),
             s => s,
         }
     }
 
-    /// Whether this names a whole family (`queries` or `updates` without a
-    /// count): a manifest may declare one, a cell cannot be one.
+    /// Whether this names a whole family (`queries`, `updates` or
+    /// `ws-echo` without a number): a manifest may declare one, a cell
+    /// cannot be one.
     pub fn is_family(self) -> bool {
         matches!(
             self,
-            Scenario::Queries(ANY_COUNT) | Scenario::Updates(ANY_COUNT)
+            Scenario::Queries(ANY_COUNT) | Scenario::Updates(ANY_COUNT) | Scenario::WsEcho(ANY_SIZE)
         )
+    }
+
+    /// Whether the scenario speaks WebSocket after an upgrade (its answers
+    /// are messages, not HTTP responses).
+    pub fn is_websocket(self) -> bool {
+        matches!(self, Scenario::WsEcho(_))
+    }
+
+    /// What one answer of the scenario is, for rates and latencies:
+    /// `req` for HTTP requests, `msg` for WebSocket messages.
+    pub fn unit(self) -> &'static str {
+        if self.is_websocket() {
+            "msg"
+        } else {
+            "req"
+        }
     }
 
     /// World rows one request of the scenario reads (and, for updates,
@@ -192,6 +225,8 @@ impl fmt::Display for Scenario {
             Scenario::Fortunes => f.write_str("fortunes"),
             Scenario::Updates(ANY_COUNT) => f.write_str("updates"),
             Scenario::Updates(n) => write!(f, "updates-{n}"),
+            Scenario::WsEcho(ANY_SIZE) => f.write_str("ws-echo"),
+            Scenario::WsEcho(n) => write!(f, "ws-echo-{n}"),
         }
     }
 }
@@ -275,8 +310,10 @@ impl fmt::Display for Protocol {
 /// Why a scenario name was not understood.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ScenarioParseError {
-    #[error("unknown scenario `{0}`; known: plaintext, json, param, echo, validate, middleware-N (N from 0 to {MAX_MIDDLEWARE}), db, queries-N, fortunes, updates-N (N from 1 to {max})", max = db::MAX_QUERIES)]
+    #[error("unknown scenario `{0}`; known: plaintext, json, param, echo, validate, middleware-N (N from 0 to {MAX_MIDDLEWARE}), db, queries-N, fortunes, updates-N (N from 1 to {max}), ws-echo-N (N bytes, 1 to {MAX_WS_MESSAGE})", max = db::MAX_QUERIES)]
     Unknown(String),
+    #[error("`{0}`: the message size must be a whole number of bytes from 1 to {MAX_WS_MESSAGE} (`ws-echo` alone, in a framework manifest, declares every size)")]
+    BadSize(String),
     #[error("`{0}`: the number of rows must be a whole number from 1 to {max} (`queries` and `updates` alone, in a framework manifest, declare every number)", max = db::MAX_QUERIES)]
     BadCount(String),
     #[error(
@@ -299,6 +336,11 @@ impl FromStr for Scenario {
             "fortunes" => Ok(Scenario::Fortunes),
             "queries" => Ok(Scenario::Queries(ANY_COUNT)),
             "updates" => Ok(Scenario::Updates(ANY_COUNT)),
+            "ws-echo" => Ok(Scenario::WsEcho(ANY_SIZE)),
+            _ if s.starts_with("ws-echo-") => match s["ws-echo-".len()..].parse::<u32>() {
+                Ok(n) if (1..=MAX_WS_MESSAGE).contains(&n) => Ok(Scenario::WsEcho(n)),
+                _ => Err(ScenarioParseError::BadSize(s.to_string())),
+            },
             _ if s.starts_with("queries-") || s.starts_with("updates-") => {
                 let (family, n) = s.split_once('-').expect("checked above");
                 match n.parse::<u16>() {
@@ -342,8 +384,8 @@ impl schemars::JsonSchema for Scenario {
     fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
         schemars::json_schema!({
             "type": "string",
-            "description": "A contract scenario: plaintext, json, param, echo, validate, middleware-N, db, queries-N, fortunes or updates-N",
-            "pattern": "^(plaintext|json|param|echo|validate|middleware-[0-9]{1,2}|db|fortunes|(queries|updates)(-[0-9]{1,3})?)$"
+            "description": "A contract scenario: plaintext, json, param, echo, validate, middleware-N, db, queries-N, fortunes, updates-N or ws-echo-N",
+            "pattern": "^(plaintext|json|param|echo|validate|middleware-[0-9]{1,2}|db|fortunes|(queries|updates)(-[0-9]{1,3})?|ws-echo(-[0-9]{1,5})?)$"
         })
     }
 }
