@@ -166,7 +166,9 @@ impl Scenario {
     pub fn is_family(self) -> bool {
         matches!(
             self,
-            Scenario::Queries(ANY_COUNT) | Scenario::Updates(ANY_COUNT) | Scenario::WsEcho(ANY_SIZE)
+            Scenario::Queries(ANY_COUNT)
+                | Scenario::Updates(ANY_COUNT)
+                | Scenario::WsEcho(ANY_SIZE)
         )
     }
 
@@ -176,13 +178,14 @@ impl Scenario {
         matches!(self, Scenario::WsEcho(_))
     }
 
-    /// What one answer of the scenario is, for rates and latencies:
-    /// `req` for HTTP requests, `msg` for WebSocket messages.
-    pub fn unit(self) -> &'static str {
+    /// The unit of the scenario's rate: requests per second over HTTP,
+    /// messages per second over WebSocket (an echo of each message sent
+    /// is its answer).
+    pub fn rate_unit(self) -> &'static str {
         if self.is_websocket() {
-            "msg"
+            "msg/s"
         } else {
-            "req"
+            "req/s"
         }
     }
 
@@ -554,6 +557,8 @@ pub fn sample_request(scenario: Scenario, rng: &mut impl Rng) -> Request {
         Scenario::Queries(n) => get(&db::queries_path(db::QUERIES_PATH, n)),
         Scenario::Fortunes => get(db::FORTUNES_PATH),
         Scenario::Updates(n) => get(&db::queries_path(db::UPDATES_PATH, n)),
+        // The upgrade; its messages are `ws::` (the loader's `Messages`).
+        Scenario::WsEcho(_) => get(ws::PATH),
     }
 }
 
@@ -598,6 +603,9 @@ pub enum ExpectedBody {
     World(Option<u16>),
     /// The fortunes page ([`db::check_fortunes`]).
     Fortunes,
+    /// A 101 Switching Protocols: a WebSocket upgrade, whose messages the
+    /// WebSocket checks judge (`verify::websocket`, the loader's driver).
+    Upgrade,
 }
 
 /// The expected status and body of a correct answer to a valid `request`.
@@ -637,6 +645,7 @@ pub fn expected_response(scenario: Scenario, request: &Request) -> (u16, Expecte
             ExpectedBody::World(Some(db::count_in_path(&request.path))),
         ),
         Scenario::Fortunes => (200, ExpectedBody::Fortunes),
+        Scenario::WsEcho(_) => (101, ExpectedBody::Upgrade),
     }
 }
 
@@ -665,6 +674,7 @@ pub fn check_body(body: &[u8], expected: &ExpectedBody) -> Result<(), String> {
             }
         }
         ExpectedBody::World(count) => db::check_world(body, *count).map(|_| ()),
+        ExpectedBody::Upgrade => Ok(()),
         ExpectedBody::Fortunes => {
             let page =
                 std::str::from_utf8(body).map_err(|_| "the page is not UTF-8".to_string())?;

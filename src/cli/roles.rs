@@ -134,6 +134,13 @@ pub struct ServeArgs {
     /// `limit4` (SETTINGS_MAX_CONCURRENT_STREAMS 4).
     #[arg(long, value_enum, env = "FAIRGROUND_SERVE_H2_DEFECT")]
     pub h2_defect: Option<crate::roles::serve::H2Defect>,
+    /// Serve WebSocket (`GET /ws`) with a known defect, so tests can prove
+    /// fairground catches it: `bad-accept` (a Sec-WebSocket-Accept not
+    /// the key's), `fixed` (every message answered with the first),
+    /// `no-unmask` (payloads echoed still masked), `no-pong` (pings never
+    /// answered), `no-close` (a close answered by dropping the connection).
+    #[arg(long, value_enum, env = "FAIRGROUND_SERVE_WS_DEFECT")]
+    pub ws_defect: Option<crate::roles::serve::WsDefect>,
 }
 
 /// The port in environment variable `name`, or `default`.
@@ -220,6 +227,9 @@ pub fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     }
     if let Some(d) = args.h2_defect {
         crate::roles::serve::set_h2_defect(d);
+    }
+    if let Some(d) = args.ws_defect {
+        crate::roles::serve::set_ws_defect(d);
     }
     if args.contract_ports {
         return serve_contract_ports(args, threads);

@@ -268,17 +268,25 @@ mod tests {
         // RFC 6455 §5.7: an unmasked and a masked text "Hello".
         let plain = [0x81, 0x05, 0x48, 0x65, 0x6c, 0x6c, 0x6f];
         let h = Header::parse(&plain).unwrap().unwrap();
-        assert_eq!((h.fin, h.opcode, h.mask, h.len, h.payload), (true, OP_TEXT, None, 2, 5));
-        let mut masked = [0x81, 0x85, 0x37, 0xfa, 0x21, 0x3d, 0x7f, 0x9f, 0x4d, 0x51, 0x58];
+        assert_eq!(
+            (h.fin, h.opcode, h.mask, h.len, h.payload),
+            (true, OP_TEXT, None, 2, 5)
+        );
+        let mut masked = [
+            0x81, 0x85, 0x37, 0xfa, 0x21, 0x3d, 0x7f, 0x9f, 0x4d, 0x51, 0x58,
+        ];
         let h = Header::parse(&masked).unwrap().unwrap();
         assert_eq!(h.mask, Some([0x37, 0xfa, 0x21, 0x3d]));
         apply_mask(&mut masked[6..], h.mask.unwrap(), 0);
         assert_eq!(&masked[6..], b"Hello");
-        assert_eq!(frame(true, OP_TEXT, b"Hello", Some([0x37, 0xfa, 0x21, 0x3d])), {
-            let mut m = vec![0x81, 0x85, 0x37, 0xfa, 0x21, 0x3d];
-            m.extend_from_slice(&[0x7f, 0x9f, 0x4d, 0x51, 0x58]);
-            m
-        });
+        assert_eq!(
+            frame(true, OP_TEXT, b"Hello", Some([0x37, 0xfa, 0x21, 0x3d])),
+            {
+                let mut m = vec![0x81, 0x85, 0x37, 0xfa, 0x21, 0x3d];
+                m.extend_from_slice(&[0x7f, 0x9f, 0x4d, 0x51, 0x58]);
+                m
+            }
+        );
     }
 
     #[test]
@@ -303,7 +311,10 @@ mod tests {
         assert_eq!(Header::parse(&[0xC1, 0]), Err(FrameError::Reserved));
         assert_eq!(Header::parse(&[0x83, 0]), Err(FrameError::Opcode(3)));
         assert_eq!(Header::parse(&[0x09, 0]), Err(FrameError::Control(0)));
-        assert_eq!(Header::parse(&[0x89, 126, 0, 200]), Err(FrameError::Control(200)));
+        assert_eq!(
+            Header::parse(&[0x89, 126, 0, 200]),
+            Err(FrameError::Control(200))
+        );
     }
 
     #[test]
@@ -313,9 +324,15 @@ mod tests {
         assert_eq!(read_upgrade(ok, key), Ok(Some(ok.len() - 2)));
         assert_eq!(read_upgrade(&ok[..20], key), Ok(None));
         let wrong = b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nSec-WebSocket-Accept: xxx\r\n\r\n";
-        assert!(matches!(read_upgrade(wrong, key), Err(UpgradeError::Accept { .. })));
+        assert!(matches!(
+            read_upgrade(wrong, key),
+            Err(UpgradeError::Accept { .. })
+        ));
         let deflate = b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\nSec-WebSocket-Extensions: permessage-deflate\r\n\r\n";
-        assert!(matches!(read_upgrade(deflate, key), Err(UpgradeError::Extension(_))));
+        assert!(matches!(
+            read_upgrade(deflate, key),
+            Err(UpgradeError::Extension(_))
+        ));
         assert_eq!(
             read_upgrade(b"HTTP/1.1 404 Not Found\r\n\r\n", key),
             Err(UpgradeError::Status(404))

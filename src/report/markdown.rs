@@ -404,13 +404,15 @@ fn summary(s: &mut String, page: &Page<'_>) {
         .columns(None)
         .into_iter()
         .partition(Column::fixed_rate);
-    summary_table(
-        s,
-        page,
-        "## Summary: req/s, median of rounds\n\n",
-        &closed,
-        |p, c| p.headline(c),
-    );
+    // WebSocket cells count echoed messages: their rate is msg/s.
+    let title = if closed.iter().all(|c| c.scenario.is_websocket()) {
+        "## Summary: msg/s, median of rounds\n\n"
+    } else if closed.iter().any(|c| c.scenario.is_websocket()) {
+        "## Summary: req/s (msg/s for WebSocket scenarios), median of rounds\n\n"
+    } else {
+        "## Summary: req/s, median of rounds\n\n"
+    };
+    summary_table(s, page, title, &closed, |p, c| p.headline(c));
     summary_table(
         s,
         page,
@@ -485,8 +487,16 @@ fn summary_table<'a>(
 
 fn scenario_table(s: &mut String, page: &Page<'_>, scenario: Scenario) {
     let _ = writeln!(s, "## {scenario}\n");
-    s.push_str(
-        "| framework | conns | req/s | min–max req/s | 95% interval | mean of answered | p99 latency | max latency | errors | verdict |\n\
+    let unit = scenario.rate_unit();
+    if scenario.is_websocket() {
+        s.push_str(
+            "Messages echoed per second over upgraded WebSocket connections: an answer is \
+             an echo equal, byte for byte, to the message sent; latency is per message.\n\n",
+        );
+    }
+    let _ = write!(
+        s,
+        "| framework | conns | {unit} | min–max {unit} | 95% interval | mean of answered | p99 latency | max latency | errors | verdict |\n\
          |---|--:|--:|--:|--:|--:|--:|--:|--:|---|\n",
     );
     let d = page.dagger;

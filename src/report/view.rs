@@ -242,7 +242,9 @@ pub(crate) fn rank_mark(c: &Cell) -> String {
 pub(crate) fn precision_interval(c: &Cell) -> Option<String> {
     let p = c.precision.as_ref()?;
     let range = if p.unit == "req/s" {
-        format!("{}–{} req/s", thousands(p.low), thousands(p.high))
+        // A rate, in the scenario's unit (msg/s for WebSocket).
+        let unit = c.key.scenario.rate_unit();
+        format!("{}–{} {unit}", thousands(p.low), thousands(p.high))
     } else {
         format!("{}–{} {}", micros(p.low), micros(p.high), p.by)
     };

@@ -189,7 +189,7 @@ async fn accept_loop(
                             if tls.get_ref().1.alpn_protocol() == Some(b"h2".as_slice()) {
                                 let _ = http2.serve_connection(TokioIo::new(tls), service(gate)).await;
                             } else {
-                                let _ = http1.serve_connection(TokioIo::new(tls), service(None)).await;
+                                let _ = http1.serve_connection(TokioIo::new(tls), service(None)).with_upgrades().await;
                             }
                         });
                     }
@@ -197,7 +197,7 @@ async fn accept_loop(
                         tokio::spawn(http2.serve_connection(TokioIo::new(stream), service(gate())));
                     }
                     None => {
-                        tokio::spawn(http1.serve_connection(TokioIo::new(stream), service(None)));
+                        tokio::spawn(http1.serve_connection(TokioIo::new(stream), service(None)).with_upgrades());
                     }
                 }
             }
@@ -220,6 +220,21 @@ static DELAY_AFTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64:
 pub fn set_delay(delay: std::time::Duration, after: u64) {
     if !delay.is_zero() && DELAY.set(delay).is_ok() {
         DELAY_AFTER.store(after, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// Waits [`set_delay`]'s delay, unless this is one of the answers given
+/// before it starts.
+async fn wait_delay() {
+    if let Some(d) = DELAY.get() {
+        use std::sync::atomic::Ordering;
+        // Count down the undelayed answers; once at 0, every answer waits.
+        let early = DELAY_AFTER
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
+            .is_ok();
+        if !early {
+            tokio::time::sleep(*d).await;
+        }
     }
 }
 
@@ -270,16 +285,11 @@ async fn answer(
 
 /// Answer one request according to the contract.
 async fn handle(req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
-    if let Some(d) = DELAY.get() {
-        use std::sync::atomic::Ordering;
-        // Count down the undelayed answers; once at 0, every answer waits.
-        let early = DELAY_AFTER
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
-            .is_ok();
-        if !early {
-            tokio::time::sleep(*d).await;
-        }
+    if req.method() == Method::GET && req.uri().path() == contract::ws::PATH {
+        // The upgrade is answered at once; the delay is per message.
+        return Ok(ws::upgrade(req));
     }
+    wait_delay().await;
     let path = req.uri().path();
     let resp = match (req.method(), path) {
         (&Method::GET, "/") => text(StatusCode::OK, contract::PLAINTEXT_BODY),
@@ -368,8 +378,10 @@ async fn read_body(req: Request<Incoming>) -> Result<Bytes, Response<Full<Bytes>
 }
 
 mod db;
+mod ws;
 
 pub use db::{set_db_defect, DbDefect};
+pub use ws::{set_ws_defect, WsDefect};
 
 fn text(status: StatusCode, body: &str) -> Response<Full<Bytes>> {
     let mut resp = Response::new(Full::new(Bytes::copy_from_slice(body.as_bytes())));

@@ -63,6 +63,7 @@ pub fn body(resp: &Response, expected: &ExpectedBody) -> Result<String, String> 
         ExpectedBody::World(None) => format!("one world row in {} bytes", resp.body.len()),
         ExpectedBody::World(Some(n)) => format!("{n} world rows in {} bytes", resp.body.len()),
         ExpectedBody::Fortunes => "the 13 fortunes, escaped and sorted".to_string(),
+        ExpectedBody::Upgrade => "a WebSocket upgrade".to_string(),
     })
 }
 

@@ -24,6 +24,7 @@ pub mod orchestrate;
 pub mod report;
 pub mod scenario;
 pub mod tls;
+mod websocket;
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -501,10 +502,13 @@ pub async fn verify_url(
     let mut correct = Vec::new();
     for &scenario in &scenarios {
         let outcome = scenario::check(&target, scenario, &mut rng).await;
-        if outcome.answered {
+        // The connection checks (keep-alive, pipelining, streams) ask
+        // HTTP requests: a WebSocket scenario has its own checks of its
+        // connection.
+        if outcome.answered && !scenario.is_websocket() {
             answering.push(scenario);
         }
-        if outcome.correct {
+        if outcome.correct && !scenario.is_websocket() {
             correct.push(scenario);
         }
         report.scenarios.push(outcome.report);

@@ -75,8 +75,22 @@ pub mod names {
     /// Database scenarios: the answers follow a change fairground made to
     /// the table behind the server's back.
     pub const DB_FRESH: &str = "db-fresh";
+    /// WebSocket: the upgrade answered 101 with the key's accept, nothing
+    /// agreed that was not offered.
+    pub const WS_UPGRADE: &str = "ws-upgrade";
+    /// WebSocket: random text and binary messages echoed exactly, in order.
+    pub const WS_ECHO: &str = "ws-echo";
+    /// WebSocket: payloads unmasked before they are echoed.
+    pub const WS_UNMASK: &str = "ws-unmask";
+    /// WebSocket: a fragmented message (a ping between its frames) echoed
+    /// whole.
+    pub const WS_FRAGMENTS: &str = "ws-fragments";
+    /// WebSocket: a ping answered by a pong with its payload.
+    pub const WS_PING: &str = "ws-ping";
+    /// WebSocket: a close answered with a close, then the connection closed.
+    pub const WS_CLOSE: &str = "ws-close";
     /// Scenario checks, in table order.
-    pub const SCENARIO: [&str; 12] = [
+    pub const SCENARIO: [&str; 18] = [
         STATUS,
         CONTENT_TYPE,
         BODY,
@@ -89,6 +103,12 @@ pub mod names {
         DB_PERSIST,
         DB_ROWS,
         DB_FRESH,
+        WS_UPGRADE,
+        WS_ECHO,
+        WS_UNMASK,
+        WS_FRAGMENTS,
+        WS_PING,
+        WS_CLOSE,
     ];
 
     /// Many requests answered on one connection.
@@ -404,14 +424,27 @@ pub fn render_table(reports: &[(String, &VerifyReport)]) -> String {
         "protocol".to_string(),
         "scenario".to_string(),
     ];
-    head.extend(names::SCENARIO.iter().map(|s| s.to_string()));
+    // The WebSocket checks' columns only when a report has them: a table of
+    // HTTP scenarios reads as it always did.
+    let scenario_columns: Vec<&str> = names::SCENARIO
+        .into_iter()
+        .filter(|c| {
+            !c.starts_with("ws-")
+                || reports.iter().any(|(_, r)| {
+                    r.scenarios
+                        .iter()
+                        .any(|s| s.checks.iter().any(|k| k.name == *c))
+                })
+        })
+        .collect();
+    head.extend(scenario_columns.iter().map(|s| s.to_string()));
     head.push("wire B".into());
     head.push("measure".into());
     rows.push(head);
     for (name, r) in reports {
         for s in &r.scenarios {
             let mut row = vec![name.clone(), r.protocol.to_string(), s.scenario.to_string()];
-            for check in names::SCENARIO {
+            for &check in &scenario_columns {
                 row.push(
                     s.checks
                         .iter()

@@ -45,6 +45,9 @@ pub(crate) async fn check(
     scenario: Scenario,
     rng: &mut StdRng,
 ) -> ScenarioOutcome {
+    if scenario.is_websocket() {
+        return super::websocket::check(target, scenario, rng).await;
+    }
     let mut checks = Vec::new();
     let answered = sample(target, scenario, rng, &mut checks).await;
     if answered {
@@ -195,6 +198,8 @@ async fn family(
         // no layer to echo x-test), so there is no hard-coding to catch.
         // The fortunes page is one fixed table: its sample says it all.
         Scenario::Plaintext | Scenario::Json | Scenario::Middleware(0) | Scenario::Fortunes => {}
+        // Random messages are the WebSocket checks' own (`websocket`).
+        Scenario::WsEcho(_) => {}
         Scenario::Db => {
             // Random rows: five answers that are all the same row are a
             // cached or constant answer.

@@ -14,8 +14,10 @@
 //!   (bounded in time and in connects in flight), TLS and ALPN, reconnects,
 //!   and the choice of a driver, once per connection, by the protocol;
 //! - a driver per wire protocol: [`http1`] (pipelined HTTP/1.1 requests
-//!   framed out of a reused buffer) and [`h2`] (HTTP/2 streams). A driver
-//!   writes requests, reads answers and reports each to the book.
+//!   framed out of a reused buffer), [`h2`] (HTTP/2 streams) and [`ws`]
+//!   (WebSocket messages after an upgrade). A driver writes requests (or
+//!   messages), reads answers and reports each to the book with its
+//!   outcome (`book::Outcome`: what "ok" means is the driver's to say).
 //!
 //! Per request there is no allocation, no lock, no channel and no atomic
 //! read-modify-write: counters live in the thread's `RefCell`, the
@@ -60,6 +62,7 @@ mod counted;
 mod h2;
 mod hpack;
 mod http1;
+mod ws;
 
 pub use book::{sweep_period, Worker};
 use book::{Book, ConnEnd, InFlight, TimeoutWatch};

@@ -637,21 +637,41 @@ impl LoadReport {
                 .unwrap_or_default();
             writeln!(w, "    {p:>7} {:>9}{unc}", crate::units::micros(v as f64))?;
         }
+        // What an answer is: a WebSocket scenario's are echoed messages.
+        let websocket = s
+            .scenario
+            .as_deref()
+            .and_then(|n| n.parse::<crate::contract::Scenario>().ok())
+            .is_some_and(|sc| sc.is_websocket());
+        let (answers, answer, sent, per_s) = if websocket {
+            (
+                "echoes",
+                "echo",
+                "Messages",
+                "Messages/sec (echoed exactly)",
+            )
+        } else {
+            ("responses", "response", "Requests", "Requests/sec (2xx)")
+        };
         let r = &self.responses;
         writeln!(
             w,
-            "  {} responses in {:.2}s, {} read, {} written ({:.0} B/response)",
+            "  {} {answers} in {:.2}s, {} read, {} written ({:.0} B/{answer})",
             r.total(),
             self.measured_s,
             crate::units::bytes(self.bytes.read as f64),
             crate::units::bytes(self.bytes.written as f64),
             self.bytes.mean_response_bytes
         )?;
-        writeln!(
-            w,
-            "  Status: 2xx {}, 3xx {}, 4xx {}, 5xx {}, other {}",
-            r.status_2xx, r.status_3xx, r.status_4xx, r.status_5xx, r.status_other
-        )?;
+        if websocket {
+            writeln!(w, "  Echoes: {} exact, {} wrong", r.status_2xx, r.non_2xx())?;
+        } else {
+            writeln!(
+                w,
+                "  Status: 2xx {}, 3xx {}, 4xx {}, 5xx {}, other {}",
+                r.status_2xx, r.status_3xx, r.status_4xx, r.status_5xx, r.status_other
+            )?;
+        }
         let e = &self.errors;
         writeln!(
             w,
@@ -678,7 +698,7 @@ impl LoadReport {
         let q = &self.requests;
         writeln!(
             w,
-            "  Requests sent in the window: {} = {} answered + {} lost (drain {:.2}s)",
+            "  {sent} sent in the window: {} = {} answered + {} lost (drain {:.2}s)",
             q.sent,
             q.answered.total(),
             q.lost.total(),
@@ -693,7 +713,7 @@ impl LoadReport {
                 self.answers.example.as_deref().unwrap_or("?")
             )?;
         }
-        writeln!(w, "Requests/sec (2xx): {:.2}", self.throughput_rps)?;
+        writeln!(w, "{per_s}: {:.2}", self.throughput_rps)?;
         if let Some(b) = &self.bursts {
             writeln!(
                 w,
@@ -715,7 +735,7 @@ impl LoadReport {
         let u = &self.loader;
         writeln!(
             w,
-            "Loader: user {:.2}s, sys {:.2}s ({:.2} µs CPU/response), peak RSS {:.1} MiB",
+            "Loader: user {:.2}s, sys {:.2}s ({:.2} µs CPU/{answer}), peak RSS {:.1} MiB",
             u.user_cpu_us as f64 / 1e6,
             u.sys_cpu_us as f64 / 1e6,
             u.cpu_us_per_response,

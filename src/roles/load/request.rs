@@ -171,6 +171,18 @@ pub enum RequestSet {
     /// Pre-generated requests, walked in order from a per-connection offset;
     /// each with the contract request it is.
     Pool(Scenario, Arc<Vec<(Vec<u8>, contract::Request)>>),
+    /// A WebSocket scenario: the upgrade's path, then messages of `size`
+    /// bytes ([`Messages`]).
+    Ws {
+        /// Path of the upgrade (`/ws` under the target's prefix).
+        path: Arc<str>,
+        /// `host:port` for the upgrade's Host header.
+        authority: Arc<str>,
+        /// Bytes per message.
+        size: usize,
+        /// Random printable bytes messages are cut from.
+        pool: Arc<[u8]>,
+    },
 }
 
 impl RequestSet {
@@ -197,6 +209,18 @@ impl RequestSet {
                 Self::Param {
                     prefix: full[..line_end].into(),
                     suffix: full[line_end..].into(),
+                }
+            }
+            RequestSpec::Scenario(Scenario::WsEcho(size)) => {
+                let size = (*size).clamp(1, contract::MAX_WS_MESSAGE) as usize;
+                let pool: Vec<u8> = (0..size + WS_POOL_SLACK)
+                    .map(|_| rng.random_range(b' '..=b'~'))
+                    .collect();
+                Self::Ws {
+                    path: target.join(contract::ws::PATH).into(),
+                    authority: target.authority.as_str().into(),
+                    size,
+                    pool: pool.into(),
                 }
             }
             RequestSpec::Scenario(s) if !needs_pool(*s) => {
@@ -303,6 +327,8 @@ impl RequestGen {
                 }
                 &self.buf
             }
+            // The WebSocket driver cuts its messages itself ([`Messages`]).
+            RequestSet::Ws { .. } => &[],
             RequestSet::Pool(_, pool) => {
                 self.buf.clear();
                 self.last_cursor = self.cursor;
@@ -346,7 +372,89 @@ impl RequestGen {
                 let (_, r) = &pool[(self.last_cursor + i) % pool.len()];
                 Some((*s, r.clone()))
             }
+            RequestSet::Ws { .. } => None,
         }
+    }
+}
+
+/// Offsets a message may start at in the pool: messages of one size differ
+/// in where they are cut and in their first 16 bytes.
+const WS_POOL_SLACK: usize = 4096;
+
+/// One connection's WebSocket messages: message `k` is its 16-byte stamp
+/// (`k` and the connection's seed, as hex) followed by the pool cut at an
+/// offset drawn from both, truncated to the size. Nothing is stored per
+/// message: an echo is compared with its message by recomputing it, so a
+/// server that answers a fixed, an earlier or a still masked payload is
+/// caught on every message, at the cost of a byte compare.
+#[derive(Debug, Clone)]
+pub struct Messages {
+    pool: Arc<[u8]>,
+    size: usize,
+    seed: u64,
+}
+
+impl Messages {
+    /// The messages of the connection seeded `seed`; `None` unless `set`
+    /// is a WebSocket scenario.
+    pub fn of(set: &RequestSet, seed: u64) -> Option<Self> {
+        match set {
+            RequestSet::Ws { pool, size, .. } => Some(Self {
+                pool: Arc::clone(pool),
+                size: *size,
+                seed,
+            }),
+            _ => None,
+        }
+    }
+
+    /// Bytes per message.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    fn stamp(&self, k: u64) -> [u8; 16] {
+        let v = k.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ self.seed;
+        let mut out = [0u8; 16];
+        for (i, b) in out.iter_mut().enumerate() {
+            *b = b"0123456789abcdef"[((v >> (60 - 4 * i)) & 0xF) as usize];
+        }
+        out
+    }
+
+    fn cut(&self, k: u64) -> &[u8] {
+        let at = ((k ^ self.seed.rotate_left(17)).wrapping_mul(0xD6E8_FEB8_6659_FD93) >> 32)
+            as usize
+            % WS_POOL_SLACK;
+        &self.pool[at..at + self.size.saturating_sub(16)]
+    }
+
+    /// Appends message `k`'s payload to `out`.
+    pub fn write(&self, k: u64, out: &mut Vec<u8>) {
+        let stamp = self.stamp(k);
+        out.extend_from_slice(&stamp[..self.size.min(16)]);
+        out.extend_from_slice(self.cut(k));
+    }
+
+    /// Whether `data` is message `k`'s payload from byte `at` on.
+    #[inline]
+    pub fn matches(&self, k: u64, at: usize, data: &[u8]) -> bool {
+        if at + data.len() > self.size {
+            return false;
+        }
+        let head = self.size.min(16);
+        let mut data = data;
+        let mut at = at;
+        if at < head {
+            let stamp = self.stamp(k);
+            let n = (head - at).min(data.len());
+            if data[..n] != stamp[at..at + n] {
+                return false;
+            }
+            data = &data[n..];
+            at += n;
+        }
+        data.is_empty() || data == &self.cut(k)[at - head..at - head + data.len()]
     }
 }
 
@@ -385,6 +493,43 @@ mod tests {
 
     fn target() -> Target {
         Target::parse("http://127.0.0.1:8080").unwrap()
+    }
+
+    #[test]
+    fn websocket_messages_differ_and_are_recognised_piece_by_piece() {
+        let target = Target::parse("http://127.0.0.1:8080").unwrap();
+        for size in [1usize, 16, 17, 64, 4096] {
+            let set = RequestSet::build(
+                &target,
+                &RequestSpec::Scenario(Scenario::WsEcho(size as u32)),
+                1,
+                7,
+            );
+            let a = Messages::of(&set, 1).unwrap();
+            let b = Messages::of(&set, 2).unwrap();
+            let (mut m0, mut m1, mut n0) = (Vec::new(), Vec::new(), Vec::new());
+            a.write(0, &mut m0);
+            a.write(1, &mut m1);
+            b.write(0, &mut n0);
+            assert_eq!(m0.len(), size);
+            assert!(
+                m0.iter().all(|c| (b' '..=b'~').contains(c)),
+                "printable ASCII: valid UTF-8"
+            );
+            assert_ne!(m0, m1, "{size}: messages of a connection differ");
+            assert_ne!(m0, n0, "{size}: connections differ");
+            assert!(a.matches(0, 0, &m0));
+            assert!(
+                !a.matches(1, 0, &m0),
+                "{size}: an earlier message is not the echo"
+            );
+            let cut = size / 3;
+            assert!(a.matches(1, 0, &m1[..cut]) && a.matches(1, cut, &m1[cut..]));
+            assert!(
+                !a.matches(0, 0, &[m0.clone(), b"x".to_vec()].concat()),
+                "too long"
+            );
+        }
     }
 
     #[test]

@@ -31,7 +31,7 @@ use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use super::super::open::{due_in, Pacer};
-use super::super::report::ErrorKind;
+use super::super::report::{ErrorKind, StatusCounts};
 use super::{LiveCounters, LoadPlan, Shared, ThreadStats, CONNECTS_IN_FLIGHT, DONE_POLL};
 use crate::contract::{self, Scenario};
 use crate::host::clock::now_ns;
@@ -361,7 +361,22 @@ impl Worker {
         wire_bytes: u64,
         body: &[u8],
     ) {
-        let ok = (200..300).contains(&status);
+        self.settled(slot, f, done, Outcome::Http { status, body }, wire_bytes);
+    }
+
+    /// Request (or message) `f` on local connection `slot` got its answer
+    /// at `done`: what the answer was is the driver's to say ([`Outcome`]),
+    /// everything counted of it is here.
+    #[inline]
+    pub(super) fn settled(
+        &self,
+        slot: usize,
+        f: &InFlight,
+        done: u64,
+        outcome: Outcome<'_>,
+        wire_bytes: u64,
+    ) {
+        let ok = outcome.ok();
         let latency_ns = (done - f.sched).max(1);
         let latency_us = latency_ns / 1000;
         if ok {
@@ -372,7 +387,7 @@ impl Worker {
         let mut s = self.stats.borrow_mut();
         let in_window = self.in_window(done);
         if let Some(start) = in_window {
-            s.responses.add_status(status);
+            outcome.count(&mut s.responses);
             s.served[slot] = true;
             if ok {
                 let i = ((done - start) / 1_000_000_000) as usize;
@@ -387,7 +402,7 @@ impl Worker {
         }
         if f.window {
             self.outstanding.set(self.outstanding.get() - 1);
-            s.requests.answered.add_status(status);
+            outcome.count(&mut s.requests.answered);
             s.response_bytes += wire_bytes;
             // By the second of the window the answer completed in (the
             // window's start read once above, not again).
@@ -404,13 +419,25 @@ impl Worker {
                 s.hist_uncorrected.saturating_record((done - f.sent).max(1));
             }
         }
-        if let Some(check) = &f.check {
-            // 2xx only: an error status is already counted as one.
-            if ok {
+        match outcome {
+            Outcome::Http { status, body } => {
+                if let Some(check) = &f.check {
+                    // 2xx only: an error status is already counted as one.
+                    if ok {
+                        s.answers.checked += 1;
+                        if let Err(why) = contract::check_answer(check.0, &check.1, status, body) {
+                            s.answers.wrong += 1;
+                            s.answers.example.get_or_insert(why);
+                        }
+                    }
+                }
+            }
+            // Every echo is compared with its message as it arrives.
+            Outcome::Echo { wrong } => {
                 s.answers.checked += 1;
-                if let Err(why) = contract::check_answer(check.0, &check.1, status, body) {
+                if let Some(why) = wrong {
                     s.answers.wrong += 1;
-                    s.answers.example.get_or_insert(why);
+                    s.answers.example.get_or_insert_with(|| why.to_string());
                 }
             }
         }
@@ -448,6 +475,18 @@ impl Worker {
             conn.alpn_protocol()
                 .map(|p| String::from_utf8_lossy(p).into_owned()),
         ));
+    }
+
+    /// A WebSocket upgrade was refused or answered wrong at `t`: a wrong
+    /// answer (to the upgrade request), named, and a parse error.
+    pub(super) fn upgrade_failed(&self, t: u64, why: String) {
+        {
+            let mut s = self.stats.borrow_mut();
+            s.answers.checked += 1;
+            s.answers.wrong += 1;
+            s.answers.example.get_or_insert(why);
+        }
+        self.stray_error(ErrorKind::Parse, t);
     }
 
     /// A TLS handshake failed at `t` with `why`.
@@ -552,6 +591,41 @@ impl Book {
             window_epoch: false,
             window_due: 0,
             window_sent: 0,
+        }
+    }
+}
+
+/// What an answer was, as its driver judged it: the one place a protocol
+/// says what "ok" means. Throughput, the gates and the reports read only
+/// the counts this makes (`StatusCounts`: ok answers in `status_2xx`,
+/// answers that failed in the other classes).
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Outcome<'a> {
+    /// An HTTP response: ok when 2xx; `body` is the captured body of a
+    /// checked answer (empty otherwise), checked against the contract.
+    Http { status: u16, body: &'a [u8] },
+    /// A WebSocket echo: ok when it is the message sent, byte for byte;
+    /// otherwise `wrong` says how it differed.
+    Echo { wrong: Option<&'a str> },
+}
+
+impl Outcome<'_> {
+    #[inline]
+    fn ok(&self) -> bool {
+        match self {
+            Outcome::Http { status, .. } => (200..300).contains(status),
+            Outcome::Echo { wrong } => wrong.is_none(),
+        }
+    }
+
+    /// Counts the answer in `counts`: HTTP by its status class; an echo as
+    /// ok, or (wrong) as an answer outside every HTTP class.
+    #[inline]
+    fn count(&self, counts: &mut StatusCounts) {
+        match self {
+            Outcome::Http { status, .. } => counts.add_status(*status),
+            Outcome::Echo { wrong: None } => counts.status_2xx += 1,
+            Outcome::Echo { wrong: Some(_) } => counts.status_other += 1,
         }
     }
 }

@@ -14,7 +14,7 @@ use tokio::net::TcpStream;
 
 use super::super::open::{due_in, intended_ns};
 use super::super::report::ErrorKind;
-use super::super::request::RequestGen;
+use super::super::request::{RequestGen, RequestSet};
 use super::{
     Book, ConnEnd, Counted, InFlight, Traffic, Worker, CHECK_EVERY, FIRST_BACKOFF, MAX_BACKOFF,
     READ_BUF,
@@ -29,12 +29,18 @@ pub(super) enum Driver {
     Http1,
     /// HTTP/2, h2c or over TLS ([`super::h2`]).
     H2,
+    /// WebSocket messages after an HTTP/1.1 upgrade, plain or over TLS
+    /// ([`super::ws`]).
+    Ws,
 }
 
 impl Driver {
-    /// The driver for `protocol`.
-    fn of(protocol: contract::Protocol) -> Self {
-        if protocol.is_http2() {
+    /// The driver of a run: WebSocket for a WebSocket scenario, else the
+    /// protocol's.
+    fn of(protocol: contract::Protocol, set: &RequestSet) -> Self {
+        if matches!(set, RequestSet::Ws { .. }) {
+            Driver::Ws
+        } else if protocol.is_http2() {
             Driver::H2
         } else {
             Driver::Http1
@@ -55,10 +61,11 @@ pub async fn connection(w: Rc<Worker>, global: usize, local: usize) {
         k: 0,
         free_at: 0,
         sent_in_window: 0,
+        ws_seq: 0,
         global,
         local,
     };
-    let driver = Driver::of(plan.protocol);
+    let driver = Driver::of(plan.protocol, &plan.set);
     let mut established = false;
     let mut settled = false;
     let mut backoff = FIRST_BACKOFF;
@@ -177,6 +184,9 @@ pub(super) struct ConnState {
     pub(super) free_at: u64,
     /// Window requests this connection sent (picks the checked ones).
     pub(super) sent_in_window: u64,
+    /// WebSocket: messages this connection slot has sent, over every
+    /// connection it made (each message's payload is drawn from its number).
+    pub(super) ws_seq: u64,
     pub(super) global: usize,
     pub(super) local: usize,
 }
@@ -226,6 +236,8 @@ impl ConnState {
         match driver {
             Driver::Http1 => self.serve_http1(w, stream, socket, first, at).await,
             Driver::H2 => self.serve_h2(w, stream, socket, first, at).await,
+            // Opened once upgraded, not when connected.
+            Driver::Ws => self.serve_ws(w, stream, socket, first).await,
         }
     }
 
