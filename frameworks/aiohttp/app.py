@@ -110,6 +110,22 @@ async def close_pool(app: web.Application) -> None:
         await pool.close()
 
 
+async def ws_echo(request: web.Request) -> web.WebSocketResponse:
+    """ws-echo: GET /ws upgraded by aiohttp's own web.WebSocketResponse with
+    its defaults: autoping (a ping answered with a pong), autoclose (a close
+    answered with a close), max_msg_size 4 MiB, compress on but agreed only
+    when the client offers permessage-deflate. Every data message is echoed
+    as it came: text as text, binary as binary."""
+    ws = web.WebSocketResponse()
+    await ws.prepare(request)
+    async for msg in ws:
+        if msg.type == web.WSMsgType.TEXT:
+            await ws.send_str(msg.data)
+        elif msg.type == web.WSMsgType.BINARY:
+            await ws.send_bytes(msg.data)
+    return ws
+
+
 async def plaintext(request: web.Request) -> web.Response:
     return web.Response(text="Hello, World!")
 
@@ -185,6 +201,7 @@ def make_app() -> web.Application:
             web.get("/queries", queries),
             web.get("/fortunes", fortunes),
             web.get("/updates", updates),
+            web.get("/ws", ws_echo),
         ]
     )
     app.on_startup.append(open_pool)

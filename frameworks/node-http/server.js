@@ -5,11 +5,14 @@
 // (node:http2 createSecureServer with allowHTTP1: ALPN h2 and http/1.1) and
 // HTTP/2 with prior knowledge on 8082 (node:http2 createServer), through
 // node:http2's compatibility API (the same req/res methods as node:http).
+// WebSocket (ws-echo): GET /ws upgraded by the `ws` package (Debian node-ws)
+// on the HTTP/1.1 listeners, 8080 and the TLS one (wss://).
 'use strict';
 const cluster = require('node:cluster');
 const fs = require('node:fs');
 const http = require('node:http');
 const http2 = require('node:http2');
+const { WebSocketServer } = require('ws');
 
 const CPUS = Math.max(1, parseInt(process.env.FAIRGROUND_CPUS || '1', 10) || 1);
 const BODY_LIMIT = 1 << 20; // the contract sends at most 64 KiB
@@ -82,6 +85,30 @@ function chain(n) {
   return h;
 }
 
+// ws-echo: one WebSocketServer per worker in noServer mode, the `ws` README's
+// way to share it among several HTTP servers; each server's 'upgrade' event
+// hands it GET /ws. Defaults kept (maxPayload 100 MiB, UTF-8 validated) and
+// permessage-deflate off, as is WebSocketServer's default, but said here.
+function wsUpgrade() {
+  const wss = new WebSocketServer({ noServer: true, perMessageDeflate: false });
+  wss.on('connection', (ws) => {
+    // Every data message echoed as it came: text as text, binary as binary.
+    ws.on('message', (data, isBinary) => ws.send(data, { binary: isBinary }));
+    ws.on('error', () => {});
+  });
+  return (req, socket, head) => {
+    const q = req.url.indexOf('?');
+    const path = q === -1 ? req.url : req.url.slice(0, q);
+    if (path === '/ws' && req.method === 'GET') {
+      wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req));
+      return;
+    }
+    // An upgrade to anything else: refused, as `ws` refuses a bad handshake.
+    socket.on('error', () => {});
+    socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+  };
+}
+
 function startWorker() {
   const chains = new Map();
   for (let n = 0; n <= 10; n++) chains.set(`/mw/${n}`, chain(n));
@@ -117,8 +144,10 @@ function startWorker() {
     notFound(res);
   };
   const backlog = listenBacklog();
+  const upgrade = wsUpgrade();
   const server = http.createServer(handler);
   server.keepAliveTimeout = 65000;
+  server.on('upgrade', upgrade);
   server.listen({ port: 8080, host: '0.0.0.0', backlog });
   // h2c: HTTP/2 with prior knowledge on plain TCP (no HTTP/1.1 on this port).
   const h2c = http2.createServer(handler);
@@ -134,6 +163,8 @@ function startWorker() {
       allowHTTP1: true,
       minVersion: 'TLSv1.2',
     }, handler);
+    // Its HTTP/1.1 side (allowHTTP1) emits 'upgrade' as node:http does: wss://.
+    tls.on('upgrade', upgrade);
     tls.listen({ port: portEnv('FAIRGROUND_TLS_PORT', 8443), host: '0.0.0.0', backlog });
   }
 }

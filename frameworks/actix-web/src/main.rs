@@ -9,7 +9,8 @@ use std::pin::Pin;
 
 use actix_web::dev::{forward_ready, Service, ServiceRequest, ServiceResponse, Transform};
 use actix_web::http::header::HeaderName;
-use actix_web::{web, App, Error, HttpResponse, HttpServer, Responder};
+use actix_web::{web, App, Error, HttpRequest, HttpResponse, HttpServer, Responder};
+use actix_ws::{AggregatedMessage, AggregatedMessageStream, Session};
 use serde::{Deserialize, Serialize};
 
 mod db;
@@ -75,6 +76,43 @@ async fn validate(person: web::Json<Person>) -> HttpResponse {
             .content_type("text/plain")
             .body("invalid person")
     }
+}
+
+/// `GET /ws` (ws-echo): the handshake with `actix_ws::handle` (no
+/// extension), then the echo loop spawned on this worker's runtime, as
+/// actix-ws's docs do. Frames up to 1 MiB (actix-ws's default is 64 KiB)
+/// and fragmented messages aggregated up to 1 MiB (its default).
+async fn ws(req: HttpRequest, body: web::Payload) -> Result<HttpResponse, Error> {
+    let (response, session, stream) = actix_ws::handle(&req, body)?;
+    let stream = stream
+        .max_frame_size(1 << 20)
+        .aggregate_continuations()
+        .max_continuation_size(1 << 20);
+    actix_web::rt::spawn(ws_echo(session, stream));
+    Ok(response)
+}
+
+/// Echoes every data message as it came, text as text, binary as binary;
+/// answers a ping with a pong of its payload (actix-ws leaves that to the
+/// app) and a close with a close carrying the client's reason, which ends
+/// the response body and so the connection.
+async fn ws_echo(mut session: Session, mut stream: AggregatedMessageStream) {
+    while let Some(Ok(msg)) = stream.recv().await {
+        let sent = match msg {
+            AggregatedMessage::Text(text) => session.text(text).await,
+            AggregatedMessage::Binary(bytes) => session.binary(bytes).await,
+            AggregatedMessage::Ping(bytes) => session.pong(&bytes).await,
+            AggregatedMessage::Pong(_) => Ok(()),
+            AggregatedMessage::Close(reason) => {
+                let _ = session.close(reason).await;
+                return;
+            }
+        };
+        if sent.is_err() {
+            return;
+        }
+    }
+    let _ = session.close(None).await;
 }
 
 /// Middleware layer `i`: reads `x-test`, sets `x-mw-{i}` on the response.
@@ -220,6 +258,7 @@ async fn main() -> std::io::Result<()> {
             .route("/users/{id}", web::get().to(user))
             .route("/echo", web::post().to(echo))
             .route("/validate", web::post().to(validate))
+            .route("/ws", web::get().to(ws))
             .service(mw_resource!(0))
             .service(mw_resource!(1, 1))
             .service(mw_resource!(2, 2, 1))

@@ -1,6 +1,7 @@
 //! The fairground contract on axum: typed extractors, `Json`, and
 //! `middleware::from_fn_with_state` layers for the middleware chains.
 
+use axum::extract::ws::{Message as WsMessage, WebSocket, WebSocketUpgrade};
 use axum::extract::{Path, Request, State};
 use axum::http::{HeaderName, StatusCode};
 use axum::middleware::{self, Next};
@@ -64,6 +65,27 @@ async fn validate(Json(person): Json<Person>) -> Response {
         Json(person).into_response()
     } else {
         (StatusCode::UNPROCESSABLE_ENTITY, "invalid person").into_response()
+    }
+}
+
+/// `GET /ws` (ws-echo): upgraded with axum's `WebSocketUpgrade` and its
+/// defaults (tokio-tungstenite underneath, no extension, 64 MiB messages).
+async fn ws(upgrade: WebSocketUpgrade) -> Response {
+    upgrade.on_upgrade(ws_echo)
+}
+
+/// Echoes every data message as it came, text as text, binary as binary;
+/// fragmented messages arrive whole. Pings and closes are tungstenite's:
+/// it queues the pong (or the close reply) when it reads them and writes it
+/// on the next `recv`, so the loop keeps reading until the stream ends
+/// (after the close reply went out), then the TCP connection is dropped.
+async fn ws_echo(mut socket: WebSocket) {
+    while let Some(Ok(msg)) = socket.recv().await {
+        if matches!(msg, WsMessage::Text(_) | WsMessage::Binary(_))
+            && socket.send(msg).await.is_err()
+        {
+            return;
+        }
     }
 }
 
@@ -131,7 +153,8 @@ async fn serve() {
         .route("/json", get(json))
         .route("/users/{id}", get(user))
         .route("/echo", post(echo))
-        .route("/validate", post(validate));
+        .route("/validate", post(validate))
+        .route("/ws", get(ws));
     for n in 0..=10 {
         app = app.merge(chain(n));
     }
@@ -191,7 +214,8 @@ fn tls_acceptor() -> Option<tokio_rustls::TlsAcceptor> {
 
 /// https and h2 on one TLS listener, as axum's low-level-rustls example
 /// serves a Router: hyper-util's auto builder speaks whichever protocol
-/// ALPN agreed.
+/// ALPN agreed; `serve_connection_with_upgrades` (as `axum::serve` does)
+/// so that `GET /ws` upgrades over TLS too (wss).
 async fn serve_tls(
     listener: tokio::net::TcpListener,
     acceptor: tokio_rustls::TlsAcceptor,
@@ -213,7 +237,7 @@ async fn serve_tls(
                 tower_service::Service::call(&mut app.clone(), req)
             });
             let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
-                .serve_connection(TokioIo::new(tls), svc)
+                .serve_connection_with_upgrades(TokioIo::new(tls), svc)
                 .await;
         });
     }
