@@ -3,7 +3,8 @@
 // The same mux serves HTTP/1.1 on 8080, HTTP/1.1 and HTTP/2 over TLS on 8443
 // (net/http's own TLS server with its bundled HTTP/2, ALPN h2 and http/1.1)
 // and HTTP/2 with prior knowledge on 8082 (golang.org/x/net/http2/h2c, from
-// Debian's golang-golang-x-net-dev). The database scenarios are in db.go.
+// Debian's golang-golang-x-net-dev). The database scenarios are in db.go,
+// the WebSocket echo on /ws (gorilla/websocket) in ws.go.
 package main
 
 import (
@@ -151,6 +152,8 @@ func main() {
 		mux.Handle(fmt.Sprintf("/mw/%d", n), chain(n, http.HandlerFunc(plaintext)))
 	}
 	registerDatabase(mux) // /db, /queries, /updates, /fortunes (db.go)
+	// WebSocket echo (ws.go), on every listener: 8080, https 8443, 8082.
+	mux.HandleFunc("/ws", wsEcho)
 	// h2c: x/net's h2c handler answers HTTP/2 with prior knowledge (the
 	// client preface) and passes anything else on as HTTP/1.1.
 	h2cPort := portEnv("FAIRGROUND_H2C_PORT", 8082)

@@ -5,13 +5,16 @@
 // so layer 1 is the outermost). The database scenarios are blocking JDBC
 // servlets: Debian's PostgreSQL JDBC driver (libpostgresql-jdbc-java) behind
 // a HikariCP pool (libhikaricp-java), prepared statements, the updates
-// written back as one JDBC batch.
+// written back as one JDBC batch. The WebSocket echo on /ws is Jetty's own
+// WebSocket API (Debian libjetty9-extra-java): a WebSocketServlet and an
+// annotated @WebSocket endpoint.
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import java.io.IOException;
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -40,6 +43,11 @@ import org.eclipse.jetty.server.ServerConnector;
 import org.eclipse.jetty.servlet.FilterHolder;
 import org.eclipse.jetty.servlet.ServletContextHandler;
 import org.eclipse.jetty.servlet.ServletHolder;
+import org.eclipse.jetty.websocket.api.Session;
+import org.eclipse.jetty.websocket.api.annotations.OnWebSocketMessage;
+import org.eclipse.jetty.websocket.api.annotations.WebSocket;
+import org.eclipse.jetty.websocket.servlet.WebSocketServlet;
+import org.eclipse.jetty.websocket.servlet.WebSocketServletFactory;
 
 public final class Main {
     static final ObjectMapper MAPPER = new ObjectMapper();
@@ -168,6 +176,43 @@ public final class Main {
 
         @Override
         public void destroy() {}
+    }
+
+    // ---- WebSocket (ws-echo) ----
+
+    /**
+     * One instance per connection. Jetty answers pings with pongs and a close
+     * with a close itself, and hands over fragmented messages whole; each
+     * message is echoed with a blocking send, so a connection has at most
+     * one echo in flight (the next message is read once it is written).
+     */
+    @WebSocket
+    public static final class EchoSocket {
+        @OnWebSocketMessage
+        public void onText(Session session, String message) throws IOException {
+            session.getRemote().sendString(message);
+        }
+
+        @OnWebSocketMessage
+        public void onBinary(Session session, byte[] payload, int offset, int length) throws IOException {
+            session.getRemote().sendBytes(ByteBuffer.wrap(payload, offset, length));
+        }
+    }
+
+    /**
+     * GET /ws: Jetty's WebSocketServlet upgrades (RFC 6455) and anything else
+     * falls through to HttpServlet. Its policy's defaults are kept but for the
+     * message size limits: 64 KiB by default, the contract's largest message,
+     * raised to 1 MiB for text and binary. Extensions keep Jetty's defaults
+     * (permessage-deflate only when a client offers it; fairground's does not).
+     */
+    static final class EchoWebSocketServlet extends WebSocketServlet {
+        @Override
+        public void configure(WebSocketServletFactory factory) {
+            factory.getPolicy().setMaxTextMessageSize(1 << 20);
+            factory.getPolicy().setMaxBinaryMessageSize(1 << 20);
+            factory.register(EchoSocket.class);
+        }
     }
 
     // ---- database scenarios ----
@@ -452,6 +497,7 @@ public final class Main {
         ctx.addServlet(new ServletHolder(new Queries(pool)), "/queries");
         ctx.addServlet(new ServletHolder(new Updates(pool)), "/updates");
         ctx.addServlet(new ServletHolder(new Fortunes(pool)), "/fortunes");
+        ctx.addServlet(new ServletHolder(new EchoWebSocketServlet()), "/ws");
         server.setHandler(ctx);
         server.start();
         System.err.println("jetty listening on 0.0.0.0:8080 with "
