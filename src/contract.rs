@@ -86,6 +86,11 @@ pub enum Scenario {
     /// echoed ([`ws`]). In a manifest, `ws-echo` (N = [`ANY_SIZE`])
     /// declares every size.
     WsEcho(u32),
+    /// `GET /ws` upgraded, then the connection held idle: one ping every
+    /// [`ws::IDLE_PING_INTERVAL`], answered by a pong. Measures what an
+    /// idle connection costs (memory per connection). Served by every
+    /// framework that declares `ws-echo`.
+    WsIdle,
 }
 
 /// The size of a manifest's `ws-echo`: every size.
@@ -126,6 +131,7 @@ impl Scenario {
         names.push("middleware-N".to_string());
         names.extend(["db", "queries-N", "fortunes", "updates-N"].map(String::from));
         names.push("ws-echo-N".to_string());
+        names.push("ws-idle".to_string());
         names
     }
 
@@ -143,7 +149,7 @@ impl Scenario {
         match (self, cell) {
             (Scenario::Queries(ANY_COUNT), Scenario::Queries(_))
             | (Scenario::Updates(ANY_COUNT), Scenario::Updates(_))
-            | (Scenario::WsEcho(ANY_SIZE), Scenario::WsEcho(_)) => true,
+            | (Scenario::WsEcho(ANY_SIZE), Scenario::WsEcho(_) | Scenario::WsIdle) => true,
             _ => self == cell,
         }
     }
@@ -175,17 +181,24 @@ impl Scenario {
     /// Whether the scenario speaks WebSocket after an upgrade (its answers
     /// are messages, not HTTP responses).
     pub fn is_websocket(self) -> bool {
-        matches!(self, Scenario::WsEcho(_))
+        matches!(self, Scenario::WsEcho(_) | Scenario::WsIdle)
+    }
+
+    /// Whether each connection waits between its requests by design
+    /// (`ws-idle` pings once per interval): closed loop, yet what is in
+    /// flight is not one request per connection.
+    pub fn is_paced(self) -> bool {
+        self == Scenario::WsIdle
     }
 
     /// The unit of the scenario's rate: requests per second over HTTP,
     /// messages per second over WebSocket (an echo of each message sent
     /// is its answer).
     pub fn rate_unit(self) -> &'static str {
-        if self.is_websocket() {
-            "msg/s"
-        } else {
-            "req/s"
+        match self {
+            Scenario::WsIdle => "pings/s",
+            s if s.is_websocket() => "msg/s",
+            _ => "req/s",
         }
     }
 
@@ -230,6 +243,7 @@ impl fmt::Display for Scenario {
             Scenario::Updates(n) => write!(f, "updates-{n}"),
             Scenario::WsEcho(ANY_SIZE) => f.write_str("ws-echo"),
             Scenario::WsEcho(n) => write!(f, "ws-echo-{n}"),
+            Scenario::WsIdle => f.write_str("ws-idle"),
         }
     }
 }
@@ -313,7 +327,7 @@ impl fmt::Display for Protocol {
 /// Why a scenario name was not understood.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ScenarioParseError {
-    #[error("unknown scenario `{0}`; known: plaintext, json, param, echo, validate, middleware-N (N from 0 to {MAX_MIDDLEWARE}), db, queries-N, fortunes, updates-N (N from 1 to {max}), ws-echo-N (N bytes, 1 to {MAX_WS_MESSAGE})", max = db::MAX_QUERIES)]
+    #[error("unknown scenario `{0}`; known: plaintext, json, param, echo, validate, middleware-N (N from 0 to {MAX_MIDDLEWARE}), db, queries-N, fortunes, updates-N (N from 1 to {max}), ws-echo-N (N bytes, 1 to {MAX_WS_MESSAGE}), ws-idle", max = db::MAX_QUERIES)]
     Unknown(String),
     #[error("`{0}`: the message size must be a whole number of bytes from 1 to {MAX_WS_MESSAGE} (`ws-echo` alone, in a framework manifest, declares every size)")]
     BadSize(String),
@@ -340,6 +354,7 @@ impl FromStr for Scenario {
             "queries" => Ok(Scenario::Queries(ANY_COUNT)),
             "updates" => Ok(Scenario::Updates(ANY_COUNT)),
             "ws-echo" => Ok(Scenario::WsEcho(ANY_SIZE)),
+            "ws-idle" => Ok(Scenario::WsIdle),
             _ if s.starts_with("ws-echo-") => match s["ws-echo-".len()..].parse::<u32>() {
                 Ok(n) if (1..=MAX_WS_MESSAGE).contains(&n) => Ok(Scenario::WsEcho(n)),
                 _ => Err(ScenarioParseError::BadSize(s.to_string())),
@@ -387,8 +402,8 @@ impl schemars::JsonSchema for Scenario {
     fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
         schemars::json_schema!({
             "type": "string",
-            "description": "A contract scenario: plaintext, json, param, echo, validate, middleware-N, db, queries-N, fortunes, updates-N or ws-echo-N",
-            "pattern": "^(plaintext|json|param|echo|validate|middleware-[0-9]{1,2}|db|fortunes|(queries|updates)(-[0-9]{1,3})?|ws-echo(-[0-9]{1,5})?)$"
+            "description": "A contract scenario: plaintext, json, param, echo, validate, middleware-N, db, queries-N, fortunes, updates-N, ws-echo-N or ws-idle",
+            "pattern": "^(plaintext|json|param|echo|validate|middleware-[0-9]{1,2}|db|fortunes|(queries|updates)(-[0-9]{1,3})?|ws-echo(-[0-9]{1,5})?|ws-idle)$"
         })
     }
 }
@@ -558,7 +573,7 @@ pub fn sample_request(scenario: Scenario, rng: &mut impl Rng) -> Request {
         Scenario::Fortunes => get(db::FORTUNES_PATH),
         Scenario::Updates(n) => get(&db::queries_path(db::UPDATES_PATH, n)),
         // The upgrade; its messages are `ws::` (the loader's `Messages`).
-        Scenario::WsEcho(_) => get(ws::PATH),
+        Scenario::WsEcho(_) | Scenario::WsIdle => get(ws::PATH),
     }
 }
 
@@ -645,7 +660,7 @@ pub fn expected_response(scenario: Scenario, request: &Request) -> (u16, Expecte
             ExpectedBody::World(Some(db::count_in_path(&request.path))),
         ),
         Scenario::Fortunes => (200, ExpectedBody::Fortunes),
-        Scenario::WsEcho(_) => (101, ExpectedBody::Upgrade),
+        Scenario::WsEcho(_) | Scenario::WsIdle => (101, ExpectedBody::Upgrade),
     }
 }
 

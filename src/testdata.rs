@@ -98,6 +98,7 @@ pub(crate) fn round(index: u32, concurrency: u32, rps: f64) -> Round {
             memory_peak_source: "high-water mark".into(),
             memory_lifetime_peak_bytes: Some((6 << 20) + c * 4096),
             memory_samples_bytes: vec![3 << 20, (3 << 20) + c * 4096],
+            memory_per_connection_bytes: None,
             oom_kills: Some(0),
             restarts: 0,
         },

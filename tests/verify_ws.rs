@@ -20,7 +20,11 @@ const BOUND: Duration = Duration::from_secs(60);
 const WS: Scenario = Scenario::WsEcho(fairground::contract::ANY_SIZE);
 
 async fn verify(url: &str, opts: &VerifyOptions) -> VerifyReport {
-    tokio::time::timeout(BOUND, verify_url(url, &[Scenario::Plaintext, WS], opts))
+    verify_these(url, &[Scenario::Plaintext, WS], opts).await
+}
+
+async fn verify_these(url: &str, scenarios: &[Scenario], opts: &VerifyOptions) -> VerifyReport {
+    tokio::time::timeout(BOUND, verify_url(url, scenarios, opts))
         .await
         .expect("verify finished within its bound")
         .unwrap()
@@ -79,6 +83,21 @@ async fn the_reference_server_passes_every_websocket_rule() {
         "{table}"
     );
     assert!(table.contains("ws-echo"), "{table}");
+}
+
+/// A profile of WebSocket scenarios alone asks nothing over HTTP, so
+/// nothing HTTP's connection checks judge stands in its way.
+#[tokio::test]
+async fn websocket_alone_is_measurable_without_an_http_scenario() {
+    let server = ServeChild::start(&[]);
+    let r = verify_these(
+        &format!("http://{}", server.addr),
+        &[Scenario::WsEcho(64)],
+        &options(),
+    )
+    .await;
+    let table = render_table(&[("serve".into(), &r)]);
+    assert!(r.passed && measurable(&r, Scenario::WsEcho(64)), "{table}");
 }
 
 #[tokio::test]

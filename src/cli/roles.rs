@@ -141,6 +141,11 @@ pub struct ServeArgs {
     /// answered), `no-close` (a close answered by dropping the connection).
     #[arg(long, value_enum, env = "FAIRGROUND_SERVE_WS_DEFECT")]
     pub ws_defect: Option<crate::roles::serve::WsDefect>,
+    /// Every upgraded WebSocket connection holds this much memory, written
+    /// so it is resident (e.g. 1MiB): a server whose memory per connection
+    /// is known, for the `ws-idle` known answer.
+    #[arg(long, value_name = "SIZE", env = "FAIRGROUND_SERVE_WS_HOLD")]
+    pub ws_hold: Option<crate::profile::units::Bytes>,
 }
 
 /// The port in environment variable `name`, or `default`.
@@ -230,6 +235,9 @@ pub fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     }
     if let Some(d) = args.ws_defect {
         crate::roles::serve::set_ws_defect(d);
+    }
+    if let Some(b) = args.ws_hold {
+        crate::roles::serve::set_ws_hold(b.0 as usize);
     }
     if args.contract_ports {
         return serve_contract_ports(args, threads);

@@ -27,6 +27,10 @@ pub const OP_PING: u8 = 0x9;
 /// A pong.
 pub const OP_PONG: u8 = 0xA;
 
+/// How often each connection of `ws-idle` pings (its first ping at a
+/// random point of the first interval, so pings spread evenly).
+pub const IDLE_PING_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Largest frame header: 2 bytes, an 8-byte length and a 4-byte mask.
 pub const MAX_HEADER: usize = 14;
 

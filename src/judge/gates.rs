@@ -55,14 +55,19 @@ pub fn finish_cell(
         .collect();
     let summary = CellSummary::of_kept(&rounds, &kept)?;
     // HTTP/2 keeps `http2_streams` requests in flight per connection.
+    // A paced scenario (ws-idle) waits between its requests by design:
+    // what is in flight is not the connection count, as at a fixed rate.
     let ctx = &GateContext {
-        closed_loop_pipeline: ctx.closed_loop_pipeline.map(|p| {
-            if key.protocol.is_http2() {
-                ctx.http2_streams
-            } else {
-                p
-            }
-        }),
+        closed_loop_pipeline: ctx
+            .closed_loop_pipeline
+            .filter(|_| !key.scenario.is_paced())
+            .map(|p| {
+                if key.protocol.is_http2() {
+                    ctx.http2_streams
+                } else {
+                    p
+                }
+            }),
         ..*ctx
     };
     let verdict = judge(&rounds, &kept, summary.as_ref(), ctx);

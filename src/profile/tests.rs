@@ -441,3 +441,18 @@ fn every_shipped_profile_reads_back_from_the_json_a_run_records() {
     }
     assert!(seen >= 4, "only {seen} profiles under {dir}");
 }
+
+#[test]
+fn websocket_scenarios_load_and_refuse_http2_naming_the_protocol() {
+    let p = load("scenarios: [ws-echo-64, plaintext]\nprotocol: [http1, https]\n").unwrap();
+    assert_eq!(p.scenarios[0], crate::contract::Scenario::WsEcho(64));
+    let e = err("scenarios: [ws-echo-64]\nprotocol: [http1, h2c]\n");
+    assert!(
+        e.contains("protocol[1]") && e.contains("`h2c` cannot carry `ws-echo-64`"),
+        "{e}"
+    );
+    let e = err("scenarios: [ws-echo-0]\n");
+    assert!(e.contains("message size"), "{e}");
+    let e = err("scenarios: [ws-echo]\n");
+    assert!(e.contains("ws-echo"), "{e}");
+}

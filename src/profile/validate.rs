@@ -79,6 +79,18 @@ pub(crate) fn validate(
     let scenarios = scenarios(raw.scenarios, loc)?;
     let concurrency = concurrency(raw.concurrency, loc)?;
     let protocol = protocols(raw.protocol, loc)?;
+    if let (Some(ws), Some((i, p))) = (
+        scenarios.iter().find(|s| s.is_websocket()),
+        protocol.iter().enumerate().find(|(_, p)| p.is_http2()),
+    ) {
+        return Err(loc.value(
+            &index("protocol", i),
+            format!(
+                "`{p}` cannot carry `{ws}`: WebSocket runs over an HTTP/1.1 upgrade (http1, or \
+                 https for wss://); measure HTTP/2 in a profile of its own"
+            ),
+        ));
+    }
     let max_conc = concurrency.iter().copied().max().unwrap_or(0);
     let min_conc = concurrency.iter().copied().min().unwrap_or(0);
     let warmup = warmup(raw.warmup, loc)?;
@@ -339,10 +351,19 @@ fn scenarios(raw: Option<Vec<String>>, loc: &Locator<'_>) -> Result<Vec<Scenario
                 if let Some(m) = &mw {
                     candidates.push(m);
                 }
-                let more = ["db", "fortunes"];
+                let more = ["db", "fortunes", "ws-echo-64"];
                 candidates.extend(more);
                 loc.value_hint(&at, e.to_string(), suggest(n, candidates))
             })?;
+        if s.is_websocket() && s.is_family() {
+            return Err(loc.value(
+                &at,
+                format!(
+                    "`{s}` needs a message size in bytes in a profile (one cell per size): `{s}-64`, `{s}-4096`, up to `{s}-{}`",
+                    crate::contract::MAX_WS_MESSAGE
+                ),
+            ));
+        }
         if s.is_family() {
             return Err(loc.value(
                 &at,

@@ -77,6 +77,8 @@ const HEADER: &[&str] = &[
     "database_saturation",
     "database_memory_window_median_bytes",
     "database_queries_per_response",
+    "throughput_unit",
+    "server_memory_per_connection_bytes",
 ];
 
 fn opt<T: ToString>(v: Option<T>) -> String {
@@ -157,6 +159,10 @@ fn row(results: &Results, cell: &Cell, round: Option<&Round>) -> Vec<String> {
             opt(x.database.as_ref().and_then(|d| d.saturation)),
             opt(x.database.as_ref().and_then(|d| d.memory_median_bytes)),
             opt(x.database.as_ref().and_then(|d| d.queries_per_request)),
+            // What `throughput_2xx_rps` counts: req/s, or msg/s (exact
+            // echoes) and pings/s for WebSocket scenarios.
+            k.scenario.rate_unit().to_string(),
+            opt(x.server.memory_per_connection_bytes),
         ]),
     }
     r

@@ -378,6 +378,16 @@ fn method(s: &mut String, r: &Results) {
          ✗ rejected: not a valid measurement, the reason replaces the number; \
          † environment not accepted.\n",
     );
+    let scenarios = &r.profile.scenarios;
+    if scenarios.iter().any(|s| s.is_websocket()) {
+        s.push_str(
+            "- **WebSocket** (`ws-*`): a message is what HTTP calls a request. **msg/s** counts \
+             echoes equal, byte for byte, to the message sent (a wrong echo is an error, never \
+             throughput), and latency runs from a message's send to the end of its echo. \
+             `ws-idle` holds its connections and pings each once a second: **pings/s** and \
+             the ping's round trip, and the memory each held connection costs.\n",
+        );
+    }
     let _ = writeln!(
         s,
         "- **Gates**: {} docs/results.md gives every threshold's source.\n",
@@ -560,6 +570,58 @@ fn scenario_table(s: &mut String, page: &Page<'_>, scenario: Scenario) {
     if scenario.needs_database() {
         database_table(s, page, scenario);
     }
+    if scenario == Scenario::WsIdle {
+        per_connection_table(s, page, scenario);
+    }
+}
+
+/// What each held connection costs the server (`ws-idle`): memory before
+/// the load, under it (medians of rounds), and their difference per
+/// connection established.
+fn per_connection_table(s: &mut String, page: &Page<'_>, scenario: Scenario) {
+    let median = |c: &Cell, f: &dyn Fn(&crate::results::Round) -> Option<f64>| {
+        let v: Vec<f64> = c.rounds.iter().filter_map(f).collect();
+        crate::stats::median(&v)
+    };
+    let bytes = |v: Option<f64>| v.map_or("–".into(), crate::units::bytes);
+    let mut rows = Vec::new();
+    for col in page.view.columns(Some(scenario)) {
+        for fw in page.view.frameworks() {
+            let Some(c) = page.view.find(fw, col) else {
+                continue;
+            };
+            rows.push(format!(
+                "| {fw} | {} | {} | {} | {} |",
+                thousands(f64::from(col.concurrency)),
+                bytes(median(c, &|r| r
+                    .server
+                    .memory_before_bytes
+                    .map(|b| b as f64))),
+                bytes(median(c, &|r| r
+                    .server
+                    .memory_median_bytes
+                    .map(|b| b as f64))),
+                bytes(
+                    c.summary
+                        .as_ref()
+                        .and_then(|x| x.memory_per_connection_bytes.as_ref())
+                        .map(|a| a.median)
+                ),
+            ));
+        }
+    }
+    if rows.is_empty() {
+        return;
+    }
+    let _ = write!(
+        s,
+        "Memory per connection: the server's memory under load (the median of its 250 ms \
+         samples) less its memory before the load, over the connections established; the \
+         median of rounds.\n\n\
+         | framework | conns | memory before | memory held | per connection |\n\
+         |---|--:|--:|--:|--:|\n{}\n\n",
+        rows.join("\n")
+    );
 }
 
 /// The database's side of a database scenario's cells: medians over the

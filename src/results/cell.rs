@@ -92,6 +92,12 @@ pub struct ServerUse {
     pub memory_lifetime_peak_bytes: Option<u64>,
     /// Every memory sample (250 ms apart) inside the window, bytes.
     pub memory_samples_bytes: Vec<u64>,
+    /// What each open connection costs the server: (median memory under
+    /// load − memory before the load) / connections established, bytes.
+    /// The figure of `ws-idle`, where the load is little more than the
+    /// connections held; absent without a memory before or a connection.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_per_connection_bytes: Option<f64>,
     /// OOM kills during the round (cgroup memory.events oom_kill delta, at
     /// least 1 when Docker reports the container OOM-killed); `null` when
     /// the cgroup's counter could not be read and Docker saw no kill.
@@ -614,6 +620,10 @@ pub struct CellSummary {
     pub memory_window_peak_bytes: Option<u64>,
     /// The container's high-water mark over its life, bytes.
     pub memory_lifetime_peak_bytes: Option<u64>,
+    /// Memory per connection established per round, bytes
+    /// (`ServerUse::memory_per_connection_bytes`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_per_connection_bytes: Option<Aggregate>,
     /// Responses by class, summed over rounds.
     pub responses: StatusCounts,
     /// Socket errors by kind, summed over rounds.
@@ -658,6 +668,7 @@ impl CellSummary {
         summary.histogram = speed.histogram;
         summary.cpu_us_per_request = speed.cpu_us_per_request;
         summary.memory_median_bytes = speed.memory_median_bytes;
+        summary.memory_per_connection_bytes = speed.memory_per_connection_bytes;
         summary.wire_bytes_per_response = speed.wire_bytes_per_response;
         Ok(Some(summary))
     }
@@ -685,6 +696,10 @@ impl CellSummary {
         let wire: Vec<f64> = rounds
             .iter()
             .filter_map(|r| r.wire_bytes_per_response)
+            .collect();
+        let per_conn: Vec<f64> = rounds
+            .iter()
+            .filter_map(|r| r.server.memory_per_connection_bytes)
             .collect();
         let merged = histogram::merge(rounds.iter().map(|r| r.histogram.as_str()))?;
         let mut responses = StatusCounts::default();
@@ -716,6 +731,7 @@ impl CellSummary {
                 .iter()
                 .filter_map(|r| r.server.memory_lifetime_peak_bytes)
                 .max(),
+            memory_per_connection_bytes: stats::aggregate(&per_conn),
             responses,
             errors,
             error_rate: if attempts == 0 {

@@ -160,6 +160,16 @@ impl Round {
                     .map(|cpu| cpu as f64 / load.responses.status_2xx as f64),
                 cpu_unknown: s.cpu_unknown,
                 sampler_stopped_by: s.sampler_stopped_by,
+                memory_per_connection_bytes: match (
+                    s.memory_before_bytes,
+                    stats::median(&samples),
+                    load.connections.established,
+                ) {
+                    (Some(before), Some(under), n) if n > 0 => {
+                        Some((under - before as f64) / n as f64)
+                    }
+                    _ => None,
+                },
                 memory_before_bytes: s.memory_before_bytes,
                 memory_median_bytes: stats::median(&samples).map(|m| m.round() as u64),
                 memory_max_bytes: s.memory_samples_bytes.iter().copied().max(),

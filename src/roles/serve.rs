@@ -381,7 +381,7 @@ mod db;
 mod ws;
 
 pub use db::{set_db_defect, DbDefect};
-pub use ws::{set_ws_defect, WsDefect};
+pub use ws::{set_ws_defect, set_ws_hold, WsDefect};
 
 fn text(status: StatusCode, body: &str) -> Response<Full<Bytes>> {
     let mut resp = Response::new(Full::new(Bytes::copy_from_slice(body.as_bytes())));

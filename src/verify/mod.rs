@@ -513,7 +513,10 @@ pub async fn verify_url(
         }
         report.scenarios.push(outcome.report);
     }
-    if target.protocol.is_http2() {
+    if scenarios.iter().all(|s| s.is_websocket()) {
+        // Nothing asked over HTTP: the connection checks are the WebSocket
+        // scenarios' own (a connection upgraded, echoing, closed).
+    } else if target.protocol.is_http2() {
         connection_http2::check(
             &target,
             &answering,

@@ -79,10 +79,13 @@ pub fn verifier_args(
     fw: &Framework,
     opts: &OrchestrateOptions,
 ) -> Vec<String> {
+    // WebSocket runs over an HTTP/1.1 upgrade: its scenarios are verified
+    // over http1 and https, not asked of an HTTP/2 connection.
     let scenarios: Vec<String> = fw
         .manifest
         .scenarios
         .iter()
+        .filter(|s| !(protocol.is_http2() && s.is_websocket()))
         .map(|s| s.verified().to_string())
         .collect();
     let mut args = vec![

@@ -199,7 +199,7 @@ async fn family(
         // The fortunes page is one fixed table: its sample says it all.
         Scenario::Plaintext | Scenario::Json | Scenario::Middleware(0) | Scenario::Fortunes => {}
         // Random messages are the WebSocket checks' own (`websocket`).
-        Scenario::WsEcho(_) => {}
+        Scenario::WsEcho(_) | Scenario::WsIdle => {}
         Scenario::Db => {
             // Random rows: five answers that are all the same row are a
             // cached or constant answer.

@@ -233,7 +233,14 @@ pub(crate) async fn check(
     rng: &mut StdRng,
 ) -> ScenarioOutcome {
     let mut checks = Vec::new();
-    let conn = WsConn::open(target, rng).await;
+    let conn = if target.protocol.is_http2() {
+        Err(format!(
+            "not tried: WebSocket runs over an HTTP/1.1 upgrade (http1, https), not {}",
+            target.protocol
+        ))
+    } else {
+        WsConn::open(target, rng).await
+    };
     let upgraded = conn.is_ok();
     checks.push(ContractCheck::required(
         names::WS_UPGRADE,

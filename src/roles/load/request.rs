@@ -182,6 +182,9 @@ pub enum RequestSet {
         size: usize,
         /// Random printable bytes messages are cut from.
         pool: Arc<[u8]>,
+        /// `ws-idle`: the messages are pings (their 16-byte stamps), one
+        /// per connection per `ws::IDLE_PING_INTERVAL`, answered by pongs.
+        idle: bool,
     },
 }
 
@@ -211,8 +214,13 @@ impl RequestSet {
                     suffix: full[line_end..].into(),
                 }
             }
-            RequestSpec::Scenario(Scenario::WsEcho(size)) => {
-                let size = (*size).clamp(1, contract::MAX_WS_MESSAGE) as usize;
+            RequestSpec::Scenario(s @ (Scenario::WsEcho(_) | Scenario::WsIdle)) => {
+                let (size, idle) = match s {
+                    Scenario::WsEcho(n) => {
+                        ((*n).clamp(1, contract::MAX_WS_MESSAGE) as usize, false)
+                    }
+                    _ => (16, true),
+                };
                 let pool: Vec<u8> = (0..size + WS_POOL_SLACK)
                     .map(|_| rng.random_range(b' '..=b'~'))
                     .collect();
@@ -221,6 +229,7 @@ impl RequestSet {
                     authority: target.authority.as_str().into(),
                     size,
                     pool: pool.into(),
+                    idle,
                 }
             }
             RequestSpec::Scenario(s) if !needs_pool(*s) => {
@@ -392,6 +401,7 @@ pub struct Messages {
     pool: Arc<[u8]>,
     size: usize,
     seed: u64,
+    idle: bool,
 }
 
 impl Messages {
@@ -399,10 +409,13 @@ impl Messages {
     /// is a WebSocket scenario.
     pub fn of(set: &RequestSet, seed: u64) -> Option<Self> {
         match set {
-            RequestSet::Ws { pool, size, .. } => Some(Self {
+            RequestSet::Ws {
+                pool, size, idle, ..
+            } => Some(Self {
                 pool: Arc::clone(pool),
                 size: *size,
                 seed,
+                idle: *idle,
             }),
             _ => None,
         }
@@ -413,8 +426,18 @@ impl Messages {
         self.size
     }
 
+    /// Whether the messages are `ws-idle`'s pings.
+    pub fn idle(&self) -> bool {
+        self.idle
+    }
+
     fn stamp(&self, k: u64) -> [u8; 16] {
-        let v = k.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ self.seed;
+        // splitmix64 of the message's number and the seed: every nibble
+        // varies, so even a 1-byte message is one of 16.
+        let mut v = k.wrapping_add(self.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        v = (v ^ (v >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        v = (v ^ (v >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        v ^= v >> 31;
         let mut out = [0u8; 16];
         for (i, b) in out.iter_mut().enumerate() {
             *b = b"0123456789abcdef"[((v >> (60 - 4 * i)) & 0xF) as usize];

@@ -37,6 +37,14 @@ pub fn set_ws_defect(defect: WsDefect) {
     let _ = WS_DEFECT.set(defect);
 }
 
+static WS_HOLD: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+
+/// Make every upgraded connection hold `bytes` of resident memory for its
+/// life (once per process): a server whose memory per connection is known.
+pub fn set_ws_hold(bytes: usize) {
+    let _ = WS_HOLD.set(bytes);
+}
+
 /// Largest message the server reads; beyond it the connection is closed
 /// (1009, too big).
 const MAX_MESSAGE: usize = 16 * 1024 * 1024;
@@ -81,8 +89,21 @@ pub fn upgrade(mut req: Request<Incoming>) -> Response<Full<Bytes>> {
         .expect("a valid response")
 }
 
-/// Echoes messages on `io` until the client closes.
+/// Echoes messages on `io` until the client closes, holding
+/// [`set_ws_hold`]'s memory meanwhile.
 pub async fn echo<S: AsyncRead + AsyncWrite + Unpin>(
+    io: S,
+    defect: Option<WsDefect>,
+) -> std::io::Result<()> {
+    // Written, not only allocated, so every page is resident; kept until
+    // the connection ends.
+    let held = vec![0xA5u8; WS_HOLD.get().copied().unwrap_or(0)];
+    let r = echo_frames(io, defect).await;
+    std::hint::black_box(&held);
+    r
+}
+
+async fn echo_frames<S: AsyncRead + AsyncWrite + Unpin>(
     mut io: S,
     defect: Option<WsDefect>,
 ) -> std::io::Result<()> {

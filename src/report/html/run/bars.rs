@@ -164,7 +164,21 @@ pub(super) const MEMORY: BarMetric = BarMetric {
 pub(super) fn bars(ctx: &Ctx<'_>, col: Column, m: &BarMetric) -> anyhow::Result<Markup> {
     let cells = ctx.cells(col);
     let mut rows = Vec::new();
-    let mut t = Table::new(m.headers);
+    // The metric's words are HTTP's; a WebSocket column's rate is msg/s.
+    let unit = |text: &str| -> String {
+        if col.scenario.is_websocket() {
+            text.replace("req/s", "msg/s")
+                .replace("2xx responses", "exact echoes")
+                .replace("per request", "per message")
+        } else {
+            text.to_string()
+        }
+    };
+    let headers: Vec<String> = m.headers.iter().map(|h| unit(h)).collect();
+    let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
+    let series: Vec<String> = m.series.iter().map(|h| unit(h)).collect();
+    let series: Vec<&str> = series.iter().map(String::as_str).collect();
+    let mut t = Table::new(&headers);
     for c in &cells {
         if (m.no_figure)(c) {
             rows.push(rejected_row(ctx, c, m.series.len()));
@@ -182,22 +196,23 @@ pub(super) fn bars(ctx: &Ctx<'_>, col: Column, m: &BarMetric) -> anyhow::Result<
         rank_order(&mut rows, &cells);
     }
     let id = format!("{}-{}", m.slug, col.slug());
-    let label = format!("{}, {}", m.label, col.label());
+    let label = format!("{}, {}", unit(m.label), col.label());
+    let axis = unit(m.axis);
     let svg = charts::bars(&BarChart {
         id: &id,
         label: &label,
-        axis: m.axis,
-        series: m.series,
+        axis: &axis,
+        series: &series,
         rows: &rows,
         tick: m.tick,
     })?;
-    let legend = if m.series.len() > 1 {
-        swatches(m.series, &bar_colours(m.series.len()))
+    let legend = if series.len() > 1 {
+        swatches(&series, &bar_colours(series.len()))
     } else {
         html! {}
     };
     Ok(Figure {
-        caption: caption(m.caption.0, m.caption.1),
+        caption: caption(&unit(m.caption.0), m.caption.1),
         svg,
         legend,
         notes: footnotes(ctx, &cells, true),

@@ -263,14 +263,16 @@ pub(super) fn scaling(
         });
     }
     let id = format!("scaling-{scenario}");
-    let label = format!("req/s by connections, {scenario}");
+    let unit = scenario.rate_unit();
+    let label = format!("{unit} by connections, {scenario}");
+    let desc = format!("{unit} (median of rounds)");
     let svg = charts::by_level(
         &id,
         &label,
         "connections (log scale)",
         &levels,
         YAxis {
-            desc: "req/s (median of rounds)",
+            desc: &desc,
             log: false,
             tick: charts::compact,
         },
@@ -282,7 +284,7 @@ pub(super) fn scaling(
                 Some(p) if !p.is_http1() => format!("Throughput against concurrency, {p}"),
                 _ => "Throughput against concurrency".to_string(),
             },
-            "req/s, median of rounds; hollow points flagged; a gap is a rejected cell",
+            &format!("{unit}, median of rounds; hollow points flagged; a gap is a rejected cell"),
         ),
         svg,
         legend: legend(&items),
@@ -331,7 +333,7 @@ pub(super) fn timelines(ctx: &Ctx<'_>, col: Column) -> anyhow::Result<Markup> {
             .collect();
         let first = &c.rounds[0];
         let id = format!("timeline-{}", c.key.stem());
-        let label = format!("req/s per second, {}", c.key);
+        let label = format!("{} per second, {}", c.key.scenario.rate_unit(), c.key);
         let svg = charts::timeline(&Timeline {
             id: &id,
             label: &label,

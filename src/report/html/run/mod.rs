@@ -374,7 +374,14 @@ fn summary(ctx: &Ctx<'_>) -> Section {
     let body = html! {
         @if !closed.is_empty() {
             p {
-                "req/s, the median of each cell's rounds. Click a heading to sort. #N is the \
+                (if closed.iter().all(|c| c.scenario.is_websocket()) {
+                    "msg/s (WebSocket: echoes equal to the message sent)"
+                } else if closed.iter().any(|c| c.scenario.is_websocket()) {
+                    "req/s (msg/s for WebSocket scenarios: echoes equal to the message sent)"
+                } else {
+                    "req/s"
+                })
+                ", the median of each cell's rounds. Click a heading to sort. #N is the \
                  cell's rank group in its column: frameworks whose rounds cannot be told apart \
                  share places (#1–3). ±N% is the half-width of the 95% interval of the figure \
                  over the cell's rounds (hover it for the interval); none below 3 rounds."

@@ -160,9 +160,15 @@ impl ConnState {
             Ok(carry) => carry,
             Err(e) => return e,
         };
+        let idle = msgs.idle();
+        let opcode = if idle { ws::OP_PING } else { ws::OP_TEXT };
+        // ws-idle: when this connection pings next (its first ping at a
+        // random point of the first interval), and until when it waits.
+        let interval = ws::IDLE_PING_INTERVAL.as_nanos() as u64;
+        let mut next_ping = now_ns() + rng.random_range(0..interval);
         let frame = |seq: u64, wbuf: &mut Vec<u8>, rng: &mut rand::rngs::SmallRng| {
             let mask: [u8; 4] = rng.random();
-            ws::write_header(wbuf, true, ws::OP_TEXT, size, Some(mask));
+            ws::write_header(wbuf, true, opcode, size, Some(mask));
             let at = wbuf.len();
             msgs.write(seq, wbuf);
             ws::apply_mask(&mut wbuf[at..], mask, 0);
@@ -170,8 +176,9 @@ impl ConnState {
         loop {
             // 1. Send what may be sent now.
             let mut pace_deadline = 0u64;
+            let mut idle_until = 0u64;
             match plan.rate {
-                None => {
+                None => 'send: {
                     if self.inflight_len() == 0 {
                         let now = if read_at != 0 { read_at } else { now_ns() };
                         read_at = 0;
@@ -179,8 +186,17 @@ impl ConnState {
                             close(&mut stream, rng).await;
                             return ConnEnd::Finished;
                         }
+                        if idle {
+                            if now < next_ping {
+                                idle_until = next_ping;
+                                break 'send;
+                            }
+                            next_ping = now + interval;
+                        }
                         let (mut n, mut window) = (0, false);
-                        while n < plan.pipeline {
+                        // ws-idle pings one at a time.
+                        let depth = if idle { 1 } else { plan.pipeline };
+                        while n < depth {
                             match w.admit(now) {
                                 Some(win) => (window, n) = (win, n + 1),
                                 None => break,
@@ -285,9 +301,20 @@ impl ConnState {
                 return ConnEnd::Reconnect;
             }
             let (deadline, pace) = self.arm(w, pace_deadline);
+            let wait = async {
+                if idle_until == 0 {
+                    std::future::pending::<()>().await
+                }
+                let now = now_ns();
+                tokio::time::sleep(std::time::Duration::from_nanos(
+                    idle_until.saturating_sub(now),
+                ))
+                .await
+            };
             let read = tokio::select! {
                 biased;
                 r = stream.read(&mut self.rbuf[carry..]) => r,
+                () = wait => continue,
                 () = TimeoutWatch { w, slot: self.local } => {
                     let now = now_ns();
                     if now >= deadline {
@@ -445,6 +472,37 @@ impl ConnState {
                         self.lose_inflight(w, ErrorKind::Write, now_ns());
                         return Err(ConnEnd::Reconnect);
                     }
+                }
+                // ws-idle: the pong is the answer to the ping in flight
+                // (an unsolicited pong, a heartbeat, answers nothing).
+                ws::OP_PONG if msgs.idle() && self.inflight_len() > 0 => {
+                    let wrong = (r.control.len() != msgs.size()
+                        || !msgs.matches(*recv, 0, &r.control))
+                    .then(|| {
+                        format!(
+                            "a ping of {} B answered by a pong of {} B that is not its payload",
+                            msgs.size(),
+                            r.control.len()
+                        )
+                    });
+                    let wire = match socket {
+                        Some(m) => m.answered(),
+                        None => (2 + r.control.len()) as u64,
+                    };
+                    let f = self.book.borrow_mut().inflight.pop_front();
+                    if let Some(f) = f {
+                        w.settled(
+                            self.local,
+                            &f,
+                            now,
+                            Outcome::Echo {
+                                wrong: wrong.as_deref(),
+                            },
+                            wire,
+                        );
+                        self.free_at = now;
+                    }
+                    *recv += 1;
                 }
                 ws::OP_PONG => {}
                 ws::OP_CLOSE => {
