@@ -261,3 +261,107 @@ fn an_upgrade_answered_with_the_wrong_accept_opens_no_connection_and_is_named() 
         r.answers
     );
 }
+
+/// A WebSocket echo server on 127.0.0.1 whose `stall_at`-th message (over
+/// the whole server) is echoed `stall` late, every other one at once:
+/// blocking, a thread per connection, the contract's codec.
+fn stalling_server(stall_at: u64, stall: Duration) -> std::net::SocketAddr {
+    use fairground::contract::ws;
+    use std::io::{Read, Write};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let count = Arc::new(AtomicU64::new(0));
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut c) = conn else { return };
+            let count = Arc::clone(&count);
+            std::thread::spawn(move || {
+                let _ = c.set_nodelay(true);
+                let _ = c.set_read_timeout(Some(Duration::from_secs(10)));
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 16384];
+                // The upgrade.
+                let key = loop {
+                    let Ok(n) = c.read(&mut chunk) else { return };
+                    if n == 0 {
+                        return;
+                    }
+                    buf.extend_from_slice(&chunk[..n]);
+                    if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                        let head = String::from_utf8_lossy(&buf[..end]).to_string();
+                        buf.drain(..end + 4);
+                        let key = head
+                            .lines()
+                            .find_map(|l| l.strip_prefix("Sec-WebSocket-Key: "))
+                            .unwrap_or_default()
+                            .trim()
+                            .to_string();
+                        break key;
+                    }
+                };
+                let answer = format!(
+                    "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {}\r\n\r\n",
+                    ws::accept_key(&key)
+                );
+                if c.write_all(answer.as_bytes()).is_err() {
+                    return;
+                }
+                loop {
+                    while let Ok(Some(h)) = ws::Header::parse(&buf) {
+                        let end = h.len + h.payload as usize;
+                        if buf.len() < end {
+                            break;
+                        }
+                        let mut payload = buf[h.len..end].to_vec();
+                        buf.drain(..end);
+                        if let Some(k) = h.mask {
+                            ws::apply_mask(&mut payload, k, 0);
+                        }
+                        if h.opcode == ws::OP_CLOSE {
+                            return;
+                        }
+                        if count.fetch_add(1, Ordering::Relaxed) + 1 == stall_at {
+                            std::thread::sleep(stall);
+                        }
+                        if c.write_all(&ws::frame(true, h.opcode, &payload, None)).is_err() {
+                            return;
+                        }
+                    }
+                    match c.read(&mut chunk) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+/// At a fixed rate, a stalled echo delays every message due behind it on
+/// its connection: measured from their due times the stall shows in the
+/// tail (coordinated omission corrected), as it does for HTTP
+/// (tests/load_rate.rs); measured from their actual sends it hides.
+#[test]
+fn at_a_fixed_rate_a_stalled_echo_shows_in_the_corrected_tail() {
+    let addr = stalling_server(300, Duration::from_millis(500));
+    // 1,000 msg/s on one connection for 2 s: ~2,000 messages, ~500 of them
+    // due during the stall, sent late back to back, their latencies from
+    // their due times spread over 0–500 ms: the corrected p99 near 490 ms
+    // (≥ 200 ms asserted, room for a busy host); uncorrected, one message
+    // of 2,000 is slow, so its p99 is a loopback echo (< 100 ms).
+    let r = load(&[
+        "--url", &format!("http://{addr}"), "--scenario", "ws-echo-64", "-R", "1000", "-c", "1",
+        "-t", "1", "-d", "2s", "--timeout", "2s",
+    ]);
+    let unc = r.uncorrected_latency.as_ref().expect("fixed rate reports uncorrected latency");
+    assert!(r.latency.p99_us >= 200_000, "corrected p99 {} µs", r.latency.p99_us);
+    assert!(unc.p99_us < 100_000, "uncorrected p99 {} µs", unc.p99_us);
+    assert!(r.latency.max_us >= 450_000, "corrected max {} µs", r.latency.max_us);
+    let rate = r.rate.expect("fixed rate reports its rate");
+    assert!(rate.ratio > 0.9 && rate.ratio < 1.05, "{rate:?}");
+    assert_eq!(r.errors.total(), 0, "{:?}", r.errors);
+    assert_eq!(r.answers.wrong, 0, "{:?}", r.answers);
+}

@@ -41,11 +41,12 @@ pub fn round_line(cell: &Cell, round: &Round) -> String {
         )
     });
     format!(
-        "{} round {}/{}: {} req/s, p99 {}, {} errors, {}/{} connections served{precise}{slowed}{mark}",
+        "{} round {}/{}: {} {}, p99 {}, {} errors, {}/{} connections served{precise}{slowed}{mark}",
         cell.key,
         round.index + 1,
         cell.rounds_asked(),
         thousands(round.throughput_rps),
+        cell.key.scenario.rate_unit(),
         round.latency.show(round.latency.p99_us),
         thousands(round.errors_total() as f64),
         round.connections.serving,
