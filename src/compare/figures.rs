@@ -79,6 +79,15 @@ impl Metric {
         }
     }
 
+    /// Unit of the values of `scenario`'s cells: a rate in the
+    /// scenario's own unit (msg/s for WebSocket), the rest as [`Self::unit`].
+    pub fn unit_of(self, scenario: crate::contract::Scenario) -> &'static str {
+        match self {
+            Metric::Throughput => scenario.rate_unit(),
+            m => m.unit(),
+        }
+    }
+
     /// Unit of the values, as JSON records it.
     pub fn unit(self) -> &'static str {
         match self {

@@ -113,8 +113,8 @@ fn metric_section(cmp: &Comparison, metric: Metric, rows: &[&Row]) -> anyhow::Re
         t.row(vec![
             Td::text(&r.cell.to_string()),
             Td::text(&call_word(r)).class(call_class(r.call)),
-            Td::opt(r.base.geomean, |_| side_value(metric, &r.base)),
-            Td::opt(r.new.geomean, |_| side_value(metric, &r.new)),
+            Td::opt(r.base.geomean, |_| side_value(metric, &r.unit, &r.base)),
+            Td::opt(r.new.geomean, |_| side_value(metric, &r.unit, &r.new)),
             Td::opt(r.ratio, |v| ratio(Some(v))),
             Td::text(&interval(r)),
             Td::text(&band(r)),

@@ -277,7 +277,7 @@ fn row(
     let mut r = Row {
         cell: cref.clone(),
         metric,
-        unit: metric.unit().to_string(),
+        unit: metric.unit_of(cref.scenario).to_string(),
         better: metric.better(),
         base: base_fig,
         new: new_fig,

@@ -20,12 +20,12 @@ const BOLD: &str = "\x1b[1m";
 const RESET: &str = "\x1b[0m";
 
 /// A value of `metric` with its unit, as people read it.
-pub(crate) fn value(metric: Metric, v: Option<f64>) -> String {
+pub(crate) fn value(metric: Metric, unit: &str, v: Option<f64>) -> String {
     let Some(v) = v else {
         return "–".into();
     };
     match metric {
-        Metric::Throughput => format!("{} req/s", thousands(v)),
+        Metric::Throughput => format!("{} {unit}", thousands(v)),
         Metric::LatencyP50 | Metric::LatencyP99 | Metric::CpuPerRequest => micros(v),
         Metric::MemoryUnderLoad => bytes(v),
         Metric::WireBytes => format!("{v:.0} B"),
@@ -33,8 +33,8 @@ pub(crate) fn value(metric: Metric, v: Option<f64>) -> String {
 }
 
 /// A side's figure with its own precision: `120,600 req/s ±1.2%`.
-pub(crate) fn side_value(metric: Metric, f: &Figures) -> String {
-    let v = value(metric, f.geomean);
+pub(crate) fn side_value(metric: Metric, unit: &str, f: &Figures) -> String {
+    let v = value(metric, unit, f.geomean);
     match (f.geomean, f.precision) {
         (Some(_), Some(p)) => format!("{v} ±{:.1}%", p * 100.0),
         _ => v,
@@ -167,8 +167,8 @@ pub fn to_terminal(cmp: &Comparison, colour: bool) -> Vec<u8> {
             call_word(r),
             r.cell.to_string(),
             r.metric.label().to_string(),
-            side_value(r.metric, &r.base),
-            side_value(r.metric, &r.new),
+            side_value(r.metric, &r.unit, &r.base),
+            side_value(r.metric, &r.unit, &r.new),
             ratio(r.ratio),
             interval(r),
             band(r),

@@ -127,8 +127,8 @@ fn changes(h: &History) -> Section {
                     ),
                     Td::text(&format!(
                         "{} → {}",
-                        fmt_value(s.metric, c.level_before),
-                        fmt_value(s.metric, c.level_after)
+                        fmt_value(s.metric, &s.unit, c.level_before),
+                        fmt_value(s.metric, &s.unit, c.level_after)
                     )),
                     Td::num(&format!("{:+.1}%", (c.ratio - 1.0) * 100.0), c.ratio),
                     Td::num(&format!("{:.3}", c.p_value), c.p_value),
@@ -195,7 +195,7 @@ fn chart(h: &History, s: &Series) -> Markup {
             line x1=(LEFT) y1=(TOP) x2=(LEFT) y2=(H - BOTTOM) stroke="#888" {}
             @for v in [lo + pad, hi - pad] {
                 text x=(LEFT - 4.0) y=(f1(y(v) + 3.0)) font-size="10" text-anchor="end" {
-                    (fmt_value(s.metric, v))
+                    (fmt_value(s.metric, &s.unit, v))
                 }
             }
             @for seg in h.segments.iter().skip(1) {
@@ -232,7 +232,7 @@ fn chart(h: &History, s: &Series) -> Markup {
                         }
                         circle cx=(px) cy=(f1(y(m))) r="3" fill="#1565c0" {
                             title {
-                                "run #" (p.run) ": " (fmt_value(s.metric, m)) " (" (p.rounds) " rounds)"
+                                "run #" (p.run) ": " (fmt_value(s.metric, &s.unit, m)) " (" (p.rounds) " rounds)"
                             }
                         }
                     }

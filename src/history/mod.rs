@@ -444,7 +444,7 @@ pub(crate) fn build(mut runs: Vec<Run>) -> anyhow::Result<(History, Vec<Run>)> {
             series.push(Series {
                 cell: key.clone(),
                 metric,
-                unit: metric.unit().to_string(),
+                unit: metric.unit_of(key.scenario).to_string(),
                 points,
                 change_points,
             });
@@ -592,8 +592,8 @@ pub fn terminal(h: &History) -> String {
                 c.run,
                 r.run_id,
                 commit,
-                fmt_value(ser.metric, c.level_before),
-                fmt_value(ser.metric, c.level_after),
+                fmt_value(ser.metric, &ser.unit, c.level_before),
+                fmt_value(ser.metric, &ser.unit, c.level_after),
                 (c.ratio - 1.0) * 100.0,
                 c.p_value,
                 if c.confirmed {
@@ -617,9 +617,9 @@ pub fn terminal(h: &History) -> String {
 }
 
 /// A value of `metric` for people.
-pub(crate) fn fmt_value(metric: Metric, v: f64) -> String {
+pub(crate) fn fmt_value(metric: Metric, unit: &str, v: f64) -> String {
     match metric {
-        Metric::Throughput => format!("{} req/s", crate::units::thousands(v)),
+        Metric::Throughput => format!("{} {unit}", crate::units::thousands(v)),
         Metric::LatencyP50 | Metric::LatencyP99 | Metric::CpuPerRequest => crate::units::micros(v),
         Metric::MemoryUnderLoad => crate::units::bytes(v),
         Metric::WireBytes => format!("{} B", crate::units::sig3(v)),
