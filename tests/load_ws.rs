@@ -325,7 +325,9 @@ fn stalling_server(stall_at: u64, stall: Duration) -> std::net::SocketAddr {
                         if count.fetch_add(1, Ordering::Relaxed) + 1 == stall_at {
                             std::thread::sleep(stall);
                         }
-                        if c.write_all(&ws::frame(true, h.opcode, &payload, None)).is_err() {
+                        if c.write_all(&ws::frame(true, h.opcode, &payload, None))
+                            .is_err()
+                        {
                             return;
                         }
                     }
@@ -353,13 +355,36 @@ fn at_a_fixed_rate_a_stalled_echo_shows_in_the_corrected_tail() {
     // (≥ 200 ms asserted, room for a busy host); uncorrected, one message
     // of 2,000 is slow, so its p99 is a loopback echo (< 100 ms).
     let r = load(&[
-        "--url", &format!("http://{addr}"), "--scenario", "ws-echo-64", "-R", "1000", "-c", "1",
-        "-t", "1", "-d", "2s", "--timeout", "2s",
+        "--url",
+        &format!("http://{addr}"),
+        "--scenario",
+        "ws-echo-64",
+        "-R",
+        "1000",
+        "-c",
+        "1",
+        "-t",
+        "1",
+        "-d",
+        "2s",
+        "--timeout",
+        "2s",
     ]);
-    let unc = r.uncorrected_latency.as_ref().expect("fixed rate reports uncorrected latency");
-    assert!(r.latency.p99_us >= 200_000, "corrected p99 {} µs", r.latency.p99_us);
+    let unc = r
+        .uncorrected_latency
+        .as_ref()
+        .expect("fixed rate reports uncorrected latency");
+    assert!(
+        r.latency.p99_us >= 200_000,
+        "corrected p99 {} µs",
+        r.latency.p99_us
+    );
     assert!(unc.p99_us < 100_000, "uncorrected p99 {} µs", unc.p99_us);
-    assert!(r.latency.max_us >= 450_000, "corrected max {} µs", r.latency.max_us);
+    assert!(
+        r.latency.max_us >= 450_000,
+        "corrected max {} µs",
+        r.latency.max_us
+    );
     let rate = r.rate.expect("fixed rate reports its rate");
     assert!(rate.ratio > 0.9 && rate.ratio < 1.05, "{rate:?}");
     assert_eq!(r.errors.total(), 0, "{:?}", r.errors);
