@@ -170,6 +170,7 @@ pub(super) fn bars(ctx: &Ctx<'_>, col: Column, m: &BarMetric) -> anyhow::Result<
             text.replace("req/s", "msg/s")
                 .replace("2xx responses", "exact echoes")
                 .replace("per request", "per message")
+                .replace("per 2xx response", "per exact echo")
         } else {
             text.to_string()
         }
@@ -194,6 +195,10 @@ pub(super) fn bars(ctx: &Ctx<'_>, col: Column, m: &BarMetric) -> anyhow::Result<
     });
     if m.by_rank {
         rank_order(&mut rows, &cells);
+    }
+    for r in &mut rows {
+        r.text = unit(&r.text);
+        r.title = unit(&r.title);
     }
     let id = format!("{}-{}", m.slug, col.slug());
     let label = format!("{}, {}", unit(m.label), col.label());

@@ -257,7 +257,14 @@ fn header(ctx: &Ctx<'_>) -> Markup {
         div class="markers" {
             p {
                 strong { "How to read it." } " " (rounds_sentence(r)) " req/s counts 2xx responses \
-                 only, per second of the measured window; whiskers span the lowest to the highest \
+                 only, per second of the measured window"
+                (if r.profile.scenarios.iter().any(|s| s.is_websocket()) {
+                    " (msg/s, of a WebSocket scenario, counts echoes equal to the message sent; \
+                     pings/s, of ws-idle, pongs carrying the ping's payload)"
+                } else {
+                    ""
+                })
+                "; whiskers span the lowest to the highest \
                  round. Latency percentiles come from every round's HDR histogram merged, measured \
                  from the send (from the scheduled send at a fixed rate: no coordinated omission). \
                  Server CPU and memory are the server container's cgroup, sampled every 250 ms in \
