@@ -101,14 +101,10 @@ impl ConnState {
                 tokio::time::sleep(FIRST_BACKOFF).await;
                 return ConnEnd::Reconnect;
             }
+            // No answer in time: a connection that could not be made (as a
+            // connect that times out), not a wrong answer.
             Err(_) => {
-                w.upgrade_failed(
-                    now_ns(),
-                    format!(
-                        "no answer to the WebSocket upgrade within {:?}",
-                        plan.connect_timeout
-                    ),
-                );
+                w.stray_error(ErrorKind::Connect, now_ns());
                 return ConnEnd::Reconnect;
             }
         };
