@@ -42,35 +42,21 @@ const STREAMS: f64 = 32.0;
 const LIMIT: f64 = 4.0;
 const DELAY_S: f64 = 0.2;
 
-/// A framework `name` under `dir/frameworks` that is the reference server
-/// (this build's static binary) serving the contract's ports, `env` added.
+/// The reference server as framework `name`, every answer 200 ms late once
+/// verification is past, `env` added.
 fn refserve(dir: &Path, name: &str, env: &[(&str, &str)]) {
-    let d = dir.join("frameworks").join(name);
-    std::fs::create_dir_all(&d).unwrap();
-    let bin = std::env::var_os("FAIRGROUND_STATIC_BIN")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| {
-            fairground::docker::images::locate_static_binary(&root()).expect("make static")
-        });
-    std::fs::copy(bin, d.join("app")).unwrap();
-    std::fs::write(d.join("versions.txt"), "fairground serve (this build)\n").unwrap();
-    std::fs::write(
-        d.join("Dockerfile"),
-        "ARG BASE=scratch\nFROM ${BASE}\nCOPY app /app\nCOPY versions.txt /fairground/versions.txt\n\
-         USER 65534:65534\nENTRYPOINT [\"/app\", \"serve\", \"--bind\", \"0.0.0.0\", \"--port\", \"8080\", \
-         \"--threads\", \"1\", \"--contract-ports\"]\n",
-    )
-    .unwrap();
-    let mut manifest = format!(
-        "name: {name}\nlanguage: rust\nframework: fairground serve (reference server, test fixture)\n\
-         base: scratch\nscenarios: [plaintext, json]\nprotocols: [http1, https, h2, h2c]\n\
-         workers: one thread\nnotes: test fixture; never benchmarked\nenv:\n\
-         \x20 FAIRGROUND_SERVE_DELAY: \"200ms\"\n\x20 FAIRGROUND_SERVE_DELAY_AFTER: \"4000\"\n"
+    let mut all = vec![
+        ("FAIRGROUND_SERVE_DELAY", "200ms"),
+        ("FAIRGROUND_SERVE_DELAY_AFTER", "4000"),
+    ];
+    all.extend_from_slice(env);
+    docker_support::refserve(
+        dir,
+        name,
+        "[plaintext, json]",
+        "[http1, https, h2, h2c]",
+        &all,
     );
-    for (k, v) in env {
-        manifest.push_str(&format!("  {k}: \"{v}\"\n"));
-    }
-    std::fs::write(d.join("framework.yaml"), manifest).unwrap();
 }
 
 /// The run every test reads, once per test process.

@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use docker_support::{docker_or_skip, plainfw_variant, root};
+use docker_support::{docker_or_skip, plainfw_variant, refserve, root};
 use fairground::results::{self, Cell, Results, Status};
 
 /// Whether the browser test can run here: Chromium installed and a network
@@ -69,6 +69,9 @@ fn browser_or_skip(test: &str) -> Option<Vec<String>> {
 fn real_run(tmp: &Path) -> PathBuf {
     plainfw_variant(tmp, "plainfw", &[]);
     plainfw_variant(tmp, "dropper", &[("PLAINFW_MAX_OPEN", "6")]);
+    // The reference server echoing WebSocket messages: its ws-echo-64
+    // columns are drawn in msg/s (the plainfw variants skip them).
+    refserve(tmp, "wsref", "[ws-echo]", "[http1]", &[]);
     // Two levels, so the page also draws throughput against concurrency;
     // a loader held to a tenth of a CPU is throttled (flagged) against a
     // fast server; 8 connections to a server that keeps 6 are rejected.
@@ -78,7 +81,7 @@ fn real_run(tmp: &Path) -> PathBuf {
     std::fs::write(
         &profile,
         "description: \"report.html browser test\"\n\
-         frameworks: [plainfw, dropper]\nscenarios: [plaintext]\nconcurrency: [4, 8]\n\
+         frameworks: [plainfw, dropper, wsref]\nscenarios: [plaintext, ws-echo-64]\nconcurrency: [4, 8]\n\
          warmup: 1s\nduration: 2s\nrounds: 3\nrestart_between_rounds: false\n\
          load: {threads: 1}\n\
          server: {cpus: 1, memory: 128MiB, nofile: 16384}\n\
@@ -421,6 +424,20 @@ fn report_html_of_a_real_run_renders_in_chromium_offline_with_every_chart_and_ma
         );
         assert!(drawn > 0, "chart {id} is empty");
     }
+
+    // The WebSocket column's chart counts messages: msg/s, not req/s.
+    let ws = r
+        .cells
+        .iter()
+        .find(|c| c.key.scenario.is_websocket())
+        .expect("the run has a WebSocket cell");
+    let col = &ws.key.stem()[ws.key.framework.len() + 1..];
+    let svg = svg_of(&dom, &format!("rps-{col}")).unwrap_or_else(|| panic!("rps-{col} missing"));
+    assert!(
+        svg.contains("msg/s") && !svg.contains("req/s"),
+        "rps-{col} is not in msg/s: {}",
+        &svg[..svg.len().min(600)]
+    );
 
     // Flagged cells: ⚑ with the note number, the reason in the tooltip.
     let flagged = cell(&r, Status::Flagged);

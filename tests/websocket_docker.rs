@@ -30,34 +30,10 @@ const CONNECTIONS: f64 = 50.0;
 const DELAY_S: f64 = 0.010;
 const MIB: f64 = 1024.0 * 1024.0;
 
-/// A framework `name` under `dir/frameworks` that is the reference server
-/// serving the contract's ports and `/ws`, `env` added.
+/// The reference server as framework `name`, declaring `ws-echo`, `env`
+/// added.
 fn refserve(dir: &Path, name: &str, env: &[(&str, &str)]) {
-    let d = dir.join("frameworks").join(name);
-    std::fs::create_dir_all(&d).unwrap();
-    let bin = std::env::var_os("FAIRGROUND_STATIC_BIN")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| {
-            fairground::docker::images::locate_static_binary(&root()).expect("make static")
-        });
-    std::fs::copy(bin, d.join("app")).unwrap();
-    std::fs::write(d.join("versions.txt"), "fairground serve (this build)\n").unwrap();
-    std::fs::write(
-        d.join("Dockerfile"),
-        "ARG BASE=scratch\nFROM ${BASE}\nCOPY app /app\nCOPY versions.txt /fairground/versions.txt\n\
-         USER 65534:65534\nENTRYPOINT [\"/app\", \"serve\", \"--bind\", \"0.0.0.0\", \"--port\", \"8080\", \
-         \"--threads\", \"1\", \"--contract-ports\"]\n",
-    )
-    .unwrap();
-    let mut manifest = format!(
-        "name: {name}\nlanguage: rust\nframework: fairground serve (reference server, test fixture)\n\
-         base: scratch\nscenarios: [plaintext, ws-echo]\n\
-         workers: one thread\nnotes: test fixture; never benchmarked\nenv:\n"
-    );
-    for (k, v) in env {
-        manifest.push_str(&format!("  {k}: \"{v}\"\n"));
-    }
-    std::fs::write(d.join("framework.yaml"), manifest).unwrap();
+    docker_support::refserve(dir, name, "[plaintext, ws-echo]", "[http1]", env);
 }
 
 /// The run every test reads, once per test process.

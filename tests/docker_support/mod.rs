@@ -305,6 +305,44 @@ pub fn plainfw_variant(dir: &Path, name: &str, env: &[(&str, &str)]) {
     std::fs::write(dst.join("framework.yaml"), manifest).unwrap();
 }
 
+/// A framework `name` under `dir/frameworks` that is the reference server
+/// itself (this build's static binary in a `FROM scratch` image) serving
+/// the contract's ports (`fairground serve --contract-ports`): http1 on
+/// 8080, h2c on 8082, TLS on 8443 when the run makes certificates, `/ws`
+/// on the HTTP/1.1 ones. Its manifest declares `scenarios` and
+/// `protocols` (YAML lists) and sets `env` (its `FAIRGROUND_SERVE_*`
+/// knobs: a delay, a defect, memory held per WebSocket connection).
+pub fn refserve(dir: &Path, name: &str, scenarios: &str, protocols: &str, env: &[(&str, &str)]) {
+    let d = dir.join("frameworks").join(name);
+    std::fs::create_dir_all(&d).unwrap();
+    let bin = std::env::var_os("FAIRGROUND_STATIC_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            fairground::docker::images::locate_static_binary(&root()).expect("make static")
+        });
+    std::fs::copy(bin, d.join("app")).unwrap();
+    std::fs::write(d.join("versions.txt"), "fairground serve (this build)\n").unwrap();
+    std::fs::write(
+        d.join("Dockerfile"),
+        "ARG BASE=scratch\nFROM ${BASE}\nCOPY app /app\nCOPY versions.txt /fairground/versions.txt\n\
+         USER 65534:65534\nENTRYPOINT [\"/app\", \"serve\", \"--bind\", \"0.0.0.0\", \"--port\", \"8080\", \
+         \"--threads\", \"1\", \"--contract-ports\"]\n",
+    )
+    .unwrap();
+    let mut manifest = format!(
+        "name: {name}\nlanguage: rust\nframework: fairground serve (reference server, test fixture)\n\
+         base: scratch\nscenarios: {scenarios}\nprotocols: {protocols}\n\
+         workers: one thread\nnotes: test fixture; never benchmarked\n"
+    );
+    if !env.is_empty() {
+        manifest.push_str("env:\n");
+        for (k, v) in env {
+            manifest.push_str(&format!("  {k}: \"{v}\"\n"));
+        }
+    }
+    std::fs::write(d.join("framework.yaml"), manifest).unwrap();
+}
+
 /// `fairground` (this build), run from the project root, with the static
 /// binary its image is made of.
 pub fn fairground(args: &[&str]) -> Command {
