@@ -107,6 +107,119 @@ pub const ANY_COUNT: u16 = 0;
 /// (TechEmpower's most quoted count).
 pub const VERIFY_COUNT: u16 = 20;
 
+/// The number a workload's name carries (`middleware-3`, `ws-echo-64`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NameParam {
+    /// None: the name is the workload (`plaintext`).
+    None,
+    /// `NAME-N`, N from `min` to `max`, N counting `what` (shown in
+    /// messages: "layers", "rows", "bytes"). With `family`, `NAME` alone
+    /// names every N in a framework manifest.
+    Number {
+        min: u32,
+        max: u32,
+        what: &'static str,
+        family: bool,
+    },
+}
+
+/// One workload as its name is written: the registry every list of names
+/// is made from (the parse error's "known: …", `Scenario::known_names`,
+/// the JSON Schemas' pattern). Adding a workload adds a row here, its
+/// variant, its `Display` and `FromStr` arms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WorkloadName {
+    /// The name, or the name before `-N`.
+    pub name: &'static str,
+    /// What number follows it, if any.
+    pub param: NameParam,
+}
+
+const fn plain(name: &'static str) -> WorkloadName {
+    WorkloadName {
+        name,
+        param: NameParam::None,
+    }
+}
+
+const fn numbered(
+    name: &'static str,
+    min: u32,
+    max: u32,
+    what: &'static str,
+    family: bool,
+) -> WorkloadName {
+    WorkloadName {
+        name,
+        param: NameParam::Number {
+            min,
+            max,
+            what,
+            family,
+        },
+    }
+}
+
+/// Every workload's name, in the order messages list them.
+pub const WORKLOADS: [WorkloadName; 12] = [
+    plain("plaintext"),
+    plain("json"),
+    plain("param"),
+    plain("echo"),
+    plain("validate"),
+    numbered("middleware", 0, MAX_MIDDLEWARE as u32, "layers", false),
+    plain("db"),
+    numbered("queries", 1, db::MAX_QUERIES as u32, "rows", true),
+    plain("fortunes"),
+    numbered("updates", 1, db::MAX_QUERIES as u32, "rows", true),
+    numbered("ws-echo", 1, MAX_WS_MESSAGE, "bytes", true),
+    plain("ws-idle"),
+];
+
+impl WorkloadName {
+    /// `plaintext`, `middleware-N (N from 0 to 64 layers)`.
+    fn described(&self) -> String {
+        match self.param {
+            NameParam::None => self.name.to_string(),
+            NameParam::Number { min, max, what, .. } => {
+                format!("{}-N (N from {min} to {max} {what})", self.name)
+            }
+        }
+    }
+
+    /// The regular expression of the names it takes.
+    fn pattern(&self) -> String {
+        let name = self.name.to_string();
+        match self.param {
+            NameParam::None => name,
+            NameParam::Number { max, family, .. } => {
+                let digits = max.max(1).to_string().len();
+                let n = format!("-[0-9]{{1,{digits}}}");
+                if family {
+                    format!("{name}({n})?")
+                } else {
+                    format!("{name}{n}")
+                }
+            }
+        }
+    }
+}
+
+/// Every name a profile or manifest may use, for messages.
+pub fn known_list() -> String {
+    WORKLOADS
+        .iter()
+        .map(WorkloadName::described)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The JSON Schema pattern of a scenario name, made from [`WORKLOADS`].
+pub fn name_pattern() -> String {
+    let alts: Vec<String> = WORKLOADS.iter().map(WorkloadName::pattern).collect();
+    format!("^({})$", alts.join("|"))
+}
+
 impl Scenario {
     /// Every fixed-name scenario (middleware chains are parametrised).
     pub const FIXED: [Scenario; 5] = [
@@ -127,12 +240,13 @@ impl Scenario {
 
     /// The names a profile or manifest may use, for messages and suggestions.
     pub fn known_names() -> Vec<String> {
-        let mut names: Vec<String> = Self::FIXED.iter().map(|s| s.to_string()).collect();
-        names.push("middleware-N".to_string());
-        names.extend(["db", "queries-N", "fortunes", "updates-N"].map(String::from));
-        names.push("ws-echo-N".to_string());
-        names.push("ws-idle".to_string());
-        names
+        WORKLOADS
+            .iter()
+            .map(|w| match w.param {
+                NameParam::None => w.name.to_string(),
+                NameParam::Number { .. } => format!("{}-N", w.name),
+            })
+            .collect()
     }
 
     /// Whether the scenario reads or writes the database.
@@ -327,7 +441,7 @@ impl fmt::Display for Protocol {
 /// Why a scenario name was not understood.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ScenarioParseError {
-    #[error("unknown scenario `{0}`; known: plaintext, json, param, echo, validate, middleware-N (N from 0 to {MAX_MIDDLEWARE}), db, queries-N, fortunes, updates-N (N from 1 to {max}), ws-echo-N (N bytes, 1 to {MAX_WS_MESSAGE}), ws-idle", max = db::MAX_QUERIES)]
+    #[error("unknown scenario `{0}`; known: {known}", known = known_list())]
     Unknown(String),
     #[error("`{0}`: the message size must be a whole number of bytes from 1 to {MAX_WS_MESSAGE} (`ws-echo` alone, in a framework manifest, declares every size)")]
     BadSize(String),
@@ -400,10 +514,14 @@ impl schemars::JsonSchema for Scenario {
     }
 
     fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let description = format!(
+            "A contract scenario: {}",
+            Scenario::known_names().join(", ")
+        );
         schemars::json_schema!({
             "type": "string",
-            "description": "A contract scenario: plaintext, json, param, echo, validate, middleware-N, db, queries-N, fortunes, updates-N, ws-echo-N or ws-idle",
-            "pattern": "^(plaintext|json|param|echo|validate|middleware-[0-9]{1,2}|db|fortunes|(queries|updates)(-[0-9]{1,3})?|ws-echo(-[0-9]{1,5})?|ws-idle)$"
+            "description": description,
+            "pattern": name_pattern()
         })
     }
 }
@@ -766,6 +884,55 @@ fn quote_bytes(b: &[u8]) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn every_registered_name_parses_and_the_pattern_takes_exactly_what_parses() {
+        use super::*;
+        let re_ok = |name: &str| {
+            // The pattern's alternatives, checked without a regex engine:
+            // each registered name, bare or with digits.
+            WORKLOADS.iter().any(|w| match w.param {
+                NameParam::None => name == w.name,
+                NameParam::Number { family, .. } => {
+                    (family && name == w.name)
+                        || name
+                            .strip_prefix(w.name)
+                            .and_then(|r| r.strip_prefix('-'))
+                            .is_some_and(|d| !d.is_empty() && d.chars().all(|c| c.is_ascii_digit()))
+                }
+            })
+        };
+        for w in WORKLOADS {
+            let names = match w.param {
+                NameParam::None => vec![w.name.to_string()],
+                NameParam::Number {
+                    min, max, family, ..
+                } => {
+                    let mut v = vec![format!("{}-{min}", w.name), format!("{}-{max}", w.name)];
+                    if family {
+                        v.push(w.name.to_string());
+                    }
+                    v
+                }
+            };
+            for n in names {
+                let s: Scenario = n.parse().unwrap_or_else(|e| panic!("{n}: {e}"));
+                assert_eq!(s.to_string(), n, "Display round-trips {n}");
+                assert!(re_ok(&n), "{n}");
+            }
+        }
+        assert_eq!(Scenario::known_names().len(), WORKLOADS.len());
+        assert!(
+            name_pattern().contains("ws-echo(-[0-9]{1,5})?"),
+            "{}",
+            name_pattern()
+        );
+        let e = "nope".parse::<Scenario>().unwrap_err().to_string();
+        assert!(
+            e.contains("middleware-N (N from 0 to 64 layers)") && e.contains("ws-idle"),
+            "{e}"
+        );
+    }
+
     use super::*;
     use rand::SeedableRng;
 
