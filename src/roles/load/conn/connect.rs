@@ -172,6 +172,24 @@ pub async fn connection(w: Rc<Worker>, global: usize, local: usize) {
     }
 }
 
+/// What a connection may do at a fixed rate ([`ConnState::due`]).
+pub(super) enum Due {
+    /// Send the request due at `intended`, now (`window`: it is one of the
+    /// window's).
+    Send {
+        intended: u64,
+        now: u64,
+        window: bool,
+    },
+    /// The next is due at this instant: wait for it, reading meanwhile.
+    WaitUntil(u64),
+    /// Nothing more may be sent now (requests in flight, or the run is
+    /// ending): read what is in flight.
+    Full,
+    /// Nothing is in flight and nothing more will be sent.
+    Finished,
+}
+
 pub(super) struct ConnState {
     pub(super) gen: RequestGen,
     pub(super) rbuf: Vec<u8>,
@@ -295,6 +313,66 @@ impl ConnState {
     /// whose origin is the window's start. So every request due inside the
     /// window is a window request, and a warm-up backlog can never push
     /// window requests out of sight.
+    /// Fixed rate: what this connection may send now. Waits on the pacer
+    /// while it has nothing in flight and its next request is not yet
+    /// due; with requests in flight it says until when to wait instead
+    /// (reading meanwhile). Counts the slot taken (`k`).
+    pub(super) async fn due(&mut self, w: &Worker, rate: f64) -> Due {
+        loop {
+            let now = now_ns();
+            if w.done(now) {
+                return if self.inflight_len() == 0 {
+                    Due::Finished
+                } else {
+                    Due::Full
+                };
+            }
+            let intended = self.next_due(w, rate, now);
+            if now < intended {
+                if self.inflight_len() == 0 {
+                    let pacer = w.pacer.as_ref().expect("fixed rate has a pacer");
+                    pacer.until(self.local, intended).await;
+                    continue;
+                }
+                return Due::WaitUntil(intended);
+            }
+            return match w.admit(intended) {
+                Some(window) => {
+                    self.k += 1;
+                    Due::Send {
+                        intended,
+                        now,
+                        window,
+                    }
+                }
+                None if self.inflight_len() == 0 => Due::Finished,
+                None => Due::Full,
+            };
+        }
+    }
+
+    /// Fixed rate: the request (or message) just made for the slot `due`
+    /// gave, about to be written: recorded, counted as sent (`bytes` of
+    /// it, 0 when the socket counts), its send lag kept, put in flight.
+    pub(super) fn sent_due(
+        &mut self,
+        w: &Worker,
+        intended: u64,
+        now: u64,
+        window: bool,
+        bytes: u64,
+    ) {
+        let f = self.record(w, 0, intended, now, window);
+        w.sent(window, bytes);
+        if window {
+            self.wrote_window_request(w);
+            let mut s = w.stats.borrow_mut();
+            let lag = now.saturating_sub(intended.max(self.free_at));
+            s.max_lag_ns = s.max_lag_ns.max(lag);
+        }
+        self.push(f);
+    }
+
     pub(super) fn next_due(&mut self, w: &Worker, rate: f64, now: u64) -> u64 {
         let plan = &*w.plan;
         let (ws, we) = w.shared.window();

@@ -8,7 +8,9 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 
 use super::super::parse::{Parsed, ResponseParser};
 use super::super::report::ErrorKind;
-use super::{write_flushed, ConnEnd, ConnState, Marks, TimeoutWatch, Traffic, Worker, MAX_HEAD};
+use super::{
+    write_flushed, ConnEnd, ConnState, Due, Marks, TimeoutWatch, Traffic, Worker, MAX_HEAD,
+};
 use crate::host::clock::now_ns;
 
 impl ConnState {
@@ -92,40 +94,22 @@ impl ConnState {
                 }
                 Some(rate) => {
                     while self.inflight_len() < plan.pipeline {
-                        let now = now_ns();
-                        if w.done(now) {
-                            if self.inflight_len() == 0 {
-                                return ConnEnd::Finished;
+                        let (intended, now, window) = match self.due(w, rate).await {
+                            Due::Send {
+                                intended,
+                                now,
+                                window,
+                            } => (intended, now, window),
+                            Due::WaitUntil(at) => {
+                                pace_deadline = at;
+                                break;
                             }
-                            break;
-                        }
-                        let intended = self.next_due(w, rate, now);
-                        if now < intended {
-                            if self.inflight_len() == 0 {
-                                let pacer = w.pacer.as_ref().expect("fixed rate has a pacer");
-                                pacer.until(self.local, intended).await;
-                                continue;
-                            }
-                            pace_deadline = intended;
-                            break;
-                        }
-                        let Some(window) = w.admit(intended) else {
-                            if self.inflight_len() == 0 {
-                                return ConnEnd::Finished;
-                            }
-                            break;
+                            Due::Full => break,
+                            Due::Finished => return ConnEnd::Finished,
                         };
-                        self.k += 1;
                         let len = self.gen.next(1).len() as u64;
-                        let f = self.record(w, 0, intended, now, window);
-                        w.sent(window, if socket.is_none() { len } else { 0 });
-                        if window {
-                            self.wrote_window_request(w);
-                            let mut s = w.stats.borrow_mut();
-                            let lag = now.saturating_sub(intended.max(self.free_at));
-                            s.max_lag_ns = s.max_lag_ns.max(lag);
-                        }
-                        self.push(f);
+                        let bytes = if socket.is_none() { len } else { 0 };
+                        self.sent_due(w, intended, now, window, bytes);
                         if write_flushed(&mut stream, self.gen.current())
                             .await
                             .is_err()

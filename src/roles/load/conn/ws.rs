@@ -25,7 +25,7 @@ use super::super::report::ErrorKind;
 use super::super::request::{Messages, RequestSet};
 use super::book::Outcome;
 use super::{
-    write_flushed, ConnEnd, ConnState, Marks, TimeoutWatch, Traffic, Worker, FIRST_BACKOFF,
+    write_flushed, ConnEnd, ConnState, Due, Marks, TimeoutWatch, Traffic, Worker, FIRST_BACKOFF,
 };
 use crate::contract::ws;
 use crate::host::clock::now_ns;
@@ -232,52 +232,32 @@ impl ConnState {
                 }
                 Some(rate) => {
                     while self.inflight_len() < plan.pipeline {
-                        let now = now_ns();
-                        if w.done(now) {
-                            if self.inflight_len() == 0 {
+                        let (intended, now, window) = match self.due(w, rate).await {
+                            Due::Send {
+                                intended,
+                                now,
+                                window,
+                            } => (intended, now, window),
+                            Due::WaitUntil(at) => {
+                                pace_deadline = at;
+                                break;
+                            }
+                            Due::Full => break,
+                            Due::Finished => {
                                 close(&mut stream, rng).await;
                                 return ConnEnd::Finished;
                             }
-                            break;
-                        }
-                        let intended = self.next_due(w, rate, now);
-                        if now < intended {
-                            if self.inflight_len() == 0 {
-                                let pacer = w.pacer.as_ref().expect("fixed rate has a pacer");
-                                pacer.until(self.local, intended).await;
-                                continue;
-                            }
-                            pace_deadline = intended;
-                            break;
-                        }
-                        let Some(window) = w.admit(intended) else {
-                            if self.inflight_len() == 0 {
-                                close(&mut stream, rng).await;
-                                return ConnEnd::Finished;
-                            }
-                            break;
                         };
-                        self.k += 1;
                         wbuf.clear();
                         frame(sent, &mut wbuf, rng);
                         sent += 1;
                         self.ws_seq = sent;
-                        let f = self.record(w, 0, intended, now, window);
-                        w.sent(
-                            window,
-                            if socket.is_none() {
-                                wbuf.len() as u64
-                            } else {
-                                0
-                            },
-                        );
-                        if window {
-                            self.wrote_window_request(w);
-                            let mut s = w.stats.borrow_mut();
-                            let lag = now.saturating_sub(intended.max(self.free_at));
-                            s.max_lag_ns = s.max_lag_ns.max(lag);
-                        }
-                        self.push(f);
+                        let bytes = if socket.is_none() {
+                            wbuf.len() as u64
+                        } else {
+                            0
+                        };
+                        self.sent_due(w, intended, now, window, bytes);
                         if write_flushed(&mut stream, &wbuf).await.is_err() {
                             self.lose_inflight(w, ErrorKind::Write, now_ns());
                             return ConnEnd::Reconnect;
@@ -485,19 +465,7 @@ impl ConnState {
                         Some(m) => m.answered(),
                         None => (2 + r.control.len()) as u64,
                     };
-                    let f = self.book.borrow_mut().inflight.pop_front();
-                    if let Some(f) = f {
-                        w.settled(
-                            self.local,
-                            &f,
-                            now,
-                            Outcome::Echo {
-                                wrong: wrong.as_deref(),
-                            },
-                            wire,
-                        );
-                        self.free_at = now;
-                    }
+                    self.answered(w, now, wrong.as_deref(), wire);
                     *recv += 1;
                 }
                 ws::OP_PONG => {}
@@ -521,24 +489,24 @@ impl ConnState {
                         Some(m) => m.answered(),
                         None => r.wire,
                     };
-                    let f = self.book.borrow_mut().inflight.pop_front();
-                    if let Some(f) = f {
-                        w.settled(
-                            self.local,
-                            &f,
-                            now,
-                            Outcome::Echo {
-                                wrong: wrong.as_deref(),
-                            },
-                            wire,
-                        );
-                        self.free_at = now;
-                    }
+                    self.answered(w, now, wrong.as_deref(), wire);
                     *recv += 1;
                     (r.opcode, r.at, r.wire) = (0, 0, 0);
                 }
                 _ => {}
             }
+        }
+    }
+}
+
+impl ConnState {
+    /// The oldest message in flight got its answer at `now`: settled in
+    /// the book as an echo, `wrong` saying how it differed, if it did.
+    fn answered(&mut self, w: &Worker, now: u64, wrong: Option<&str>, wire: u64) {
+        let f = self.book.borrow_mut().inflight.pop_front();
+        if let Some(f) = f {
+            w.settled(self.local, &f, now, Outcome::Echo { wrong }, wire);
+            self.free_at = now;
         }
     }
 }
