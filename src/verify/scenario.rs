@@ -53,20 +53,28 @@ pub(crate) async fn check(
     if answered {
         family(target, scenario, rng, &mut checks).await;
     }
-    let correct = answered
-        && checks
-            .iter()
-            .all(|c| c.status == super::report::CheckStatus::Pass);
-    ScenarioOutcome {
-        correct,
-        report: ScenarioReport {
-            scenario,
-            checks,
-            wire_bytes: None,
-            measurable: false,
-            excluded_reason: None,
-        },
-        answered,
+    ScenarioOutcome::of(scenario, checks, answered)
+}
+
+impl ScenarioOutcome {
+    /// The outcome of `scenario`'s `checks`, its sample `answered` or not
+    /// (verdict filled in later by `finish`).
+    pub(crate) fn of(scenario: Scenario, checks: Vec<ContractCheck>, answered: bool) -> Self {
+        let correct = answered
+            && checks
+                .iter()
+                .all(|c| c.status == super::report::CheckStatus::Pass);
+        ScenarioOutcome {
+            correct,
+            report: ScenarioReport {
+                scenario,
+                checks,
+                wire_bytes: None,
+                measurable: false,
+                excluded_reason: None,
+            },
+            answered,
+        }
     }
 }
 

@@ -26,7 +26,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use crate::contract::{ws, Scenario};
 
 use super::client::Io;
-use super::report::{names, ContractCheck, ScenarioReport};
+use super::report::{names, ContractCheck};
 use super::scenario::ScenarioOutcome;
 use super::Endpoint;
 
@@ -265,21 +265,7 @@ pub(crate) async fn check(
             on_fresh(target, rng, close).await,
         ));
     }
-    let correct = upgraded
-        && checks
-            .iter()
-            .all(|c| c.status == super::report::CheckStatus::Pass);
-    ScenarioOutcome {
-        correct,
-        report: ScenarioReport {
-            scenario,
-            checks,
-            wire_bytes: None,
-            measurable: false,
-            excluded_reason: None,
-        },
-        answered: upgraded,
-    }
+    ScenarioOutcome::of(scenario, checks, upgraded)
 }
 
 type Check = Result<String, String>;

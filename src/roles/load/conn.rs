@@ -67,7 +67,7 @@ mod ws;
 pub use book::{sweep_period, Worker};
 use book::{Book, ConnEnd, InFlight, TimeoutWatch};
 pub use connect::connection;
-use connect::{write_flushed, ConnState, Due};
+use connect::{write_counted, write_flushed, ConnState, Due};
 use counted::{Counted, Marks, Traffic};
 
 /// Initial read buffer per connection; grows (rarely) for larger heads.

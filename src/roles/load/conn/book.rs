@@ -305,6 +305,21 @@ impl Worker {
         Some(true)
     }
 
+    /// Closed loop: admits a batch of up to `depth` requests sent at
+    /// `now`, all in the window or all outside it (`--requests` may cut it
+    /// short): how many, and whether they are the window's.
+    #[inline]
+    pub(super) fn admit_batch(&self, now: u64, depth: usize) -> (usize, bool) {
+        let (mut n, mut window) = (0, false);
+        while n < depth {
+            match self.admit(now) {
+                Some(win) => (window, n) = (win, n + 1),
+                None => break,
+            }
+        }
+        (n, window)
+    }
+
     /// A request was sent at `sent` (due at `sched`) with `bytes` of it.
     #[inline]
     pub(super) fn sent(&self, window: bool, bytes: u64) {

@@ -442,6 +442,25 @@ impl ConnState {
 /// socket reads as not ready (a full send buffer, or the task's cooperative
 /// budget used up), leaving the request in its buffer until a flush, so a
 /// connection would wait for an answer to a request it never sent.
+/// Writes `bytes` ([`write_flushed`]); over TLS the socket's own count of
+/// what that put on the wire goes into the window's bytes written when
+/// `window` (on plain TCP the caller counted the bytes as it sent them).
+pub(super) async fn write_counted<S: AsyncWrite + Unpin>(
+    stream: &mut S,
+    bytes: &[u8],
+    w: &Worker,
+    socket: &mut Option<super::Marks<'_>>,
+    window: bool,
+) -> std::io::Result<()> {
+    write_flushed(stream, bytes).await?;
+    if let Some(n) = socket.as_mut().map(super::Marks::written) {
+        if window {
+            w.stats.borrow_mut().bytes_written += n;
+        }
+    }
+    Ok(())
+}
+
 pub(super) async fn write_flushed<S: AsyncWrite + Unpin>(
     stream: &mut S,
     bytes: &[u8],

@@ -9,7 +9,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 use super::super::parse::{Parsed, ResponseParser};
 use super::super::report::ErrorKind;
 use super::{
-    write_flushed, ConnEnd, ConnState, Due, Marks, TimeoutWatch, Traffic, Worker, MAX_HEAD,
+    write_counted, ConnEnd, ConnState, Due, Marks, TimeoutWatch, Traffic, Worker, MAX_HEAD,
 };
 use crate::host::clock::now_ns;
 
@@ -58,13 +58,7 @@ impl ConnState {
                         }
                         // A batch of `pipeline` requests, all in the window
                         // or all outside it; `--requests` may cut it short.
-                        let (mut n, mut window) = (0, false);
-                        while n < plan.pipeline {
-                            match w.admit(now) {
-                                Some(win) => (window, n) = (win, n + 1),
-                                None => break,
-                            }
-                        }
+                        let (n, window) = w.admit_batch(now, plan.pipeline);
                         if n == 0 {
                             return ConnEnd::Finished;
                         }
@@ -78,17 +72,12 @@ impl ConnState {
                             }
                             self.push(f);
                         }
-                        if write_flushed(&mut stream, self.gen.current())
+                        if write_counted(&mut stream, self.gen.current(), w, &mut socket, window)
                             .await
                             .is_err()
                         {
                             self.lose_inflight(w, ErrorKind::Write, now_ns());
                             return ConnEnd::Reconnect;
-                        }
-                        if let Some(n) = socket.as_mut().map(Marks::written) {
-                            if window {
-                                w.stats.borrow_mut().bytes_written += n;
-                            }
                         }
                     }
                 }
@@ -110,17 +99,12 @@ impl ConnState {
                         let len = self.gen.next(1).len() as u64;
                         let bytes = if socket.is_none() { len } else { 0 };
                         self.sent_due(w, intended, now, window, bytes);
-                        if write_flushed(&mut stream, self.gen.current())
+                        if write_counted(&mut stream, self.gen.current(), w, &mut socket, window)
                             .await
                             .is_err()
                         {
                             self.lose_inflight(w, ErrorKind::Write, now_ns());
                             return ConnEnd::Reconnect;
-                        }
-                        if let Some(n) = socket.as_mut().map(Marks::written) {
-                            if window {
-                                w.stats.borrow_mut().bytes_written += n;
-                            }
                         }
                     }
                 }

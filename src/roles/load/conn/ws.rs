@@ -25,7 +25,8 @@ use super::super::report::ErrorKind;
 use super::super::request::{Messages, RequestSet};
 use super::book::Outcome;
 use super::{
-    write_flushed, ConnEnd, ConnState, Due, Marks, TimeoutWatch, Traffic, Worker, FIRST_BACKOFF,
+    write_counted, write_flushed, ConnEnd, ConnState, Due, Marks, TimeoutWatch, Traffic, Worker,
+    FIRST_BACKOFF,
 };
 use crate::contract::ws;
 use crate::host::clock::now_ns;
@@ -189,15 +190,9 @@ impl ConnState {
                             }
                             next_ping = now + interval;
                         }
-                        let (mut n, mut window) = (0, false);
                         // ws-idle pings one at a time.
                         let depth = if idle { 1 } else { plan.pipeline };
-                        while n < depth {
-                            match w.admit(now) {
-                                Some(win) => (window, n) = (win, n + 1),
-                                None => break,
-                            }
-                        }
+                        let (n, window) = w.admit_batch(now, depth);
                         if n == 0 {
                             close(&mut stream, rng).await;
                             return ConnEnd::Finished;
@@ -219,14 +214,12 @@ impl ConnState {
                             }
                             self.push(f);
                         }
-                        if write_flushed(&mut stream, &wbuf).await.is_err() {
+                        if write_counted(&mut stream, &wbuf, w, socket, window)
+                            .await
+                            .is_err()
+                        {
                             self.lose_inflight(w, ErrorKind::Write, now_ns());
                             return ConnEnd::Reconnect;
-                        }
-                        if let Some(n) = socket.as_mut().map(Marks::written) {
-                            if window {
-                                w.stats.borrow_mut().bytes_written += n;
-                            }
                         }
                     }
                 }
@@ -258,14 +251,12 @@ impl ConnState {
                             0
                         };
                         self.sent_due(w, intended, now, window, bytes);
-                        if write_flushed(&mut stream, &wbuf).await.is_err() {
+                        if write_counted(&mut stream, &wbuf, w, socket, window)
+                            .await
+                            .is_err()
+                        {
                             self.lose_inflight(w, ErrorKind::Write, now_ns());
                             return ConnEnd::Reconnect;
-                        }
-                        if let Some(n) = socket.as_mut().map(Marks::written) {
-                            if window {
-                                w.stats.borrow_mut().bytes_written += n;
-                            }
                         }
                     }
                 }
