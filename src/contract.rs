@@ -316,6 +316,20 @@ impl Scenario {
         }
     }
 
+    /// `text`, written in HTTP's words (req/s, requests, 2xx responses), in
+    /// the scenario's own: a WebSocket cell's verdict reasons and headings
+    /// speak of messages and exact echoes. One place, so that the HTML
+    /// report, results.md's notes and JUnit say the same.
+    pub fn in_own_words(self, text: &str) -> String {
+        if !self.is_websocket() {
+            return text.to_string();
+        }
+        text.replace("req/s", self.rate_unit())
+            .replace("2xx responses", "exact echoes")
+            .replace("per 2xx response", "per exact echo")
+            .replace("per request", "per message")
+    }
+
     /// World rows one request of the scenario reads (and, for updates,
     /// writes): what `pg_stat_statements` must count at least, per request.
     pub fn rows_per_request(self) -> u16 {

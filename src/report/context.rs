@@ -169,9 +169,12 @@ pub fn notes<'a>(view: &RunView<'a>) -> Vec<Note<'a>> {
         .into_iter()
         .filter_map(|(n, key)| {
             let c = view.r.cell(key)?;
-            let mut lines: Vec<String> = noted(c).iter().map(|r| r.to_string()).collect();
+            let mut lines: Vec<String> = noted(c)
+                .iter()
+                .map(|r| c.key.scenario.in_own_words(&r.to_string()))
+                .collect();
             if let Some(rounds) = rounds_from_median(c) {
-                lines.push(format!("req/s per round: {rounds}"));
+                lines.push(format!("{} per round: {rounds}", c.key.scenario.rate_unit()));
             }
             Some(Note {
                 n,

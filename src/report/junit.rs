@@ -215,7 +215,12 @@ fn write(w: &mut W, results: &Results) -> std::io::Result<()> {
                 "testcase",
                 &[("classname", &class), ("name", &name), ("time", &time)],
             )?;
-            let flags: Vec<String> = c.verdict.reasons.iter().map(|r| r.to_string()).collect();
+            let flags: Vec<String> = c
+                .verdict
+                .reasons
+                .iter()
+                .map(|r| c.key.scenario.in_own_words(&r.to_string()))
+                .collect();
             match c.verdict.status {
                 Status::Rejected => {
                     let label = c.verdict.reasons.first().map_or("rejected", |r| r.label());

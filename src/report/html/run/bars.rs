@@ -165,16 +165,7 @@ pub(super) fn bars(ctx: &Ctx<'_>, col: Column, m: &BarMetric) -> anyhow::Result<
     let cells = ctx.cells(col);
     let mut rows = Vec::new();
     // The metric's words are HTTP's; a WebSocket column's rate is msg/s.
-    let unit = |text: &str| -> String {
-        if col.scenario.is_websocket() {
-            text.replace("req/s", "msg/s")
-                .replace("2xx responses", "exact echoes")
-                .replace("per request", "per message")
-                .replace("per 2xx response", "per exact echo")
-        } else {
-            text.to_string()
-        }
-    };
+    let unit = |text: &str| col.scenario.in_own_words(text);
     let headers: Vec<String> = m.headers.iter().map(|h| unit(h)).collect();
     let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
     let series: Vec<String> = m.series.iter().map(|h| unit(h)).collect();

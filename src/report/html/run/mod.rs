@@ -125,7 +125,7 @@ impl<'a> Ctx<'a> {
             }
         }
         for r in &c.verdict.reasons {
-            let _ = write!(t, "\n• {r}");
+            let _ = write!(t, "\n• {}", c.key.scenario.in_own_words(&r.to_string()));
         }
         t
     }
