@@ -5,9 +5,11 @@
 //! One run, two servers at 8 connections, `rounds: {min: 3, max: 6,
 //! precision: 0.05}` (±5%: a steady round's per-second windows alone
 //! widen its interval to ±1–2% on this 2-core machine):
-//! - `steady`: every answer 10 ms after its request → 800 req/s in every
-//!   round, rounds within a fraction of a percent → precise after the
-//!   least rounds: it stops at 3;
+//! - `steady`: every answer 10 ms after its request → at most 800 req/s
+//!   in every round, rounds within a fraction of a percent on a quiet
+//!   host → precise after the least rounds: it stops at 3 (on a host whose
+//!   timers vary, at the first round its clean rounds are within ±5%:
+//!   the stopping rule is recomputed from the stored rounds);
 //! - `jittery`: 10 ms plus 0–10 ms drawn afresh every 500 ms of wall
 //!   clock → a round of 2 s averages four draws, so rounds differ by ~10%
 //!   and six of them place the figure no closer than ±10% or so → it
@@ -125,22 +127,49 @@ fn a_steady_cell_stops_at_min_and_a_jittery_one_goes_on_to_max_saying_its_precis
             assert_eq!(busy, flagged, "{} round {}\n{stderr}", c.key, x.index + 1);
         }
     }
+    // The tool's own stopping rule, recomputed from the rounds it stored:
+    // a cell stops after the first round whose clean rounds (at least
+    // `min`) place its figure within ±5%, or at `max`. The interval over
+    // the first `n` rounds is the one the run read after round `n`.
+    let met_after = |c: &fairground::results::Cell, n: usize| {
+        let mut first = c.clone();
+        first.rounds.truncate(n);
+        fairground::compare::precision::of(&first, Some(0.05))
+            .filter(|p| p.rounds >= 3)
+            .is_some_and(|p| p.met())
+    };
     let steady = cell("steady");
     let clean = steady.rounds.len() - left_out(steady);
-    if clean >= 3 {
-        let p = steady.precision.as_ref().expect("steady has an interval");
-        assert_eq!(
-            (clean, p.rounds),
-            (3, 3),
-            "steady stops at min clean rounds\n{stderr}"
+    for n in 1..steady.rounds.len() {
+        assert!(
+            !met_after(steady, n),
+            "steady was precise after round {n} but went on to {}\n{stderr}",
+            steady.rounds.len()
         );
-        assert!(p.met() && p.reached <= 0.05, "{p:?}");
-        // The interval is consistent with the known answer: 8 connections /
-        // 10 ms is the most the server allows (the interval starts below it);
-        // each request also pays the timer's rounding and a round trip through
-        // two containers, up to 1.6 ms on CI's busy host (known_answers), so it
-        // reaches at least 85% of it.
-        assert!(p.low <= 800.0 * 1.01 && p.high >= 800.0 * 0.85, "{p:?}");
+    }
+    assert!(
+        met_after(steady, steady.rounds.len()) || steady.rounds.len() == 6,
+        "steady stopped at {} rounds neither precise nor at max\n{stderr}",
+        steady.rounds.len()
+    );
+    if clean >= 3 {
+        // A server that holds every answer 10 ms moves only with the
+        // host's timers: with its clean rounds it places its figure within
+        // ±5% (on a quiet host after the least rounds, 3: the known answer
+        // the eprintln above shows), and reports the interval it stopped on.
+        let p = steady.precision.as_ref().expect("steady has an interval");
+        assert_eq!(p.rounds as usize, clean, "{p:?}");
+        assert!(
+            p.met() && p.reached <= 0.05,
+            "steady not precise: {p:?}\n{stderr}"
+        );
+        if clean == steady.rounds.len() && steady.rounds.len() > 3 {
+            eprintln!("steady: precise only after {clean} rounds (the host's timers varied)");
+        }
+        // The interval is consistent with what the hold allows: 8
+        // connections / 10 ms = 800 req/s at most (the interval starts
+        // below it).
+        assert!(p.low <= 800.0 * 1.01, "{p:?}");
     } else {
         // The host was busy in all but a few rounds (a CPU hog beside the
         // test): steady went on to max looking for quiet rounds and does
@@ -157,15 +186,10 @@ fn a_steady_cell_stops_at_min_and_a_jittery_one_goes_on_to_max_saying_its_precis
     }
     // What a busy host cannot move: a server that sleeps 10 ms per answer
     // and needs microseconds of CPU answers 8 connections at no more than
-    // 800 req/s, and at least 80% of it (a round alone, beside a hog: the
-    // wake-ups wait longer), in every round, left out or not.
+    // 800 req/s, with rate × mean latency = 8 in flight, in every round,
+    // left out or not.
     for x in &steady.rounds {
-        assert!(
-            (640.0..=808.0).contains(&x.throughput_rps),
-            "steady round {}: {:.0} req/s\n{stderr}",
-            x.index + 1,
-            x.throughput_rps
-        );
+        assert_held_answers(&format!("steady round {}", x.index + 1), x, 8.0, 8.0, 0.010);
     }
 
     // Jittery goes on to max whether its rounds were left out or not; an

@@ -454,7 +454,10 @@ fn report_html_of_a_real_run_renders_in_chromium_offline_with_every_chart_and_ma
         assert!(row.contains("class=\"row flagged\""), "{row}");
         assert!(row.contains('⚑'), "{row}");
         // In the cell's own words: a WebSocket cell's reasons speak of messages.
-        let reason = c.key.scenario.in_own_words(&c.verdict.reasons[0].to_string());
+        let reason = c
+            .key
+            .scenario
+            .in_own_words(&c.verdict.reasons[0].to_string());
         let reason = dom_text(&reason);
         assert!(row.contains(&reason), "tooltip lacks {reason}: {row}");
     }

@@ -461,3 +461,44 @@ pub fn run_profile_in(dir: &Path, profile: &str) -> (Results, String) {
     );
     (results_of(&run_dir(&out)), stderr)
 }
+
+/// What a busy host cannot move in a closed loop against a server that
+/// holds every answer `delay_s`, serves `served` requests at once and
+/// needs microseconds of CPU for each, while the loader keeps `in_flight`
+/// (more than `served` when the rest queue for a stream limit):
+/// - no answer comes before its hold (mean latency ≥ the hold, −1% for
+///   the clocks), so the rate is at most `served / delay_s` (+1%);
+/// - Little's law: rate × mean latency is what the loader kept in flight
+///   (±5%), however late a busy host's or a slow hypervisor's timers wake
+///   the server;
+/// - gross: the rate is at least half of `served / delay_s` (a wake-up
+///   late by a whole hold is no timer's rounding but a loader or server
+///   that stalled).
+///
+/// The rate itself within ±2% is a quiet host's answer: on this kind of
+/// VM with slow timers (a 10 ms sleep taking 12–13 ms) it is not, while
+/// a loader that miscounted streams or connections fails every line.
+pub fn assert_held_answers(
+    what: &str,
+    round: &fairground::results::Round,
+    in_flight: f64,
+    served: f64,
+    delay_s: f64,
+) {
+    let most = served / delay_s;
+    let mean_s = round.latency.mean_us / 1e6;
+    assert!(
+        mean_s >= delay_s * 0.99,
+        "{what}: mean latency {mean_s:.4} s below the server's hold {delay_s} s"
+    );
+    assert!(
+        round.throughput_rps <= most * 1.01 && round.throughput_rps >= most * 0.5,
+        "{what}: {:.2} req/s, the hold allows {most:.0} at most and a stalled loop half of it",
+        round.throughput_rps
+    );
+    assert!(
+        (round.connections_in_use / in_flight - 1.0).abs() <= 0.05,
+        "{what}: rate × mean latency = {:.2} in flight, want {in_flight} ±5%",
+        round.connections_in_use
+    );
+}
