@@ -44,7 +44,8 @@ lint:
 ## no Docker daemon (the library's unit tests and the in-process tests)
 NO_DOCKER_TESTS := ci_example ci_outputs compare_cli frameworks_manifests history_cli \
   layering load_accounting load_bursts load_cli load_h2 load_highconc load_rate load_schema load_tls \
-  preflight profile_cli report report_cli results_schema run_cli serve verify verify_protocols
+  preflight profile_cli report report_cli results_schema run_cli serve verify verify_protocols \
+  load_ws verify_ws grpc
 check:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --locked --all-targets -- -D warnings

@@ -9,6 +9,7 @@
 //! I/O and must not depend on any other fairground module.
 
 pub mod db;
+pub mod grpc;
 pub mod ws;
 
 use std::fmt;
@@ -91,6 +92,10 @@ pub enum Scenario {
     /// idle connection costs (memory per connection). Served by every
     /// framework that declares `ws-echo`.
     WsIdle,
+    /// `POST /fairground.bench.Bench/Echo` over HTTP/2: a unary gRPC call
+    /// ([`grpc`]) with a random id and payload, answered with the same id
+    /// and payload and `grpc-status: 0` in the trailers.
+    GrpcUnary,
 }
 
 /// The size of a manifest's `ws-echo`: every size.
@@ -161,7 +166,7 @@ const fn numbered(
 }
 
 /// Every workload's name, in the order messages list them.
-pub const WORKLOADS: [WorkloadName; 12] = [
+pub const WORKLOADS: [WorkloadName; 13] = [
     plain("plaintext"),
     plain("json"),
     plain("param"),
@@ -174,6 +179,7 @@ pub const WORKLOADS: [WorkloadName; 12] = [
     numbered("updates", 1, db::MAX_QUERIES as u32, "rows", true),
     numbered("ws-echo", 1, MAX_WS_MESSAGE, "bytes", true),
     plain("ws-idle"),
+    plain("grpc-unary"),
 ];
 
 impl WorkloadName {
@@ -298,6 +304,26 @@ impl Scenario {
         matches!(self, Scenario::WsEcho(_) | Scenario::WsIdle)
     }
 
+    /// Whether the scenario is a gRPC call (HTTP/2 only; its answers are
+    /// judged by `grpc-status` and the reply message, not the HTTP status).
+    pub fn is_grpc(self) -> bool {
+        self == Scenario::GrpcUnary
+    }
+
+    /// Whether protocol `p` can carry the scenario: WebSocket runs over an
+    /// HTTP/1.1 upgrade (http1, https), gRPC over HTTP/2 (h2c, h2), every
+    /// other scenario over all four. Verification asks a framework only
+    /// what its protocols carry; a profile that pairs others is refused.
+    pub fn runs_over(self, p: Protocol) -> bool {
+        if self.is_websocket() {
+            !p.is_http2()
+        } else if self.is_grpc() {
+            p.is_http2()
+        } else {
+            true
+        }
+    }
+
     /// Whether each connection waits between its requests by design
     /// (`ws-idle` pings once per interval): closed loop, yet what is in
     /// flight is not one request per connection.
@@ -312,6 +338,7 @@ impl Scenario {
         match self {
             Scenario::WsIdle => "pings/s",
             s if s.is_websocket() => "msg/s",
+            s if s.is_grpc() => "rpc/s",
             _ => "req/s",
         }
     }
@@ -321,6 +348,14 @@ impl Scenario {
     /// speak of messages and exact echoes. One place, so that the HTML
     /// report, results.md's notes and JUnit say the same.
     pub fn in_own_words(self, text: &str) -> String {
+        if self.is_grpc() {
+            return text
+                .replace("req/s", self.rate_unit())
+                .replace("non-2xx answers", "answers without grpc-status 0")
+                .replace("2xx responses", "calls answered OK")
+                .replace("per 2xx response", "per call answered OK")
+                .replace("per request", "per call");
+        }
         if !self.is_websocket() {
             return text.to_string();
         }
@@ -343,7 +378,7 @@ impl Scenario {
     /// HTTP method of the scenario's request.
     pub fn method(self) -> &'static str {
         match self {
-            Scenario::Echo | Scenario::Validate => "POST",
+            Scenario::Echo | Scenario::Validate | Scenario::GrpcUnary => "POST",
             _ => "GET",
         }
     }
@@ -372,6 +407,7 @@ impl fmt::Display for Scenario {
             Scenario::WsEcho(ANY_SIZE) => f.write_str("ws-echo"),
             Scenario::WsEcho(n) => write!(f, "ws-echo-{n}"),
             Scenario::WsIdle => f.write_str("ws-idle"),
+            Scenario::GrpcUnary => f.write_str("grpc-unary"),
         }
     }
 }
@@ -483,6 +519,7 @@ impl FromStr for Scenario {
             "updates" => Ok(Scenario::Updates(ANY_COUNT)),
             "ws-echo" => Ok(Scenario::WsEcho(ANY_SIZE)),
             "ws-idle" => Ok(Scenario::WsIdle),
+            "grpc-unary" => Ok(Scenario::GrpcUnary),
             _ if s.starts_with("ws-echo-") => match s["ws-echo-".len()..].parse::<u32>() {
                 Ok(n) if (1..=MAX_WS_MESSAGE).contains(&n) => Ok(Scenario::WsEcho(n)),
                 _ => Err(ScenarioParseError::BadSize(s.to_string())),
@@ -706,6 +743,15 @@ pub fn sample_request(scenario: Scenario, rng: &mut impl Rng) -> Request {
         Scenario::Updates(n) => get(&db::queries_path(db::UPDATES_PATH, n)),
         // The upgrade; its messages are `ws::` (the loader's `Messages`).
         Scenario::WsEcho(_) | Scenario::WsIdle => get(ws::PATH),
+        Scenario::GrpcUnary => Request {
+            method: "POST",
+            path: grpc::ECHO_PATH.to_string(),
+            headers: vec![
+                ("content-type".to_string(), grpc::CONTENT_TYPE.to_string()),
+                ("te".to_string(), "trailers".to_string()),
+            ],
+            body: Some(grpc::frame(&grpc::random_echo(rng))),
+        },
     }
 }
 
@@ -733,6 +779,7 @@ pub fn expected_content_type(scenario: Scenario) -> &'static str {
     match scenario {
         Scenario::Plaintext | Scenario::Middleware(_) => "text/plain",
         Scenario::Fortunes => "text/html",
+        Scenario::GrpcUnary => grpc::CONTENT_TYPE,
         _ => "application/json",
     }
 }
@@ -753,6 +800,9 @@ pub enum ExpectedBody {
     /// A 101 Switching Protocols: a WebSocket upgrade, whose messages the
     /// WebSocket checks judge (`verify::websocket`, the loader's driver).
     Upgrade,
+    /// One gRPC `EchoReply` with this id and payload ([`grpc::check_echo`]);
+    /// its `grpc-status` is the trailers', judged beside the body.
+    GrpcEcho(grpc::Echo),
 }
 
 /// The expected status and body of a correct answer to a valid `request`.
@@ -793,6 +843,17 @@ pub fn expected_response(scenario: Scenario, request: &Request) -> (u16, Expecte
         ),
         Scenario::Fortunes => (200, ExpectedBody::Fortunes),
         Scenario::WsEcho(_) | Scenario::WsIdle => (101, ExpectedBody::Upgrade),
+        Scenario::GrpcUnary => {
+            // The request's own message, read back from its frame.
+            let sent = request
+                .body
+                .as_deref()
+                .and_then(|b| grpc::messages(b).ok())
+                .and_then(|m| m.first().copied())
+                .and_then(|m| <grpc::Echo as prost::Message>::decode(m).ok())
+                .unwrap_or_default();
+            (200, ExpectedBody::GrpcEcho(sent))
+        }
     }
 }
 
@@ -822,6 +883,7 @@ pub fn check_body(body: &[u8], expected: &ExpectedBody) -> Result<(), String> {
         }
         ExpectedBody::World(count) => db::check_world(body, *count).map(|_| ()),
         ExpectedBody::Upgrade => Ok(()),
+        ExpectedBody::GrpcEcho(sent) => grpc::check_echo(body, sent),
         ExpectedBody::Fortunes => {
             let page =
                 std::str::from_utf8(body).map_err(|_| "the page is not UTF-8".to_string())?;

@@ -132,7 +132,7 @@ fn a_typo_in_a_profile_name_suggests_the_right_one() {
     assert!(stderr.contains("no profile named `standrd`: profiles/standrd.yaml does not exist (did you mean `standard`?)"), "{stderr}");
     assert!(
         stderr.contains(
-            "available: across-hosts, database, highconc, latency, protocols, quick, standard"
+            "available: across-hosts, database, grpc, highconc, latency, protocols, quick, standard"
         ),
         "{stderr}"
     );

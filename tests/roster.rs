@@ -56,7 +56,12 @@ fn every_roster_framework_passes_verify_on_its_declared_scenarios() {
     eprintln!("{table}");
     let mut failures = Vec::new();
     for fw in &roster {
-        for &protocol in &fw.manifest.protocols {
+        for &protocol in fw
+            .manifest
+            .protocols
+            .iter()
+            .filter(|&&p| fw.manifest.scenarios.iter().any(|s| s.runs_over(p)))
+        {
             let found = reports
                 .iter()
                 .find(|r| r.framework.as_deref() == Some(fw.name()) && r.protocol == protocol);
@@ -66,12 +71,12 @@ fn every_roster_framework_passes_verify_on_its_declared_scenarios() {
             };
             // A family (`queries`, `updates`) is verified at its verify
             // count; WebSocket is verified over HTTP/1.1 upgrades only
-            // (http1, https), never asked of an HTTP/2 connection.
+            // (http1, https), gRPC over HTTP/2 only (Scenario::runs_over).
             for &scenario in fw
                 .manifest
                 .scenarios
                 .iter()
-                .filter(|s| !(protocol.is_http2() && s.is_websocket()))
+                .filter(|s| s.runs_over(protocol))
             {
                 if let Some(why) = report.excluded(scenario.verified()) {
                     failures.push(format!("{} {protocol} {scenario}: {why}", fw.name()));

@@ -141,6 +141,13 @@ pub struct ServeArgs {
     /// answered), `no-close` (a close answered by dropping the connection).
     #[arg(long, value_enum, env = "FAIRGROUND_SERVE_WS_DEFECT")]
     pub ws_defect: Option<crate::roles::serve::WsDefect>,
+    /// Serve gRPC (`fairground.bench.Bench` on the HTTP/2 listeners) with
+    /// a known defect, so tests can prove fairground catches it: `fixed`
+    /// (one reply for every Echo), `bad-message` (a length prefix longer
+    /// than the message, status OK), `no-trailers` (no grpc-status),
+    /// `any-method` (an unknown method answered as Echo).
+    #[arg(long, value_enum, env = "FAIRGROUND_SERVE_GRPC_DEFECT")]
+    pub grpc_defect: Option<crate::roles::serve::GrpcDefect>,
     /// Every upgraded WebSocket connection holds this much memory, written
     /// so it is resident (e.g. 1MiB): a server whose memory per connection
     /// is known, for the `ws-idle` known answer.
@@ -235,6 +242,9 @@ pub fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     }
     if let Some(d) = args.ws_defect {
         crate::roles::serve::set_ws_defect(d);
+    }
+    if let Some(d) = args.grpc_defect {
+        crate::roles::serve::set_grpc_defect(d);
     }
     if let Some(b) = args.ws_hold {
         crate::roles::serve::set_ws_hold(b.0 as usize);

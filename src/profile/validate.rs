@@ -91,6 +91,18 @@ pub(crate) fn validate(
             ),
         ));
     }
+    if let (Some(rpc), Some((i, p))) = (
+        scenarios.iter().find(|s| s.is_grpc()),
+        protocol.iter().enumerate().find(|(_, p)| !p.is_http2()),
+    ) {
+        return Err(loc.value(
+            &index("protocol", i),
+            format!(
+                "`{p}` cannot carry `{rpc}`: gRPC runs over HTTP/2 (h2c, or h2 over TLS); \
+                 measure HTTP/1.1 in a profile of its own"
+            ),
+        ));
+    }
     let max_conc = concurrency.iter().copied().max().unwrap_or(0);
     let min_conc = concurrency.iter().copied().min().unwrap_or(0);
     let warmup = warmup(raw.warmup, loc)?;

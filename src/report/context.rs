@@ -174,7 +174,10 @@ pub fn notes<'a>(view: &RunView<'a>) -> Vec<Note<'a>> {
                 .map(|r| c.key.scenario.in_own_words(&r.to_string()))
                 .collect();
             if let Some(rounds) = rounds_from_median(c) {
-                lines.push(format!("{} per round: {rounds}", c.key.scenario.rate_unit()));
+                lines.push(format!(
+                    "{} per round: {rounds}",
+                    c.key.scenario.rate_unit()
+                ));
             }
             Some(Note {
                 n,

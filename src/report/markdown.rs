@@ -388,6 +388,14 @@ fn method(s: &mut String, r: &Results) {
              the ping's round trip, and the memory each held connection costs.\n",
         );
     }
+    if scenarios.iter().any(|s| s.is_grpc()) {
+        s.push_str(
+            "- **gRPC** (`grpc-*`): a call is what HTTP calls a request. **rpc/s** counts calls \
+             answered with `grpc-status: 0` and the reply the call asked for (another status, or \
+             a wrong reply, is an error, never throughput); latency runs from a call's send to \
+             the end of its trailers.\n",
+        );
+    }
     let _ = writeln!(
         s,
         "- **Gates**: {} docs/results.md gives every threshold's source.\n",
@@ -414,15 +422,14 @@ fn summary(s: &mut String, page: &Page<'_>) {
         .columns(None)
         .into_iter()
         .partition(Column::fixed_rate);
-    // WebSocket cells count echoed messages: their rate is msg/s.
-    let title = if closed.iter().all(|c| c.scenario.is_websocket()) {
-        "## Summary: msg/s, median of rounds\n\n"
-    } else if closed.iter().any(|c| c.scenario.is_websocket()) {
-        "## Summary: req/s (msg/s for WebSocket scenarios), median of rounds\n\n"
-    } else {
-        "## Summary: req/s, median of rounds\n\n"
-    };
-    summary_table(s, page, title, &closed, |p, c| p.headline(c));
+    // WebSocket cells count echoed messages (msg/s), gRPC cells calls
+    // (rpc/s).
+    let scenarios: Vec<Scenario> = closed.iter().map(|c| c.scenario).collect();
+    let title = format!(
+        "## Summary: {}, median of rounds\n\n",
+        super::view::rate_words(&scenarios)
+    );
+    summary_table(s, page, &title, &closed, |p, c| p.headline(c));
     summary_table(
         s,
         page,
@@ -502,6 +509,12 @@ fn scenario_table(s: &mut String, page: &Page<'_>, scenario: Scenario) {
         s.push_str(
             "Messages echoed per second over upgraded WebSocket connections: an answer is \
              an echo equal, byte for byte, to the message sent; latency is per message.\n\n",
+        );
+    }
+    if scenario.is_grpc() {
+        s.push_str(
+            "Unary gRPC calls per second over HTTP/2: an answer is a reply with the call's id \
+             and payload and `grpc-status: 0` in its trailers; latency is per call.\n\n",
         );
     }
     let _ = write!(

@@ -521,6 +521,26 @@ pub fn hosts_sentence(
     )
 }
 
+/// The unit of a set of columns' rates: one unit when they share it
+/// (`req/s`, `msg/s`, `rpc/s`), else req/s with the others named
+/// (`req/s (msg/s for WebSocket, rpc/s for gRPC)`).
+pub(crate) fn rate_words(scenarios: &[crate::contract::Scenario]) -> String {
+    let mut units: Vec<&str> = scenarios.iter().map(|s| s.rate_unit()).collect();
+    units.sort_unstable();
+    units.dedup();
+    if units.len() <= 1 {
+        return units.first().copied().unwrap_or("req/s").to_string();
+    }
+    let mut others = Vec::new();
+    if scenarios.iter().any(|s| s.is_websocket()) {
+        others.push("msg/s for WebSocket");
+    }
+    if scenarios.iter().any(|s| s.is_grpc()) {
+        others.push("rpc/s for gRPC");
+    }
+    format!("req/s ({})", others.join(", "))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

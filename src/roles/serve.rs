@@ -274,13 +274,21 @@ pub fn set_h2_defect(defect: H2Defect) {
 async fn answer(
     req: Request<Incoming>,
     gate: Option<Arc<tokio::sync::Mutex<()>>>,
-) -> Result<Response<Full<Bytes>>, Infallible> {
-    let Some(gate) = gate else {
-        return handle(req).await;
+) -> Result<Response<grpc::AnyBody>, Infallible> {
+    let _turn = match &gate {
+        Some(gate) => {
+            let turn = gate.lock().await;
+            tokio::time::sleep(SERIAL_STREAM_COST).await;
+            Some(turn)
+        }
+        None => None,
     };
-    let _turn = gate.lock().await;
-    tokio::time::sleep(SERIAL_STREAM_COST).await;
-    handle(req).await
+    if grpc::is_call(&req) {
+        wait_delay().await;
+        return Ok(grpc::call(req).await);
+    }
+    let resp = handle(req).await?;
+    Ok(resp.map(http_body_util::Either::Left))
 }
 
 /// Answer one request according to the contract.
@@ -378,9 +386,11 @@ async fn read_body(req: Request<Incoming>) -> Result<Bytes, Response<Full<Bytes>
 }
 
 mod db;
+mod grpc;
 mod ws;
 
 pub use db::{set_db_defect, DbDefect};
+pub use grpc::{set_grpc_defect, GrpcDefect};
 pub use ws::{set_ws_defect, set_ws_hold, WsDefect};
 
 fn text(status: StatusCode, body: &str) -> Response<Full<Bytes>> {

@@ -64,6 +64,11 @@ pub fn body(resp: &Response, expected: &ExpectedBody) -> Result<String, String> 
         ExpectedBody::World(Some(n)) => format!("{n} world rows in {} bytes", resp.body.len()),
         ExpectedBody::Fortunes => "the 13 fortunes, escaped and sorted".to_string(),
         ExpectedBody::Upgrade => "a WebSocket upgrade".to_string(),
+        ExpectedBody::GrpcEcho(e) => format!(
+            "an EchoReply of id {} and {} payload bytes",
+            e.id,
+            e.payload.len()
+        ),
     })
 }
 
@@ -179,6 +184,7 @@ mod tests {
             body: body.as_bytes().to_vec(),
             framing,
             length_and_chunked: false,
+            trailers: Vec::new(),
             head_bytes: 0,
             wire_bytes: 0,
         }

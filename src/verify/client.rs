@@ -179,6 +179,9 @@ pub struct Response {
     pub head_bytes: usize,
     /// Bytes of the whole response on the wire (head + framed body).
     pub wire_bytes: usize,
+    /// HTTP/2 trailers (gRPC's `grpc-status`), names lower-case; empty
+    /// over HTTP/1.1, whose chunked trailers the verifier does not keep.
+    pub trailers: Vec<(String, String)>,
 }
 
 impl Response {
@@ -521,6 +524,7 @@ impl Conn {
             body,
             framing,
             length_and_chunked: chunked && !lengths.is_empty(),
+            trailers: Vec::new(),
             head_bytes: head_len,
             wire_bytes: consumed,
         })

@@ -215,12 +215,26 @@ pub(crate) async fn exchange(
             "the body of the answer to {what}: {}",
             chain(&*e)
         ))),
-        Ok(Ok(collected)) => Ok(collected.to_bytes()),
+        Ok(Ok(collected)) => Ok(collected),
     }
     .map_err(|source| ClientError::Body {
         status: status.as_u16(),
         source: Box::new(source),
     })?;
+    let trailers = body
+        .trailers()
+        .map(|t| {
+            t.iter()
+                .map(|(n, v)| {
+                    (
+                        n.as_str().to_string(),
+                        String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let body = body.to_bytes();
     Ok(Response {
         status: status.as_u16(),
         reason: status.canonical_reason().unwrap_or("").to_string(),
@@ -233,6 +247,7 @@ pub(crate) async fn exchange(
         // of an answer is not observable through the HTTP/2 client.
         head_bytes: 0,
         wire_bytes: 0,
+        trailers,
     })
 }
 

@@ -19,6 +19,7 @@ pub mod connection;
 pub mod connection_http2;
 pub mod database;
 pub mod footprint;
+mod grpc;
 pub mod http2;
 pub mod orchestrate;
 pub mod report;

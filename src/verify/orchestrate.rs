@@ -80,12 +80,13 @@ pub fn verifier_args(
     opts: &OrchestrateOptions,
 ) -> Vec<String> {
     // WebSocket runs over an HTTP/1.1 upgrade: its scenarios are verified
-    // over http1 and https, not asked of an HTTP/2 connection.
+    // over http1 and https, not asked of an HTTP/2 connection; gRPC runs
+    // over HTTP/2 alone.
     let scenarios: Vec<String> = fw
         .manifest
         .scenarios
         .iter()
-        .filter(|s| !(protocol.is_http2() && s.is_websocket()))
+        .filter(|s| s.runs_over(protocol))
         .map(|s| s.verified().to_string())
         .collect();
     let mut args = vec![
@@ -284,7 +285,14 @@ impl<E: Engine> Verifier<'_, E> {
             )]);
         }
         let mut reports = Vec::new();
-        for &protocol in &spec.protocols {
+        // A protocol that carries none of its scenarios (http1 of a
+        // framework that serves gRPC alone: its http1 port answers the
+        // readiness probe) has nothing to verify.
+        for &protocol in spec
+            .protocols
+            .iter()
+            .filter(|&&p| fw.manifest.scenarios.iter().any(|s| s.runs_over(p)))
+        {
             reports.push(self.verify_protocol(protocol, &url_of(protocol)).await?);
         }
         Ok(reports)

@@ -89,8 +89,13 @@ pub mod names {
     pub const WS_PING: &str = "ws-ping";
     /// WebSocket: a close answered with a close, then the connection closed.
     pub const WS_CLOSE: &str = "ws-close";
+    /// gRPC: a call answered 200 `application/grpc`, one message, the
+    /// reply expected, `grpc-status: 0` in the trailers.
+    pub const GRPC_CALL: &str = "grpc-call";
+    /// gRPC: an unknown method of the service answered UNIMPLEMENTED (12).
+    pub const GRPC_UNIMPLEMENTED: &str = "grpc-unimplemented";
     /// Scenario checks, in table order.
-    pub const SCENARIO: [&str; 18] = [
+    pub const SCENARIO: [&str; 20] = [
         STATUS,
         CONTENT_TYPE,
         BODY,
@@ -109,6 +114,8 @@ pub mod names {
         WS_FRAGMENTS,
         WS_PING,
         WS_CLOSE,
+        GRPC_CALL,
+        GRPC_UNIMPLEMENTED,
     ];
 
     /// Many requests answered on one connection.

@@ -48,6 +48,9 @@ pub(crate) async fn check(
     if scenario.is_websocket() {
         return super::websocket::check(target, scenario, rng).await;
     }
+    if scenario.is_grpc() {
+        return super::grpc::check(target, scenario, rng).await;
+    }
     let mut checks = Vec::new();
     let answered = sample(target, scenario, rng, &mut checks).await;
     if answered {
@@ -208,6 +211,8 @@ async fn family(
         Scenario::Plaintext | Scenario::Json | Scenario::Middleware(0) | Scenario::Fortunes => {}
         // Random messages are the WebSocket checks' own (`websocket`).
         Scenario::WsEcho(_) | Scenario::WsIdle => {}
+        // Random calls are the gRPC checks' own (`grpc`).
+        Scenario::GrpcUnary => {}
         Scenario::Db => {
             // Random rows: five answers that are all the same row are a
             // cached or constant answer.

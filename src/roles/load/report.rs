@@ -638,17 +638,23 @@ impl LoadReport {
             writeln!(w, "    {p:>7} {:>9}{unc}", crate::units::micros(v as f64))?;
         }
         // What an answer is: a WebSocket scenario's are echoed messages.
-        let websocket = s
+        let scenario = s
             .scenario
             .as_deref()
-            .and_then(|n| n.parse::<crate::contract::Scenario>().ok())
-            .is_some_and(|sc| sc.is_websocket());
-        let (answers, answer, sent, per_s) = if websocket {
+            .and_then(|n| n.parse::<crate::contract::Scenario>().ok());
+        let (answers, answer, sent, per_s) = if scenario.is_some_and(|sc| sc.is_websocket()) {
             (
                 "echoes",
                 "echo",
                 "Messages",
                 "Messages/sec (echoed exactly)",
+            )
+        } else if scenario.is_some_and(|sc| sc.is_grpc()) {
+            (
+                "answers",
+                "answer",
+                "Calls",
+                "Calls/sec (grpc-status 0, reply checked)",
             )
         } else {
             ("responses", "response", "Requests", "Requests/sec (2xx)")
@@ -663,8 +669,15 @@ impl LoadReport {
             crate::units::bytes(self.bytes.written as f64),
             self.bytes.mean_response_bytes
         )?;
-        if websocket {
+        if scenario.is_some_and(|sc| sc.is_websocket()) {
             writeln!(w, "  Echoes: {} exact, {} wrong", r.status_2xx, r.non_2xx())?;
+        } else if scenario.is_some_and(|sc| sc.is_grpc()) {
+            writeln!(
+                w,
+                "  Calls: {} OK with the right reply, {} not (another grpc-status, none, or a wrong reply)",
+                r.status_2xx,
+                r.non_2xx()
+            )?;
         } else {
             writeln!(
                 w,

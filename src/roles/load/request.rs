@@ -189,6 +189,11 @@ pub enum RequestSet {
 }
 
 impl RequestSet {
+    /// Whether its requests are gRPC calls (every answer checked).
+    pub fn is_grpc(&self) -> bool {
+        matches!(self, RequestSet::Pool(s, _) if s.is_grpc())
+    }
+
     /// Build the requests for `spec` against `target`; `pipeline` is the
     /// batch depth, `seed` makes pools reproducible.
     pub fn build(target: &Target, spec: &RequestSpec, pipeline: usize, seed: u64) -> Self {
@@ -275,7 +280,7 @@ impl RequestSet {
 fn needs_pool(s: Scenario) -> bool {
     matches!(
         s,
-        Scenario::Echo | Scenario::Validate | Scenario::Middleware(_)
+        Scenario::Echo | Scenario::Validate | Scenario::Middleware(_) | Scenario::GrpcUnary
     )
 }
 

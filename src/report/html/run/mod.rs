@@ -264,6 +264,12 @@ fn header(ctx: &Ctx<'_>) -> Markup {
                 } else {
                     ""
                 })
+                (if r.profile.scenarios.iter().any(|s| s.is_grpc()) {
+                    " (rpc/s, of a gRPC scenario, counts calls answered with grpc-status 0 and \
+                     the reply asked for)"
+                } else {
+                    ""
+                })
                 "; whiskers span the lowest to the highest \
                  round. Latency percentiles come from every round's HDR histogram merged, measured \
                  from the send (from the scheduled send at a fixed rate: no coordinated omission). \
@@ -381,13 +387,9 @@ fn summary(ctx: &Ctx<'_>) -> Section {
     let body = html! {
         @if !closed.is_empty() {
             p {
-                (if closed.iter().all(|c| c.scenario.is_websocket()) {
-                    "msg/s (WebSocket: echoes equal to the message sent)"
-                } else if closed.iter().any(|c| c.scenario.is_websocket()) {
-                    "req/s (msg/s for WebSocket scenarios: echoes equal to the message sent)"
-                } else {
-                    "req/s"
-                })
+                (crate::report::view::rate_words(
+                    &closed.iter().map(|c| c.scenario).collect::<Vec<_>>()
+                ))
                 ", the median of each cell's rounds. Click a heading to sort. #N is the \
                  cell's rank group in its column: frameworks whose rounds cannot be told apart \
                  share places (#1–3). ±N% is the half-width of the 95% interval of the figure \

@@ -391,7 +391,16 @@ impl Worker {
         outcome: Outcome<'_>,
         wire_bytes: u64,
     ) {
-        let ok = outcome.ok();
+        // A gRPC call answered OK counts only when its message is right:
+        // every one is checked (the driver checks every call).
+        let wrong_rpc = match outcome {
+            Outcome::Rpc { body, .. } if outcome.ok() => f
+                .check
+                .as_ref()
+                .and_then(|c| contract::check_answer(c.0, &c.1, 200, body).err()),
+            _ => None,
+        };
+        let ok = outcome.ok() && wrong_rpc.is_none();
         let latency_ns = (done - f.sched).max(1);
         let latency_us = latency_ns / 1000;
         if ok {
@@ -402,7 +411,7 @@ impl Worker {
         let mut s = self.stats.borrow_mut();
         let in_window = self.in_window(done);
         if let Some(start) = in_window {
-            outcome.count(&mut s.responses);
+            outcome.count(ok, &mut s.responses);
             s.served[slot] = true;
             if ok {
                 let i = ((done - start) / 1_000_000_000) as usize;
@@ -417,7 +426,7 @@ impl Worker {
         }
         if f.window {
             self.outstanding.set(self.outstanding.get() - 1);
-            outcome.count(&mut s.requests.answered);
+            outcome.count(ok, &mut s.requests.answered);
             s.response_bytes += wire_bytes;
             // By the second of the window the answer completed in (the
             // window's start read once above, not again).
@@ -445,6 +454,15 @@ impl Worker {
                             s.answers.example.get_or_insert(why);
                         }
                     }
+                }
+            }
+            Outcome::Rpc { .. } => {
+                if f.check.is_some() && (outcome.ok() || wrong_rpc.is_some()) {
+                    s.answers.checked += 1;
+                }
+                if let Some(why) = wrong_rpc {
+                    s.answers.wrong += 1;
+                    s.answers.example.get_or_insert(why);
                 }
             }
             // Every echo is compared with its message as it arrives.
@@ -622,6 +640,17 @@ pub(super) enum Outcome<'a> {
     /// A WebSocket echo: ok when it is the message sent, byte for byte;
     /// otherwise `wrong` says how it differed.
     Echo { wrong: Option<&'a str> },
+    /// A gRPC call's answer: ok when its HTTP status is 200, its
+    /// `grpc-status` 0 and its message the contract's (every one is
+    /// checked, `body` its length-prefixed messages). A call answered with
+    /// another `grpc-status` (or none) is an error answer, counted outside
+    /// every HTTP class; one answered OK with a wrong message is a wrong
+    /// answer.
+    Rpc {
+        status: u16,
+        grpc_status: Option<u32>,
+        body: &'a [u8],
+    },
 }
 
 impl Outcome<'_> {
@@ -630,17 +659,22 @@ impl Outcome<'_> {
         match self {
             Outcome::Http { status, .. } => (200..300).contains(status),
             Outcome::Echo { wrong } => wrong.is_none(),
+            Outcome::Rpc {
+                status,
+                grpc_status,
+                ..
+            } => *status == 200 && *grpc_status == Some(crate::contract::grpc::OK),
         }
     }
 
-    /// Counts the answer in `counts`: HTTP by its status class; an echo as
-    /// ok, or (wrong) as an answer outside every HTTP class.
+    /// Counts the answer in `counts`: HTTP by its status class; an echo or
+    /// a gRPC answer as ok (`ok`), or as an answer outside every HTTP class.
     #[inline]
-    fn count(&self, counts: &mut StatusCounts) {
+    fn count(&self, ok: bool, counts: &mut StatusCounts) {
         match self {
             Outcome::Http { status, .. } => counts.add_status(*status),
-            Outcome::Echo { wrong: None } => counts.status_2xx += 1,
-            Outcome::Echo { wrong: Some(_) } => counts.status_other += 1,
+            Outcome::Echo { .. } | Outcome::Rpc { .. } if ok => counts.status_2xx += 1,
+            Outcome::Echo { .. } | Outcome::Rpc { .. } => counts.status_other += 1,
         }
     }
 }

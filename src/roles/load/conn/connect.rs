@@ -424,6 +424,8 @@ impl ConnState {
         } else {
             sched >= w.shared.window_end_ns.load(Ordering::Relaxed)
         };
+        // gRPC: every call is checked (its message decides whether it is ok).
+        let check = check || w.plan.set.is_grpc();
         InFlight {
             sched,
             sent,

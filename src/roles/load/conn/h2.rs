@@ -64,6 +64,7 @@ use std::rc::Rc;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 
+use super::book::Outcome as Answer;
 use super::hpack;
 use super::{write_flushed, ConnEnd, ConnState, Counted, Marks, TimeoutWatch, Traffic, Worker};
 use crate::host::clock::now_ns;
@@ -199,6 +200,8 @@ struct Stream {
     id: u32,
     /// The final status, once the head arrived (0 before).
     status: u16,
+    /// The `grpc-status` its trailers (or a trailers-only head) carried.
+    grpc: Option<u32>,
     /// Its body is kept (the answer is checked).
     keep: bool,
     body: Vec<u8>,
@@ -379,6 +382,7 @@ impl Wire {
         let mut s = Stream {
             id,
             status: 0,
+            grpc: None,
             keep,
             body: Vec::new(),
             unacked: 0,
@@ -537,7 +541,8 @@ impl Wire {
                     .decoder
                     .decode(b)
                     .map_err(|_| Broken(ErrorKind::Parse))?;
-                self.head(id, status, end)
+                let grpc = self.decoder.grpc_status();
+                self.head(id, status, grpc, end)
             }
             CONTINUATION => {
                 let Some((of, end)) = self.block_of else {
@@ -555,7 +560,8 @@ impl Wire {
                 let status = self.decoder.decode(&block);
                 self.block = block;
                 let status = status.map_err(|_| Broken(ErrorKind::Parse))?;
-                self.head(id, status, end)
+                let grpc = self.decoder.grpc_status();
+                self.head(id, status, grpc, end)
             }
             RST_STREAM => {
                 if id == 0 || p.len() != 4 {
@@ -641,12 +647,21 @@ impl Wire {
     }
 
     /// A header block for stream `id` was read: a head (final or interim)
-    /// or trailers.
-    fn head(&mut self, id: u32, status: hpack::Status, end: bool) -> Result<Outcome, Broken> {
+    /// or trailers, with the `grpc-status` it carried.
+    fn head(
+        &mut self,
+        id: u32,
+        status: hpack::Status,
+        grpc: Option<u32>,
+        end: bool,
+    ) -> Result<Outcome, Broken> {
         let Some(i) = self.position(id) else {
             return Ok(Outcome::Nothing);
         };
         let s = &mut self.open[i];
+        if grpc.is_some() {
+            s.grpc = grpc;
+        }
         match status {
             // Interim (1xx): the final head is still to come.
             Some(code) if code < 200 => {}
@@ -708,6 +723,8 @@ impl ConnState {
         let plan = &*w.plan;
         let streams = plan.streams.max(1);
         let https = plan.tls.is_some();
+        // gRPC: every answer is judged by its grpc-status and its message.
+        let grpc = plan.set.is_grpc();
         let mut requests = Requests::new();
         let mut c = Wire::new();
         let (mut start, mut end) = (0usize, 0usize);
@@ -766,7 +783,7 @@ impl ConnState {
                     sent,
                     window,
                 );
-                let keep = f.check.is_some();
+                let keep = f.check.is_some() || grpc;
                 // Bytes are counted at the socket.
                 w.sent(window, 0);
                 if window {
@@ -919,7 +936,19 @@ impl ConnState {
                         }
                         let f = self.book.borrow_mut().inflight.remove(i);
                         if let Some(f) = f {
-                            w.answered(self.local, &f, now, s.status, marks.answered(), &s.body);
+                            let outcome = if grpc {
+                                Answer::Rpc {
+                                    status: s.status,
+                                    grpc_status: s.grpc,
+                                    body: &s.body,
+                                }
+                            } else {
+                                Answer::Http {
+                                    status: s.status,
+                                    body: &s.body,
+                                }
+                            };
+                            w.settled(self.local, &f, now, outcome, marks.answered());
                             self.free_at = now;
                         }
                         last_end = now;

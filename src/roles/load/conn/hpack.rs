@@ -3,7 +3,8 @@
 //!
 //! The decoder keeps the dynamic table exactly (every insertion, eviction
 //! and size update the server makes), but reads a field's value only when
-//! it must: `:status`, and the fields the server inserts into the table
+//! it must: `:status`, `grpc-status` (gRPC's answer, in the trailers;
+//! [`Decoder::grpc_status`]), and the fields the server inserts into the table
 //! (their size is the decoded length). Every other value is skipped by its
 //! length, so a response costs no Huffman decoding in the common case
 //! (servers send `date`, `content-type`, `content-length` as literals
@@ -172,6 +173,8 @@ pub(crate) struct Decoder {
     /// Raw Huffman bytes and what they decoded to, replaced in turn.
     decoded: Vec<(Vec<u8>, Vec<u8>)>,
     next: usize,
+    /// The `grpc-status` of the last block decoded, if it had one.
+    grpc: Option<u32>,
 }
 
 /// The status of a header block, if it carries one.
@@ -187,6 +190,7 @@ impl Decoder {
             huffman: None,
             decoded: Vec::new(),
             next: 0,
+            grpc: None,
         }
     }
 
@@ -218,6 +222,7 @@ impl Decoder {
                     status: (name == b":status")
                         .then(|| parse_status(value))
                         .transpose()?,
+                    grpc: None,
                 })
             }
             _ => self.table.get(index - 62).map(|&(e, _)| e).ok_or(Malformed),
@@ -250,20 +255,39 @@ impl Decoder {
     }
 
     /// A literal's name (at `block[*at]` when `index` is 0): its length and
-    /// whether it is `:status`.
+    /// whether it is `:status` or `grpc-status`.
     fn name(
         &mut self,
         block: &[u8],
         at: &mut usize,
         index: usize,
-    ) -> Result<(usize, bool), Malformed> {
+    ) -> Result<(usize, Name), Malformed> {
         if index == 0 {
             let (raw, h) = string(block, at)?;
             let name = self.text(raw, h)?;
-            return Ok((name.len(), name == b":status"));
+            let kind = match name {
+                b":status" => Name::Status,
+                b"grpc-status" => Name::GrpcStatus,
+                _ => Name::Other,
+            };
+            return Ok((name.len(), kind));
         }
         let e = self.get(index)?;
-        Ok((e.name_len, e.status.is_some()))
+        let kind = if e.status.is_some() {
+            Name::Status
+        } else if e.grpc.is_some() {
+            Name::GrpcStatus
+        } else {
+            Name::Other
+        };
+        Ok((e.name_len, kind))
+    }
+
+    /// The `grpc-status` of the block [`Decoder::decode`] read last (a
+    /// gRPC answer's trailers, or a trailers-only answer's head); a value
+    /// that is not a number reads as UNKNOWN (2).
+    pub(crate) fn grpc_status(&self) -> Option<u32> {
+        self.grpc
     }
 
     /// Decode one header block, keeping the table in step, and return its
@@ -272,30 +296,40 @@ impl Decoder {
         let mut status = None;
         let mut at = 0;
         let mut fields = false;
+        self.grpc = None;
         while at < block.len() {
             let b = block[at];
             if b & 0x80 != 0 {
-                if let Some(s) = self.get(integer(block, &mut at, 7)?)?.status {
+                let e = self.get(integer(block, &mut at, 7)?)?;
+                if let Some(s) = e.status {
                     status = Some(s);
+                }
+                if e.grpc.is_some() {
+                    self.grpc = e.grpc;
                 }
             } else if b & 0xc0 == 0x40 {
                 let index = integer(block, &mut at, 6)?;
-                let (name_len, is_status) = self.name(block, &mut at, index)?;
+                let (name_len, kind) = self.name(block, &mut at, index)?;
                 let (raw, h) = string(block, &mut at)?;
                 let value = self.text(raw, h)?;
                 let value_len = value.len();
-                let code = if is_status {
+                let code = if kind == Name::Status {
                     Some(parse_status(value)?)
                 } else {
                     None
                 };
+                let grpc = (kind == Name::GrpcStatus).then(|| grpc_code(value));
                 if code.is_some() {
                     status = code;
+                }
+                if grpc.is_some() {
+                    self.grpc = grpc;
                 }
                 self.insert(
                     Entry {
                         name_len,
                         status: code,
+                        grpc,
                     },
                     value_len,
                 );
@@ -311,10 +345,12 @@ impl Decoder {
             } else {
                 // Literal without indexing (0000) or never indexed (0001).
                 let index = integer(block, &mut at, 4)?;
-                let (_, is_status) = self.name(block, &mut at, index)?;
+                let (_, kind) = self.name(block, &mut at, index)?;
                 let (raw, h) = string(block, &mut at)?;
-                if is_status {
-                    status = Some(parse_status(self.text(raw, h)?)?);
+                match kind {
+                    Name::Status => status = Some(parse_status(self.text(raw, h)?)?),
+                    Name::GrpcStatus => self.grpc = Some(grpc_code(self.text(raw, h)?)),
+                    Name::Other => {}
                 }
             }
             fields = true;
@@ -328,6 +364,21 @@ impl Decoder {
 struct Entry {
     name_len: usize,
     status: Option<u16>,
+    /// Its value when its name is `grpc-status`.
+    grpc: Option<u32>,
+}
+
+/// The names whose values the decoder reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Name {
+    Status,
+    GrpcStatus,
+    Other,
+}
+
+/// A `grpc-status` value; one that is not a number is UNKNOWN (2).
+fn grpc_code(v: &[u8]) -> u32 {
+    crate::contract::grpc::parse_status(v).unwrap_or(2)
 }
 
 fn parse_status(v: &[u8]) -> Result<u16, Malformed> {
@@ -485,6 +536,37 @@ mod tests {
         assert_eq!(d.get(65).unwrap().status, None);
         // Indexed: the entry's status.
         assert_eq!(d.decode(&[0xbe]), Ok(Some(307)));
+    }
+
+    /// gRPC's trailers: `grpc-status` as a new literal name inserted into
+    /// the table (as Go's and C's encoders do), then as an indexed field;
+    /// never indexed; a value that is not a number; and a block without
+    /// it clears the last one's.
+    #[test]
+    fn reads_grpc_status_however_the_server_encodes_it() {
+        let mut d = Decoder::new();
+        // Literal with incremental indexing, new name: grpc-status: 0.
+        let mut block = vec![0x40, 11];
+        block.extend_from_slice(b"grpc-status");
+        block.extend_from_slice(&[1, b'0']);
+        assert_eq!(d.decode(&block), Ok(None));
+        assert_eq!(d.grpc_status(), Some(0));
+        // The same field again, indexed (62: the newest entry).
+        assert_eq!(d.decode(&[0xbe]), Ok(None));
+        assert_eq!(d.grpc_status(), Some(0));
+        // A head with :status 200 alone: no grpc-status.
+        assert_eq!(d.decode(&[0x88]), Ok(Some(200)));
+        assert_eq!(d.grpc_status(), None);
+        // Its name indexed (62), a new value without indexing: 12.
+        assert_eq!(d.decode(&[0x0f, 0x2f, 2, b'1', b'2']), Ok(None));
+        assert_eq!(d.grpc_status(), Some(12));
+        // Never indexed, a literal name, a value that is not a number:
+        // UNKNOWN.
+        let mut block = vec![0x10, 11];
+        block.extend_from_slice(b"grpc-status");
+        block.extend_from_slice(&[2, b'o', b'k']);
+        assert_eq!(d.decode(&block), Ok(None));
+        assert_eq!(d.grpc_status(), Some(2));
     }
 
     #[test]
