@@ -46,6 +46,12 @@ fn chosen(roster: &[Framework]) -> Vec<String> {
     let holding: Vec<&Framework> = roster
         .iter()
         .filter(|f| f.holds_connections(CONNECTIONS))
+        // The guard's scenario is plaintext (gRPC-only servers have none).
+        .filter(|f| {
+            f.manifest
+                .scenarios
+                .contains(&fairground::contract::Scenario::Plaintext)
+        })
         .collect();
     if std::env::var("FAIRGROUND_TEST_10K").as_deref() == Ok("all") {
         return holding.iter().map(|f| f.name().to_string()).collect();
@@ -244,6 +250,12 @@ fn frameworks_that_declare_10k_connections_listen_with_a_backlog_for_them() {
     let holding: Vec<Framework> = roster
         .into_iter()
         .filter(|f| f.holds_connections(CONNECTIONS))
+        // The guard's scenario is plaintext (gRPC-only servers have none).
+        .filter(|f| {
+            f.manifest
+                .scenarios
+                .contains(&fairground::contract::Scenario::Plaintext)
+        })
         .collect();
     let built = rt()
         .block_on(fairground::docker::engine::Engine::ensure_images(

@@ -203,3 +203,35 @@ fn every_declared_connection_ceiling_is_in_the_docs_with_its_figure() {
         }
     }
 }
+
+#[test]
+fn every_grpc_framework_carries_the_contracts_bench_proto_byte_for_byte() {
+    let proto =
+        std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/contract/bench.proto"))
+            .unwrap();
+    for fw in all() {
+        let declares = fw.manifest.scenarios.iter().any(|s| s.is_grpc());
+        let copy = fw.dir.join("bench.proto");
+        if declares {
+            let got = std::fs::read(&copy).unwrap_or_else(|e| {
+                panic!("{}: declares gRPC but has no bench.proto: {e}", fw.name())
+            });
+            assert!(
+                got == proto,
+                "{}: bench.proto differs from src/contract/bench.proto: copy it again",
+                fw.name()
+            );
+            assert!(
+                fw.manifest.protocols.iter().any(|p| p.is_http2()),
+                "{}: gRPC runs over HTTP/2, and the manifest lists neither h2 nor h2c",
+                fw.name()
+            );
+        } else {
+            assert!(
+                !copy.exists(),
+                "{}: a bench.proto but no gRPC scenario",
+                fw.name()
+            );
+        }
+    }
+}
