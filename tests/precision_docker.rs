@@ -25,6 +25,7 @@
 mod docker_support;
 
 use docker_support::*;
+use fairground::compare::MIN_ROUNDS;
 use fairground::results::Reason;
 
 #[test]
@@ -135,7 +136,7 @@ fn a_steady_cell_stops_at_min_and_a_jittery_one_goes_on_to_max_saying_its_precis
         let mut first = c.clone();
         first.rounds.truncate(n);
         fairground::compare::precision::of(&first, Some(0.05))
-            .filter(|p| p.rounds >= 3)
+            .filter(|p| p.rounds as usize >= MIN_ROUNDS)
             .is_some_and(|p| p.met())
     };
     let steady = cell("steady");
@@ -152,7 +153,7 @@ fn a_steady_cell_stops_at_min_and_a_jittery_one_goes_on_to_max_saying_its_precis
         "steady stopped at {} rounds neither precise nor at max\n{stderr}",
         steady.rounds.len()
     );
-    if clean >= 3 {
+    if clean >= MIN_ROUNDS {
         // A server that holds every answer 10 ms moves only with the
         // host's timers: with its clean rounds it places its figure within
         // ±5% (on a quiet host after the least rounds, 3: the known answer
@@ -193,8 +194,8 @@ fn a_steady_cell_stops_at_min_and_a_jittery_one_goes_on_to_max_saying_its_precis
     }
 
     // Jittery goes on to max whether its rounds were left out or not; an
-    // interval needs two clean rounds, and then it claims no precision it
-    // did not reach.
+    // interval needs MIN_ROUNDS clean rounds, and then it claims no
+    // precision it did not reach.
     let jittery = cell("jittery");
     assert_eq!(jittery.rounds.len(), 6, "jittery goes on to max\n{stderr}");
     let clean = 6 - left_out(jittery);
@@ -203,8 +204,9 @@ fn a_steady_cell_stops_at_min_and_a_jittery_one_goes_on_to_max_saying_its_precis
             assert!(!p.met() && p.reached > 0.05, "{p:?}");
             assert_eq!((p.rounds as usize, p.asked), (clean, Some(0.05)));
         }
+        // An interval needs MIN_ROUNDS clean rounds (compare's own floor).
         None => assert!(
-            clean < 2,
+            clean < MIN_ROUNDS,
             "jittery has {clean} clean rounds and no interval\n{stderr}"
         ),
     }
