@@ -282,3 +282,35 @@ fn a_malformed_message_or_no_trailers_under_load_is_never_a_call_answered() {
     let r = liar("no-trailers");
     assert_eq!(r.answers.wrong, 0, "{:?}", r.answers);
 }
+
+/// A gRPC service alone is not asked HTTP's `not-found` (a gRPC server
+/// resets or answers grpc-status to a GET of an unknown path: grpc-go and
+/// grpc.aio do, rightly); its unknown method is `grpc-unimplemented`.
+#[tokio::test]
+async fn grpc_alone_is_not_asked_for_an_http_404() {
+    let server = ServeChild::start(&["--protocol", "h2c"]);
+    let r = tokio::time::timeout(
+        BOUND,
+        verify_url(
+            &format!("http://{}", server.addr),
+            &[RPC],
+            &options(Protocol::H2c),
+        ),
+    )
+    .await
+    .expect("verify finished within its bound")
+    .unwrap();
+    let table = render_table(&[("serve".into(), &r)]);
+    assert!(r.passed && measurable(&r, RPC), "{table}");
+    assert!(
+        !r.checks.iter().any(|c| c.name == names::NOT_FOUND),
+        "{table}"
+    );
+    // Asked beside an HTTP scenario, it is.
+    let both = verify(&format!("http://{}", server.addr), &options(Protocol::H2c)).await;
+    assert!(
+        both.checks.iter().any(|c| c.name == names::NOT_FOUND),
+        "{}",
+        render_table(&[("serve".into(), &both)])
+    );
+}

@@ -522,6 +522,7 @@ pub async fn verify_url(
             &target,
             &answering,
             &correct,
+            scenarios.iter().any(|s| !s.is_grpc()),
             options,
             &mut rng,
             &mut report,

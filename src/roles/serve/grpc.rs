@@ -85,6 +85,17 @@ fn answer(message: Option<Vec<u8>>, status: u32, why: &str) -> Response<AnyBody>
 /// Answer one gRPC call (after the server's delay, as every answer).
 pub(super) async fn call(req: Request<Incoming>) -> Response<AnyBody> {
     let defect = DEFECT.get().copied();
+    // gRPC requires `te: trailers` (gRPC's HTTP/2 protocol document), and
+    // C-core refuses a call without it (grpc-status 2, "Missing :te
+    // header"): so does this server, so a client that drops it is caught
+    // here first.
+    let te = req
+        .headers()
+        .get("te")
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"trailers"));
+    if !te {
+        return answer(None, 2, "missing te: trailers");
+    }
     let path = req.uri().path().to_string();
     let body = match Limited::new(req.into_body(), grpc::MAX_MESSAGE + 5)
         .collect()

@@ -158,7 +158,7 @@ fn read_back(t: &mut Template, wire: &[u8]) -> Option<()> {
     refill(&mut t.path, req.path?.as_bytes());
     let mut n = 0;
     for h in req.headers.iter() {
-        if connection_specific(h.name) {
+        if connection_specific(h.name, h.value) {
             continue;
         }
         if n == t.headers.len() {
@@ -180,8 +180,13 @@ fn refill(buf: &mut Vec<u8>, with: &[u8]) {
     buf.extend_from_slice(with);
 }
 
-/// Headers HTTP/2 forbids (RFC 9113, 8.2.2); Host is `:authority`.
-fn connection_specific(name: &str) -> bool {
+/// Headers HTTP/2 forbids (RFC 9113, 8.2.2); Host is `:authority`. `te`
+/// is allowed with the value `trailers` alone, which gRPC requires (a
+/// gRPC server refuses a call without it).
+fn connection_specific(name: &str, value: &[u8]) -> bool {
+    if name.eq_ignore_ascii_case("te") {
+        return !value.eq_ignore_ascii_case(b"trailers");
+    }
     [
         "host",
         "connection",
@@ -1041,6 +1046,15 @@ mod tests {
         assert_eq!(get.path, b"/users/42");
         assert!(get.headers.is_empty() && get.body.is_empty());
         assert!(r.make(b"GET / HTTP/1.1\r\nHost").is_none());
+        // `te: trailers` stays (gRPC requires it); any other te goes.
+        let call = r
+            .make(b"POST /s/M HTTP/1.1\r\nTE: trailers\r\nContent-Length: 0\r\n\r\n")
+            .unwrap();
+        assert_eq!(call.headers[0], (b"te".to_vec(), b"trailers".to_vec()));
+        let other = r
+            .make(b"POST /s/M HTTP/1.1\r\nTE: gzip\r\nContent-Length: 0\r\n\r\n")
+            .unwrap();
+        assert!(other.headers.iter().all(|(n, _)| n != b"te"));
     }
 
     /// The frames of one connection, as a server would read them.
