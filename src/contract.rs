@@ -348,21 +348,28 @@ impl Scenario {
     /// speak of messages and exact echoes. One place, so that the HTML
     /// report, results.md's notes and JUnit say the same.
     pub fn in_own_words(self, text: &str) -> String {
-        if self.is_grpc() {
-            return text
-                .replace("req/s", self.rate_unit())
-                .replace("non-2xx answers", "answers without grpc-status 0")
-                .replace("2xx responses", "calls answered OK")
-                .replace("per 2xx response", "per call answered OK")
-                .replace("per request", "per call");
-        }
-        if !self.is_websocket() {
+        // HTTP's words and the workload's, replaced in this order.
+        let words: &[(&str, &str)] = if self.is_grpc() {
+            &[
+                ("non-2xx answers", "answers without grpc-status 0"),
+                ("2xx responses", "calls answered OK"),
+                ("per 2xx response", "per call answered OK"),
+                ("per request", "per call"),
+            ]
+        } else if self.is_websocket() {
+            &[
+                ("2xx responses", "exact echoes"),
+                ("per 2xx response", "per exact echo"),
+                ("per request", "per message"),
+            ]
+        } else {
             return text.to_string();
-        }
-        text.replace("req/s", self.rate_unit())
-            .replace("2xx responses", "exact echoes")
-            .replace("per 2xx response", "per exact echo")
-            .replace("per request", "per message")
+        };
+        words
+            .iter()
+            .fold(text.replace("req/s", self.rate_unit()), |t, (http, own)| {
+                t.replace(http, own)
+            })
     }
 
     /// World rows one request of the scenario reads (and, for updates,

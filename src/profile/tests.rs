@@ -456,3 +456,19 @@ fn websocket_scenarios_load_and_refuse_http2_naming_the_protocol() {
     let e = err("scenarios: [ws-echo]\n");
     assert!(e.contains("ws-echo"), "{e}");
 }
+
+#[test]
+fn grpc_scenarios_load_over_http2_and_refuse_http1_naming_the_protocol() {
+    let p = load("scenarios: [grpc-unary]\nprotocol: [h2c, h2]\n").unwrap();
+    assert_eq!(p.scenarios[0], crate::contract::Scenario::GrpcUnary);
+    let e = err("scenarios: [grpc-unary]\nprotocol: [h2c, https]\n");
+    assert!(
+        e.contains("protocol[1]")
+            && e.contains("`https` cannot carry `grpc-unary`")
+            && e.contains("gRPC runs over HTTP/2"),
+        "{e}"
+    );
+    // With no protocol given the profile speaks http1, which gRPC is not.
+    let e = err("scenarios: [grpc-unary]\n");
+    assert!(e.contains("`http1` cannot carry `grpc-unary`"), "{e}");
+}

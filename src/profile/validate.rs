@@ -79,28 +79,24 @@ pub(crate) fn validate(
     let scenarios = scenarios(raw.scenarios, loc)?;
     let concurrency = concurrency(raw.concurrency, loc)?;
     let protocol = protocols(raw.protocol, loc)?;
-    if let (Some(ws), Some((i, p))) = (
-        scenarios.iter().find(|s| s.is_websocket()),
-        protocol.iter().enumerate().find(|(_, p)| p.is_http2()),
-    ) {
+    // The rule verification follows too (`Scenario::runs_over`).
+    let uncarried = scenarios.iter().find_map(|s| {
+        protocol
+            .iter()
+            .enumerate()
+            .find(|(_, p)| !s.runs_over(**p))
+            .map(|(i, p)| (*s, i, *p))
+    });
+    if let Some((s, i, p)) = uncarried {
+        let why = if s.is_websocket() {
+            "WebSocket runs over an HTTP/1.1 upgrade (http1, or https for wss://); measure \
+             HTTP/2 in a profile of its own"
+        } else {
+            "gRPC runs over HTTP/2 (h2c, or h2 over TLS); measure HTTP/1.1 in a profile of its own"
+        };
         return Err(loc.value(
             &index("protocol", i),
-            format!(
-                "`{p}` cannot carry `{ws}`: WebSocket runs over an HTTP/1.1 upgrade (http1, or \
-                 https for wss://); measure HTTP/2 in a profile of its own"
-            ),
-        ));
-    }
-    if let (Some(rpc), Some((i, p))) = (
-        scenarios.iter().find(|s| s.is_grpc()),
-        protocol.iter().enumerate().find(|(_, p)| !p.is_http2()),
-    ) {
-        return Err(loc.value(
-            &index("protocol", i),
-            format!(
-                "`{p}` cannot carry `{rpc}`: gRPC runs over HTTP/2 (h2c, or h2 over TLS); \
-                 measure HTTP/1.1 in a profile of its own"
-            ),
+            format!("`{p}` cannot carry `{s}`: {why}"),
         ));
     }
     let max_conc = concurrency.iter().copied().max().unwrap_or(0);

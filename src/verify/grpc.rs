@@ -21,22 +21,24 @@ const RANDOM_CALLS: usize = 5;
 
 type Check = Result<String, String>;
 
-/// The `grpc-status` of `resp`: its trailers' (or, in a trailers-only
-/// answer, its head's).
-fn status_of(resp: &Response) -> Option<u32> {
+/// Field `name` of `resp`: its trailers' or, in a trailers-only answer,
+/// its head's.
+fn grpc_field<'a>(resp: &'a Response, name: &str) -> Option<&'a str> {
     resp.trailers
         .iter()
         .chain(resp.headers.iter())
-        .find(|(n, _)| n.eq_ignore_ascii_case("grpc-status"))
-        .map(|(_, v)| grpc::parse_status(v.as_bytes()).unwrap_or(2))
+        .find(|(n, _)| n.eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.as_str())
+}
+
+/// The `grpc-status` of `resp` (one that is not a number reads UNKNOWN).
+fn status_of(resp: &Response) -> Option<u32> {
+    grpc_field(resp, "grpc-status").map(|v| grpc::parse_status(v.as_bytes()).unwrap_or(2))
 }
 
 fn grpc_message(resp: &Response) -> String {
-    resp.trailers
-        .iter()
-        .chain(resp.headers.iter())
-        .find(|(n, _)| n.eq_ignore_ascii_case("grpc-message"))
-        .map(|(_, v)| format!(" ({v})"))
+    grpc_field(resp, "grpc-message")
+        .map(|v| format!(" ({v})"))
         .unwrap_or_default()
 }
 

@@ -457,7 +457,8 @@ impl Worker {
                 }
             }
             Outcome::Rpc { .. } => {
-                if f.check.is_some() && (outcome.ok() || wrong_rpc.is_some()) {
+                // A wrong reply is only ever found on a call answered OK.
+                if f.check.is_some() && outcome.ok() {
                     s.answers.checked += 1;
                 }
                 if let Some(why) = wrong_rpc {
