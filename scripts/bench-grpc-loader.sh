@@ -13,7 +13,8 @@
 #               decoded and compared, grpc-status read from the trailers;
 #   anchor      h2load (nghttp2-client) POSTing one Echo call of the same
 #               size (`-d` a length-prefixed EchoRequest, the gRPC headers
-#               with `-H`): the same frames, nothing checked but the HTTP
+#               with `-H`, the deadline fairground's default 2 s timeout
+#               sends): the same frames, nothing checked but the HTTP
 #               status.
 # No gRPC load tool is packaged in Debian bookworm (ghz is not; grpcurl
 # sends one call), so h2load on the same bytes is the anchor: what HTTP/2
@@ -91,6 +92,7 @@ run_anchor() {
   TIMEFORMAT='%U %S'
   { time timeout "$RUN_LIMIT" taskset -c "$LOADER_CPU" h2load -t1 -c"$CONNS" -m"$STREAMS" -D"$secs" \
       -d "$TMP/echo.bin" -H 'content-type: application/grpc' -H 'te: trailers' \
+      -H 'grpc-timeout: 2000000u' \
       "$URL/fairground.bench.Bench/Echo" > "$TMP/h2load.out"; } 2> "$TMP/h2load.time"
   cpu=$(tail -1 "$TMP/h2load.time" | awk '{print $1 + $2}')
   python3 - "$TMP/h2load.out" "$cpu" <<'PY'

@@ -96,9 +96,15 @@ pub enum Scenario {
     /// ([`grpc`]) with a random id and payload, answered with the same id
     /// and payload and `grpc-status: 0` in the trailers.
     GrpcUnary,
+    /// `POST /fairground.bench.Bench/Stream` over HTTP/2: one request, N
+    /// replies streamed back, each with the request's random id and its
+    /// index, then `grpc-status: 0`. In a manifest, `grpc-stream` (N =
+    /// [`ANY_SIZE`]) declares every N.
+    GrpcStream(u32),
 }
 
-/// The size of a manifest's `ws-echo`: every size.
+/// The size of a manifest's `ws-echo`, or the count of its
+/// `grpc-stream`: every one.
 pub const ANY_SIZE: u32 = 0;
 /// Largest WebSocket message a scenario sends (and a server must read).
 pub const MAX_WS_MESSAGE: u32 = 64 * 1024;
@@ -166,7 +172,7 @@ const fn numbered(
 }
 
 /// Every workload's name, in the order messages list them.
-pub const WORKLOADS: [WorkloadName; 13] = [
+pub const WORKLOADS: [WorkloadName; 14] = [
     plain("plaintext"),
     plain("json"),
     plain("param"),
@@ -180,6 +186,7 @@ pub const WORKLOADS: [WorkloadName; 13] = [
     numbered("ws-echo", 1, MAX_WS_MESSAGE, "bytes", true),
     plain("ws-idle"),
     plain("grpc-unary"),
+    numbered("grpc-stream", 1, grpc::MAX_STREAM, "replies", true),
 ];
 
 impl WorkloadName {
@@ -269,7 +276,8 @@ impl Scenario {
         match (self, cell) {
             (Scenario::Queries(ANY_COUNT), Scenario::Queries(_))
             | (Scenario::Updates(ANY_COUNT), Scenario::Updates(_))
-            | (Scenario::WsEcho(ANY_SIZE), Scenario::WsEcho(_) | Scenario::WsIdle) => true,
+            | (Scenario::WsEcho(ANY_SIZE), Scenario::WsEcho(_) | Scenario::WsIdle)
+            | (Scenario::GrpcStream(ANY_SIZE), Scenario::GrpcStream(_)) => true,
             _ => self == cell,
         }
     }
@@ -282,19 +290,21 @@ impl Scenario {
             Scenario::Queries(ANY_COUNT) => Scenario::Queries(VERIFY_COUNT),
             Scenario::Updates(ANY_COUNT) => Scenario::Updates(VERIFY_COUNT),
             Scenario::WsEcho(ANY_SIZE) => Scenario::WsEcho(VERIFY_WS_SIZE),
+            Scenario::GrpcStream(ANY_SIZE) => Scenario::GrpcStream(grpc::VERIFY_STREAM),
             s => s,
         }
     }
 
-    /// Whether this names a whole family (`queries`, `updates` or
-    /// `ws-echo` without a number): a manifest may declare one, a cell
-    /// cannot be one.
+    /// Whether this names a whole family (`queries`, `updates`,
+    /// `ws-echo` or `grpc-stream` without a number): a manifest may
+    /// declare one, a cell cannot be one.
     pub fn is_family(self) -> bool {
         matches!(
             self,
             Scenario::Queries(ANY_COUNT)
                 | Scenario::Updates(ANY_COUNT)
                 | Scenario::WsEcho(ANY_SIZE)
+                | Scenario::GrpcStream(ANY_SIZE)
         )
     }
 
@@ -307,7 +317,7 @@ impl Scenario {
     /// Whether the scenario is a gRPC call (HTTP/2 only; its answers are
     /// judged by `grpc-status` and the reply message, not the HTTP status).
     pub fn is_grpc(self) -> bool {
-        self == Scenario::GrpcUnary
+        matches!(self, Scenario::GrpcUnary | Scenario::GrpcStream(_))
     }
 
     /// Whether protocol `p` can carry the scenario: WebSocket runs over an
@@ -385,7 +395,9 @@ impl Scenario {
     /// HTTP method of the scenario's request.
     pub fn method(self) -> &'static str {
         match self {
-            Scenario::Echo | Scenario::Validate | Scenario::GrpcUnary => "POST",
+            Scenario::Echo | Scenario::Validate | Scenario::GrpcUnary | Scenario::GrpcStream(_) => {
+                "POST"
+            }
             _ => "GET",
         }
     }
@@ -415,6 +427,8 @@ impl fmt::Display for Scenario {
             Scenario::WsEcho(n) => write!(f, "ws-echo-{n}"),
             Scenario::WsIdle => f.write_str("ws-idle"),
             Scenario::GrpcUnary => f.write_str("grpc-unary"),
+            Scenario::GrpcStream(ANY_SIZE) => f.write_str("grpc-stream"),
+            Scenario::GrpcStream(n) => write!(f, "grpc-stream-{n}"),
         }
     }
 }
@@ -504,6 +518,8 @@ pub enum ScenarioParseError {
     BadSize(String),
     #[error("`{0}`: the number of rows must be a whole number from 1 to {max} (`queries` and `updates` alone, in a framework manifest, declare every number)", max = db::MAX_QUERIES)]
     BadCount(String),
+    #[error("`{0}`: the number of replies must be a whole number from 1 to {max} (`grpc-stream` alone, in a framework manifest, declares every number)", max = grpc::MAX_STREAM)]
+    BadReplies(String),
     #[error(
         "`{0}`: the middleware chain length must be a whole number from 0 to {MAX_MIDDLEWARE}"
     )]
@@ -527,6 +543,11 @@ impl FromStr for Scenario {
             "ws-echo" => Ok(Scenario::WsEcho(ANY_SIZE)),
             "ws-idle" => Ok(Scenario::WsIdle),
             "grpc-unary" => Ok(Scenario::GrpcUnary),
+            "grpc-stream" => Ok(Scenario::GrpcStream(ANY_SIZE)),
+            _ if s.starts_with("grpc-stream-") => match s["grpc-stream-".len()..].parse::<u32>() {
+                Ok(n) if (1..=grpc::MAX_STREAM).contains(&n) => Ok(Scenario::GrpcStream(n)),
+                _ => Err(ScenarioParseError::BadReplies(s.to_string())),
+            },
             _ if s.starts_with("ws-echo-") => match s["ws-echo-".len()..].parse::<u32>() {
                 Ok(n) if (1..=MAX_WS_MESSAGE).contains(&n) => Ok(Scenario::WsEcho(n)),
                 _ => Err(ScenarioParseError::BadSize(s.to_string())),
@@ -753,13 +774,28 @@ pub fn sample_request(scenario: Scenario, rng: &mut impl Rng) -> Request {
         Scenario::GrpcUnary => Request {
             method: "POST",
             path: grpc::ECHO_PATH.to_string(),
-            headers: vec![
-                ("content-type".to_string(), grpc::CONTENT_TYPE.to_string()),
-                ("te".to_string(), "trailers".to_string()),
-            ],
+            headers: grpc_headers(),
             body: Some(grpc::frame(&grpc::random_echo(rng))),
         },
+        Scenario::GrpcStream(n) => Request {
+            method: "POST",
+            path: grpc::STREAM_PATH.to_string(),
+            headers: grpc_headers(),
+            body: Some(grpc::frame(&grpc::StreamRequest {
+                id: rng.random(),
+                count: n,
+            })),
+        },
     }
+}
+
+/// The headers of every gRPC call (beside its deadline, which the caller
+/// adds: [`grpc::timeout_value`]).
+fn grpc_headers() -> Vec<(String, String)> {
+    vec![
+        ("content-type".to_string(), grpc::CONTENT_TYPE.to_string()),
+        ("te".to_string(), "trailers".to_string()),
+    ]
 }
 
 fn get(path: &str) -> Request {
@@ -786,7 +822,7 @@ pub fn expected_content_type(scenario: Scenario) -> &'static str {
     match scenario {
         Scenario::Plaintext | Scenario::Middleware(_) => "text/plain",
         Scenario::Fortunes => "text/html",
-        Scenario::GrpcUnary => grpc::CONTENT_TYPE,
+        Scenario::GrpcUnary | Scenario::GrpcStream(_) => grpc::CONTENT_TYPE,
         _ => "application/json",
     }
 }
@@ -810,6 +846,9 @@ pub enum ExpectedBody {
     /// One gRPC `EchoReply` with this id and payload ([`grpc::check_echo`]);
     /// its `grpc-status` is the trailers', judged beside the body.
     GrpcEcho(grpc::Echo),
+    /// gRPC `StreamReply`s to this request: `count` of them, in order,
+    /// each with its id and index ([`grpc::check_stream`]).
+    GrpcStream(grpc::StreamRequest),
 }
 
 /// The expected status and body of a correct answer to a valid `request`.
@@ -861,6 +900,16 @@ pub fn expected_response(scenario: Scenario, request: &Request) -> (u16, Expecte
                 .unwrap_or_default();
             (200, ExpectedBody::GrpcEcho(sent))
         }
+        Scenario::GrpcStream(_) => {
+            let sent = request
+                .body
+                .as_deref()
+                .and_then(|b| grpc::messages(b).ok())
+                .and_then(|m| m.first().copied())
+                .and_then(|m| <grpc::StreamRequest as prost::Message>::decode(m).ok())
+                .unwrap_or_default();
+            (200, ExpectedBody::GrpcStream(sent))
+        }
     }
 }
 
@@ -891,6 +940,7 @@ pub fn check_body(body: &[u8], expected: &ExpectedBody) -> Result<(), String> {
         ExpectedBody::World(count) => db::check_world(body, *count).map(|_| ()),
         ExpectedBody::Upgrade => Ok(()),
         ExpectedBody::GrpcEcho(sent) => grpc::check_echo(body, sent),
+        ExpectedBody::GrpcStream(sent) => grpc::check_stream(body, sent),
         ExpectedBody::Fortunes => {
             let page =
                 std::str::from_utf8(body).map_err(|_| "the page is not UTF-8".to_string())?;

@@ -1,12 +1,14 @@
-//! gRPC (`grpc-unary`, docs/contract.md "gRPC scenarios") against the
+//! gRPC (`grpc-unary`, `grpc-stream-N`, docs/contract.md "gRPC
+//! scenarios") against the
 //! reference server (`fairground serve`) on 127.0.0.1, no Docker:
 //! - verification: the reference server passes every gRPC rule over h2c
 //!   and over TLS (h2); each liar of `--grpc-defect` keeps every other rule
-//!   and breaks one, and is caught by that rule's check, named;
+//!   and breaks one, and is caught by that rule's check, named (a server
+//!   that ignores deadlines by `grpc-deadline`, on the stream);
 //! - the loader's known answer: C connections × S streams, every call
 //!   answered D late, read C × S / D calls per second with mean latency D
 //!   (Little's law per stream), every answer's grpc-status and reply
-//!   checked;
+//!   checked, for unary calls and for streams of N replies;
 //! - liars under load: a fixed reply, a malformed message under status OK
 //!   and an answer without trailers are never counted as calls answered.
 //!
@@ -26,6 +28,7 @@ use load_support::serve_child::ServeChild;
 
 const BOUND: Duration = Duration::from_secs(60);
 const RPC: Scenario = Scenario::GrpcUnary;
+const STREAM: Scenario = Scenario::GrpcStream(10);
 
 fn options(protocol: Protocol) -> VerifyOptions {
     VerifyOptions {
@@ -37,14 +40,21 @@ fn options(protocol: Protocol) -> VerifyOptions {
 }
 
 async fn verify(url: &str, opts: &VerifyOptions) -> VerifyReport {
-    tokio::time::timeout(BOUND, verify_url(url, &[Scenario::Plaintext, RPC], opts))
-        .await
-        .expect("verify finished within its bound")
-        .unwrap()
+    tokio::time::timeout(
+        BOUND,
+        verify_url(url, &[Scenario::Plaintext, RPC, STREAM], opts),
+    )
+    .await
+    .expect("verify finished within its bound")
+    .unwrap()
 }
 
 fn check(r: &VerifyReport, name: &str) -> (CheckStatus, String) {
-    let s = r.scenarios.iter().find(|s| s.scenario == RPC).unwrap();
+    check_in(r, RPC, name)
+}
+
+fn check_in(r: &VerifyReport, scenario: Scenario, name: &str) -> (CheckStatus, String) {
+    let s = r.scenarios.iter().find(|s| s.scenario == scenario).unwrap();
     let c = s
         .checks
         .iter()
@@ -61,22 +71,42 @@ fn measurable(r: &VerifyReport, s: Scenario) -> bool {
         .measurable
 }
 
-const RULES: [&str; 3] = [
+const RULES: [&str; 4] = [
     names::GRPC_CALL,
     names::RANDOM_INPUTS,
     names::GRPC_UNIMPLEMENTED,
+    names::GRPC_SUM,
 ];
+
+/// Every rule of both scenarios passed (the stream's deadline too).
+fn every_rule_passed(r: &VerifyReport) {
+    let table = render_table(&[("serve".into(), r)]);
+    for scenario in [RPC, STREAM] {
+        for name in RULES {
+            let (status, detail) = check_in(r, scenario, name);
+            assert_eq!(
+                status,
+                CheckStatus::Pass,
+                "{scenario} {name}: {detail}\n{table}"
+            );
+        }
+        assert!(measurable(r, scenario), "{table}");
+    }
+    let (status, detail) = check_in(r, STREAM, names::GRPC_DEADLINE);
+    assert_eq!(status, CheckStatus::Pass, "{detail}\n{table}");
+    assert!(
+        detail.contains("grpc-status 4 DEADLINE_EXCEEDED"),
+        "{detail}"
+    );
+    assert!(r.passed, "{table}");
+}
 
 #[tokio::test]
 async fn the_reference_server_passes_every_grpc_rule_over_h2c() {
     let server = ServeChild::start(&["--protocol", "h2c"]);
     let r = verify(&format!("http://{}", server.addr), &options(Protocol::H2c)).await;
     let table = render_table(&[("serve".into(), &r)]);
-    for name in RULES {
-        let (status, detail) = check(&r, name);
-        assert_eq!(status, CheckStatus::Pass, "{name}: {detail}\n{table}");
-    }
-    assert!(r.passed && measurable(&r, RPC), "{table}");
+    every_rule_passed(&r);
     // The connection checks asked the calls concurrently, as any HTTP/2
     // scenario's requests.
     assert!(
@@ -108,12 +138,7 @@ async fn grpc_passes_over_tls_with_the_runs_ca() {
         ..options(Protocol::H2)
     };
     let r = verify(&format!("https://{}", server.addr), &opts).await;
-    let table = render_table(&[("serve".into(), &r)]);
-    for name in RULES {
-        let (status, detail) = check(&r, name);
-        assert_eq!(status, CheckStatus::Pass, "{name}: {detail}\n{table}");
-    }
-    assert!(r.passed, "{table}");
+    every_rule_passed(&r);
 }
 
 #[tokio::test]
@@ -131,24 +156,31 @@ async fn grpc_is_not_asked_of_http1() {
     assert!(Scenario::GrpcUnary.runs_over(Protocol::H2c));
 }
 
-/// The liar `defect` fails `name` (with a detail containing `says`); its
-/// gRPC scenario is not measurable, plaintext is unharmed.
+/// The liar `defect` fails `name` of the unary scenario (with a detail
+/// containing `says`); that scenario is not measurable, plaintext is
+/// unharmed.
 async fn caught(defect: &str, name: &str, says: &str) {
+    caught_in(RPC, defect, name, says).await;
+}
+
+/// As [`caught`], for `scenario`'s check `name`.
+async fn caught_in(scenario: Scenario, defect: &str, name: &str, says: &str) -> VerifyReport {
     let server = ServeChild::start(&["--protocol", "h2c", "--grpc-defect", defect]);
     let r = verify(&format!("http://{}", server.addr), &options(Protocol::H2c)).await;
     let table = render_table(&[("serve".into(), &r)]);
-    let (status, detail) = check(&r, name);
+    let (status, detail) = check_in(&r, scenario, name);
     assert_eq!(
         status,
         CheckStatus::Fail,
         "{defect}: {name} passed: {detail}\n{table}"
     );
     assert!(detail.contains(says), "{defect}: {name}: {detail}");
-    assert!(!measurable(&r, RPC), "{table}");
+    assert!(!measurable(&r, scenario), "{table}");
     assert!(
         measurable(&r, Scenario::Plaintext),
         "{defect}: plaintext is unharmed\n{table}"
     );
+    r
 }
 
 #[tokio::test]
@@ -170,18 +202,49 @@ async fn an_answer_without_trailers_fails_the_call() {
 #[tokio::test]
 async fn a_server_that_answers_any_method_fails_grpc_unimplemented() {
     caught("any-method", names::GRPC_UNIMPLEMENTED, "grpc-status 0 OK").await;
+    caught("any-method", names::GRPC_SUM, "grpc-status 13").await;
+}
+
+/// A server that never gives up on a call: its stream runs on past its
+/// deadline and is caught by `grpc-deadline`, named; its unary calls
+/// (answered at once) still pass every rule, so only the stream is not
+/// measured.
+#[tokio::test]
+async fn a_server_that_ignores_deadlines_fails_grpc_deadline() {
+    let r = caught_in(
+        STREAM,
+        "ignores-deadline",
+        names::GRPC_DEADLINE,
+        "grpc-timeout ignored",
+    )
+    .await;
+    assert!(
+        measurable(&r, RPC),
+        "{}",
+        render_table(&[("serve".into(), &r)])
+    );
 }
 
 /// Each call of the reference server waits this long.
 const DELAY_S: f64 = 0.010;
 
 fn closed(url: &str, connections: usize, streams: usize, extra: &[&str]) -> LoadReport {
+    closed_on(url, "grpc-unary", connections, streams, extra)
+}
+
+fn closed_on(
+    url: &str,
+    scenario: &str,
+    connections: usize,
+    streams: usize,
+    extra: &[&str],
+) -> LoadReport {
     let (c, s) = (connections.to_string(), streams.to_string());
     let mut args = vec![
         "--url",
         url,
         "--scenario",
-        "grpc-unary",
+        scenario,
         "--protocol",
         "h2c",
         "-c",
@@ -203,9 +266,20 @@ fn closed(url: &str, connections: usize, streams: usize, extra: &[&str]) -> Load
 
 #[test]
 fn calls_d_late_read_c_times_s_over_d_every_answer_checked() {
+    known_answer("grpc-unary");
+}
+
+/// The same for streams of 20 replies: a call is answered when its last
+/// reply and its trailers are in, every reply checked.
+#[test]
+fn streams_d_late_read_c_times_s_over_d_every_reply_checked() {
+    known_answer("grpc-stream-20");
+}
+
+fn known_answer(scenario: &str) {
     let server = ServeChild::start(&["--protocol", "h2c", "--delay", "10ms"]);
     let (c, s) = (8usize, 4usize);
-    let r = closed(&format!("http://{}", server.addr), c, s, &[]);
+    let r = closed_on(&format!("http://{}", server.addr), scenario, c, s, &[]);
     let in_flight = (c * s) as f64;
     // What a busy host cannot move: no call answered before its delay;
     // the rate is what the latency allows (Little's law per stream, 2%);

@@ -4,14 +4,18 @@
 //!
 //! The servers are the reference server itself (`fairground serve
 //! --contract-ports`, this build's static binary in a `FROM scratch`
-//! framework made here), declaring `grpc-unary` over h2 and h2c:
-//! - `rpcref`, every call answered 10 ms late once verification is past:
-//!   at 8 connections × 4 streams, every cell reads at most 32 / 10 ms =
+//! framework made here), over h2 and h2c:
+//! - `rpcref` (`grpc-unary`, `grpc-stream`), every call answered 10 ms
+//!   late once verification is past: at 8 connections × 4 streams, every
+//!   cell, unary or streams of 20 replies, reads at most 32 / 10 ms =
 //!   3,200 rpc/s with rate × mean latency = 32 in flight (Little's law per
 //!   stream), its latency never below 10 ms, every call checked and right;
 //!   results.md says rpc/s;
-//! - `rpcfixed` (`--grpc-defect fixed`), one reply for every call: its
-//!   cells are rejected by verification, `grpc-call` named, never measured.
+//! - `rpcfixed` (`grpc-unary`, `--grpc-defect fixed`), one reply for every
+//!   call: its cells are rejected by verification, `grpc-call` named,
+//!   never measured;
+//! - `rpclate` (`grpc-stream`, `--grpc-defect ignores-deadline`), a stream
+//!   sent on past its deadline: rejected, `grpc-deadline` named.
 //!
 //! Only traffic: containers on the run's own internal network.
 
@@ -35,20 +39,31 @@ fn run() -> Option<&'static (Results, String, String)> {
             return None;
         }
         let tmp = tempfile::tempdir().unwrap().keep();
-        let declare = |name: &str, env: &[(&str, &str)]| {
-            refserve(&tmp, name, "[grpc-unary]", "[http1, h2, h2c]", env);
+        let declare = |name: &str, scenarios: &str, env: &[(&str, &str)]| {
+            refserve(&tmp, name, scenarios, "[http1, h2, h2c]", env);
         };
         declare(
             "rpcref",
+            "[grpc-unary, grpc-stream]",
             &[
                 ("FAIRGROUND_SERVE_DELAY", "10ms"),
                 ("FAIRGROUND_SERVE_DELAY_AFTER", "4000"),
             ],
         );
-        declare("rpcfixed", &[("FAIRGROUND_SERVE_GRPC_DEFECT", "fixed")]);
+        declare(
+            "rpcfixed",
+            "[grpc-unary]",
+            &[("FAIRGROUND_SERVE_GRPC_DEFECT", "fixed")],
+        );
+        declare(
+            "rpclate",
+            "[grpc-stream]",
+            &[("FAIRGROUND_SERVE_GRPC_DEFECT", "ignores-deadline")],
+        );
         let profile = format!(
             "description: \"gRPC known answers\"\n\
-             frameworks: [rpcref, rpcfixed]\nscenarios: [grpc-unary]\n\
+             frameworks: [rpcref, rpcfixed, rpclate]\n\
+             scenarios: [grpc-unary, grpc-stream-20]\n\
              protocol: [h2c, h2]\nconcurrency: [{CONNECTIONS}]\n\
              warmup: 2s\nduration: 3s\nrounds: 1\n\
              load: {{threads: 1, streams: {STREAMS}, timeout: 2s}}\n\
@@ -60,8 +75,9 @@ fn run() -> Option<&'static (Results, String, String)> {
         for c in &r.cells {
             let round = c.rounds.first();
             eprintln!(
-                "grpc known answer {:8} {:4} {:>9} rpc/s, mean {:>8} µs, in use {:>6}: {:?} {:?}",
+                "grpc known answer {:8} {:14} {:4} {:>9} rpc/s, mean {:>8} µs, in use {:>6}: {:?} {:?}",
                 c.key.framework,
+                c.key.scenario.to_string(),
                 c.key.protocol.to_string(),
                 round.map_or("-".into(), |x| format!("{:.2}", x.throughput_rps)),
                 round.map_or("-".into(), |x| format!("{:.0}", x.latency.mean_us)),
@@ -82,28 +98,38 @@ fn run() -> Option<&'static (Results, String, String)> {
     .as_ref()
 }
 
-fn cell<'a>(r: &'a Results, fw: &str, p: Protocol, stderr: &str) -> &'a Cell {
+fn cell<'a>(r: &'a Results, fw: &str, s: Scenario, p: Protocol, stderr: &str) -> &'a Cell {
     r.cells
         .iter()
-        .find(|c| c.key.framework == fw && c.key.protocol == p)
-        .unwrap_or_else(|| panic!("no {fw} {p} cell\n{stderr}"))
+        .find(|c| c.key.framework == fw && c.key.scenario == s && c.key.protocol == p)
+        .unwrap_or_else(|| panic!("no {fw} {s} {p} cell\n{stderr}"))
 }
+
+const STREAM: Scenario = Scenario::GrpcStream(20);
 
 #[test]
 fn calls_10_ms_late_read_connections_times_streams_over_the_delay() {
     let Some((r, stderr, md)) = run() else { return };
-    for p in [Protocol::H2c, Protocol::H2] {
-        let c = cell(r, "rpcref", p, stderr);
-        assert_eq!(c.key.scenario, Scenario::GrpcUnary);
+    for (s, p) in [Scenario::GrpcUnary, STREAM]
+        .into_iter()
+        .flat_map(|s| [(s, Protocol::H2c), (s, Protocol::H2)])
+    {
+        let c = cell(r, "rpcref", s, p, stderr);
         assert_ne!(
             c.verdict.status,
             Status::Rejected,
-            "{p}: {:?}\n{stderr}",
+            "{s} {p}: {:?}\n{stderr}",
             c.verdict
         );
         let round = &c.rounds[0];
         let in_flight = CONNECTIONS * STREAMS;
-        assert_held_answers(&format!("rpcref {p}"), round, in_flight, in_flight, DELAY_S);
+        assert_held_answers(
+            &format!("rpcref {s} {p}"),
+            round,
+            in_flight,
+            in_flight,
+            DELAY_S,
+        );
         // Every call was checked, and every one was right.
         assert_eq!(round.answers.wrong, 0, "{p}: {:?}", round.answers);
         assert!(
@@ -128,11 +154,26 @@ fn calls_10_ms_late_read_connections_times_streams_over_the_delay() {
 fn a_server_that_answers_a_fixed_reply_is_rejected_naming_grpc_call() {
     let Some((r, stderr, _)) = run() else { return };
     for p in [Protocol::H2c, Protocol::H2] {
-        let c = cell(r, "rpcfixed", p, stderr);
+        let c = cell(r, "rpcfixed", Scenario::GrpcUnary, p, stderr);
         assert_eq!(c.verdict.status, Status::Rejected, "{p}: {:?}", c.verdict);
         let why: Vec<String> = c.verdict.reasons.iter().map(|x| x.to_string()).collect();
         assert!(
             why.iter().any(|w| w.contains("grpc-call")),
+            "{p}: {why:?}\n{stderr}"
+        );
+        assert!(c.rounds.is_empty(), "{p}: never measured");
+    }
+}
+
+#[test]
+fn a_server_that_streams_past_its_deadline_is_rejected_naming_grpc_deadline() {
+    let Some((r, stderr, _)) = run() else { return };
+    for p in [Protocol::H2c, Protocol::H2] {
+        let c = cell(r, "rpclate", STREAM, p, stderr);
+        assert_eq!(c.verdict.status, Status::Rejected, "{p}: {:?}", c.verdict);
+        let why: Vec<String> = c.verdict.reasons.iter().map(|x| x.to_string()).collect();
+        assert!(
+            why.iter().any(|w| w.contains("grpc-deadline")),
             "{p}: {why:?}\n{stderr}"
         );
         assert!(c.rounds.is_empty(), "{p}: never measured");

@@ -1,4 +1,4 @@
-//! gRPC scenarios (`grpc-unary`): the `fairground.bench.Bench` service of
+//! gRPC scenarios (`grpc-unary`, `grpc-stream-N`): the `fairground.bench.Bench` service of
 //! `bench.proto` (shipped beside this file; every gRPC framework carries a
 //! copy and generates its code from it), its messages, and the gRPC wire
 //! over HTTP/2 (the gRPC "PROTOCOL-HTTP2" document): a request is a POST to
@@ -28,6 +28,10 @@ pub const UNKNOWN_PATH: &str = "/fairground.bench.Bench/NoSuchMethod";
 pub const CONTENT_TYPE: &str = "application/grpc";
 /// Bytes of random payload in a `grpc-unary` request.
 pub const UNARY_PAYLOAD: usize = 64;
+/// The most replies a `grpc-stream-N` call asks for.
+pub const MAX_STREAM: u32 = 100_000;
+/// Replies per call verification asks of a manifest's `grpc-stream`.
+pub const VERIFY_STREAM: u32 = 10;
 /// The largest message the loader and verifier accept (gRPC's default
 /// receive limit, 4 MiB).
 pub const MAX_MESSAGE: usize = 4 << 20;
@@ -159,6 +163,82 @@ pub fn check_echo(body: &[u8], sent: &Echo) -> Result<(), String> {
     Ok(())
 }
 
+/// Whether `body` is the answer to `Stream` request `sent`: exactly
+/// `sent.count` messages, message `i` decoding to the request's id and
+/// index `i`. The error names the first that is not.
+pub fn check_stream(body: &[u8], sent: &StreamRequest) -> Result<(), String> {
+    let msgs = messages(body)?;
+    if msgs.len() != sent.count as usize {
+        return Err(format!(
+            "{} replies to a Stream call that asked for {}",
+            msgs.len(),
+            sent.count
+        ));
+    }
+    for (i, m) in msgs.iter().enumerate() {
+        let got =
+            StreamReply::decode(*m).map_err(|e| format!("reply {i} is not a StreamReply: {e}"))?;
+        if got.id != sent.id || got.index as usize != i {
+            return Err(format!(
+                "reply {i} carries id {} index {}, expected id {} index {i}",
+                got.id, got.index, sent.id
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A random `Sum` request of 1 to 32 values (any int64, so the sum wraps
+/// as often as not) and the sum it must be answered with.
+pub fn random_sum(rng: &mut impl Rng) -> (SumRequest, i64) {
+    let n = rng.random_range(1..=32);
+    let values: Vec<i64> = (0..n).map(|_| rng.random()).collect();
+    let sum = values.iter().fold(0i64, |a, v| a.wrapping_add(*v));
+    (SumRequest { values }, sum)
+}
+
+/// `d` as a `grpc-timeout` value (gRPC's HTTP/2 protocol document: at most
+/// 8 digits and a unit, `H` `M` `S` `m` `u` `n`): the finest unit whose
+/// count fits, rounded up so a deadline is never sent shorter than asked.
+pub fn timeout_value(d: std::time::Duration) -> String {
+    const UNITS: [(u128, char); 6] = [
+        (1, 'n'),
+        (1_000, 'u'),
+        (1_000_000, 'm'),
+        (1_000_000_000, 'S'),
+        (60_000_000_000, 'M'),
+        (3_600_000_000_000, 'H'),
+    ];
+    let ns = d.as_nanos().max(1);
+    for (per, unit) in UNITS {
+        let n = ns.div_ceil(per);
+        if n <= 99_999_999 {
+            return format!("{n}{unit}");
+        }
+    }
+    "99999999H".to_string()
+}
+
+/// A `grpc-timeout` value as a duration (None: not one).
+pub fn parse_timeout(v: &str) -> Option<std::time::Duration> {
+    use std::time::Duration;
+    let v = v.trim();
+    let (digits, unit) = v.split_at(v.len().checked_sub(1)?);
+    if digits.is_empty() || digits.len() > 8 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let n: u64 = digits.parse().ok()?;
+    Some(match unit {
+        "H" => Duration::from_secs(n * 3600),
+        "M" => Duration::from_secs(n * 60),
+        "S" => Duration::from_secs(n),
+        "m" => Duration::from_millis(n),
+        "u" => Duration::from_micros(n),
+        "n" => Duration::from_nanos(n),
+        _ => return None,
+    })
+}
+
 /// The `grpc-status` of a trailer value: a decimal number.
 pub fn parse_status(value: &[u8]) -> Option<u32> {
     std::str::from_utf8(value).ok()?.trim().parse().ok()
@@ -230,6 +310,60 @@ mod tests {
         assert!(messages(&c).unwrap_err().contains("compressed"));
         assert_eq!(messages(&[]).unwrap().len(), 0);
         assert!(check_echo(&[], &sent).unwrap_err().contains("0 messages"));
+    }
+
+    #[test]
+    fn a_stream_checks_count_order_and_id() {
+        let sent = StreamRequest { id: 9, count: 3 };
+        let reply = |id, index| frame(&StreamReply { id, index });
+        let good = [reply(9, 0), reply(9, 1), reply(9, 2)].concat();
+        assert_eq!(check_stream(&good, &sent), Ok(()));
+        let short = [reply(9, 0), reply(9, 1)].concat();
+        assert!(check_stream(&short, &sent)
+            .unwrap_err()
+            .contains("2 replies to a Stream call that asked for 3"));
+        let swapped = [reply(9, 0), reply(9, 2), reply(9, 1)].concat();
+        assert!(check_stream(&swapped, &sent)
+            .unwrap_err()
+            .contains("reply 1 carries id 9 index 2"));
+        let other = [reply(9, 0), reply(8, 1), reply(9, 2)].concat();
+        assert!(check_stream(&other, &sent).unwrap_err().contains("id 8"));
+        // Index 0 is protobuf's default: encoded as nothing, still read.
+        assert_eq!(frame(&StreamReply { id: 0, index: 0 }), vec![0, 0, 0, 0, 0]);
+    }
+
+    #[test]
+    fn deadlines_are_written_in_the_finest_unit_that_fits_and_read_back() {
+        use std::time::Duration;
+        assert_eq!(timeout_value(Duration::from_secs(2)), "2000000u");
+        assert_eq!(timeout_value(Duration::from_millis(200)), "200000u");
+        assert_eq!(timeout_value(Duration::from_nanos(1500)), "1500n");
+        assert_eq!(timeout_value(Duration::from_secs(100)), "100000m");
+        assert_eq!(timeout_value(Duration::from_secs(1_000_000)), "1000000S");
+        for d in [1, 999, 1_000_000, 2_000_000_000, 123_456_789_012u64] {
+            let d = Duration::from_nanos(d);
+            let back = parse_timeout(&timeout_value(d)).unwrap();
+            assert!(
+                back >= d && back - d < d / 1000 + Duration::from_nanos(1),
+                "{d:?} {back:?}"
+            );
+        }
+        assert_eq!(parse_timeout("5S"), Some(Duration::from_secs(5)));
+        assert_eq!(parse_timeout("10m"), Some(Duration::from_millis(10)));
+        for bad in ["", "S", "5", "5s", "123456789S", "-1S", "1.5S"] {
+            assert_eq!(parse_timeout(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_random_sum_wraps_as_int64_does() {
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(3);
+        for _ in 0..50 {
+            let (req, sum) = random_sum(&mut rng);
+            assert!((1..=32).contains(&req.values.len()));
+            let wide: i128 = req.values.iter().map(|&v| v as i128).sum();
+            assert_eq!(sum, wide as i64);
+        }
     }
 
     #[test]

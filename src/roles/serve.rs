@@ -284,8 +284,7 @@ async fn answer(
         None => None,
     };
     if grpc::is_call(&req) {
-        wait_delay().await;
-        return Ok(grpc::call(req).await);
+        return Ok(grpc::call(req, wait_delay()).await);
     }
     let resp = handle(req).await?;
     Ok(resp.map(http_body_util::Either::Left))

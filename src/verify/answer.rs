@@ -69,6 +69,9 @@ pub fn body(resp: &Response, expected: &ExpectedBody) -> Result<String, String> 
             e.id,
             e.payload.len()
         ),
+        ExpectedBody::GrpcStream(r) => {
+            format!("{} StreamReplies of id {}, in order", r.count, r.id)
+        }
     })
 }
 

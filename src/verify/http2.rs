@@ -95,14 +95,23 @@ impl Drop for H2Conn {
 
 impl H2Conn {
     /// Start HTTP/2 over `io` (TLS that agreed h2, or TCP for h2c);
-    /// `base` is `scheme://authority` of the requests.
+    /// `base` is `scheme://authority` of the requests; `window`, when
+    /// given, is the stream's and the connection's receive window (hyper's
+    /// defaults otherwise).
     pub(crate) async fn handshake(
         io: Box<dyn Io>,
         base: String,
         deadline: Instant,
         timeout: Duration,
+        window: Option<u32>,
     ) -> Result<H2Conn, ClientError> {
-        let handshake = http2::Builder::new(TokioExecutor::new()).handshake(TokioIo::new(io));
+        let mut builder = http2::Builder::new(TokioExecutor::new());
+        if let Some(w) = window {
+            builder
+                .initial_stream_window_size(w)
+                .initial_connection_window_size(w);
+        }
+        let handshake = builder.handshake(TokioIo::new(io));
         let (send, conn) = match tokio::time::timeout_at(deadline, handshake).await {
             Err(_) => {
                 return Err(ClientError::Timeout {
@@ -264,7 +273,7 @@ fn hyper_error(e: &hyper::Error, when: &str) -> ClientError {
 }
 
 /// An error and its causes, `a: b: c`.
-fn chain(e: &(dyn std::error::Error + 'static)) -> String {
+pub(crate) fn chain(e: &(dyn std::error::Error + 'static)) -> String {
     let mut out = e.to_string();
     let mut next = e.source();
     while let Some(cause) = next {

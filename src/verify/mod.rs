@@ -284,6 +284,25 @@ impl Endpoint {
         self.handshake_h2(io, deadline).await
     }
 
+    /// [`Endpoint::connect_h2`] with a receive window of `window` bytes
+    /// (stream and connection): what a reader of many tiny DATA frames
+    /// needs, since h2 closes a connection on which more small frames wait
+    /// unread than its DATA-frame budget allows (h2 0.4.16's guard against
+    /// a peer that floods small frames).
+    pub(crate) async fn connect_h2_window(&self, window: u32) -> Result<H2Conn, ClientError> {
+        let deadline = Instant::now() + self.timeout;
+        let io = self.stream(deadline).await?;
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        H2Conn::handshake(
+            io,
+            format!("{scheme}://{}", self.host),
+            deadline,
+            self.timeout,
+            Some(window),
+        )
+        .await
+    }
+
     /// The HTTP/2 handshake over `io`, a connection to this endpoint
     /// opened by the caller, by `deadline`.
     pub(crate) async fn handshake_h2(
@@ -297,6 +316,7 @@ impl Endpoint {
             format!("{scheme}://{}", self.host),
             deadline,
             self.timeout,
+            None,
         )
         .await
     }

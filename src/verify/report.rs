@@ -94,8 +94,15 @@ pub mod names {
     pub const GRPC_CALL: &str = "grpc-call";
     /// gRPC: an unknown method of the service answered UNIMPLEMENTED (12).
     pub const GRPC_UNIMPLEMENTED: &str = "grpc-unimplemented";
+    /// gRPC: `Sum` of random values answered with their sum (computed,
+    /// not a fixed reply).
+    pub const GRPC_SUM: &str = "grpc-sum";
+    /// gRPC: a stream that cannot finish within its `grpc-timeout` ended
+    /// by the server at the deadline (DEADLINE_EXCEEDED, or a reset), not
+    /// sent on past it.
+    pub const GRPC_DEADLINE: &str = "grpc-deadline";
     /// Scenario checks, in table order.
-    pub const SCENARIO: [&str; 20] = [
+    pub const SCENARIO: [&str; 22] = [
         STATUS,
         CONTENT_TYPE,
         BODY,
@@ -116,6 +123,8 @@ pub mod names {
         WS_CLOSE,
         GRPC_CALL,
         GRPC_UNIMPLEMENTED,
+        GRPC_SUM,
+        GRPC_DEADLINE,
     ];
 
     /// Many requests answered on one connection.

@@ -212,7 +212,7 @@ async fn family(
         // Random messages are the WebSocket checks' own (`websocket`).
         Scenario::WsEcho(_) | Scenario::WsIdle => {}
         // Random calls are the gRPC checks' own (`grpc`).
-        Scenario::GrpcUnary => {}
+        Scenario::GrpcUnary | Scenario::GrpcStream(_) => {}
         Scenario::Db => {
             // Random rows: five answers that are all the same row are a
             // cached or constant answer.

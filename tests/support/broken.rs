@@ -165,7 +165,9 @@ fn answer(req: &Request, fault: Fault) -> Vec<u8> {
                     unreachable!("no database scenario is routed here")
                 }
                 ExpectedBody::Upgrade => unreachable!("no WebSocket scenario is routed here"),
-                ExpectedBody::GrpcEcho(_) => unreachable!("no gRPC scenario is routed here"),
+                ExpectedBody::GrpcEcho(_) | ExpectedBody::GrpcStream(_) => {
+                    unreachable!("no gRPC scenario is routed here")
+                }
             };
             let status = if status == 400 { 422 } else { status };
             if let Scenario::Middleware(n) = s {

@@ -10,6 +10,7 @@
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::pin::Pin;
+use std::time::{Duration, Instant};
 
 use tokio_stream::Stream;
 use tonic::transport::{Identity, Server, ServerTlsConfig};
@@ -49,15 +50,47 @@ impl Bench for BenchService {
     type StreamStream = Pin<Box<dyn Stream<Item = Result<StreamReply, Status>> + Send>>;
 
     /// `count` replies, in order, each with the request's id and its index;
-    /// produced lazily, as HTTP/2 flow control lets them out.
+    /// produced lazily, as HTTP/2 flow control lets them out. tonic bounds
+    /// the handler's future by `grpc-timeout`, not the stream it returns
+    /// (which outlives it), so the stream asks the deadline before each
+    /// reply and, past it, ends with DEADLINE_EXCEEDED (tonic sends an
+    /// `Err` item as the call's status).
     async fn stream(
         &self,
         request: Request<StreamRequest>,
     ) -> Result<Response<Self::StreamStream>, Status> {
+        let deadline = request
+            .metadata()
+            .get("grpc-timeout")
+            .and_then(|v| v.to_str().ok())
+            .and_then(grpc_timeout)
+            .map(|d| Instant::now() + d);
         let StreamRequest { id, count } = request.into_inner();
-        let replies = tokio_stream::iter((0..count).map(move |index| Ok(StreamReply { id, index })));
+        let replies = tokio_stream::iter((0..count).map(move |index| match deadline {
+            Some(d) if Instant::now() >= d => Err(Status::deadline_exceeded("deadline exceeded")),
+            _ => Ok(StreamReply { id, index }),
+        }));
         Ok(Response::new(Box::pin(replies)))
     }
+}
+
+/// A `grpc-timeout` value (gRPC's HTTP/2 protocol document: up to 8
+/// digits and a unit) as a duration.
+fn grpc_timeout(v: &str) -> Option<Duration> {
+    let (digits, unit) = v.split_at(v.len().checked_sub(1)?);
+    if digits.is_empty() || digits.len() > 8 {
+        return None;
+    }
+    let n: u64 = digits.parse().ok()?;
+    Some(match unit {
+        "H" => Duration::from_secs(n * 3600),
+        "M" => Duration::from_secs(n * 60),
+        "S" => Duration::from_secs(n),
+        "m" => Duration::from_millis(n),
+        "u" => Duration::from_micros(n),
+        "n" => Duration::from_nanos(n),
+        _ => return None,
+    })
 }
 
 fn main() {

@@ -144,7 +144,13 @@ pub fn run(cfg: &LoadConfig) -> anyhow::Result<LoadReport> {
         );
     }
     let threads = cfg.threads.min(attempted);
-    let set = request::RequestSet::build(&cfg.target, &cfg.request, cfg.pipeline, cfg.seed);
+    let set = request::RequestSet::build(
+        &cfg.target,
+        &cfg.request,
+        cfg.pipeline,
+        cfg.seed,
+        cfg.timeout,
+    );
 
     // The start barrier: loaders on several hosts connect at one wall-clock
     // instant, so their warm-ups and windows coincide.

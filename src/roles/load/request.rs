@@ -19,6 +19,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::bail;
 use rand::{Rng, SeedableRng};
@@ -195,8 +196,16 @@ impl RequestSet {
     }
 
     /// Build the requests for `spec` against `target`; `pipeline` is the
-    /// batch depth, `seed` makes pools reproducible.
-    pub fn build(target: &Target, spec: &RequestSpec, pipeline: usize, seed: u64) -> Self {
+    /// batch depth, `seed` makes pools reproducible, `deadline` is what a
+    /// gRPC call tells the server it has (`grpc-timeout`: the loader's
+    /// request timeout, after which it counts the call a timeout anyway).
+    pub fn build(
+        target: &Target,
+        spec: &RequestSpec,
+        pipeline: usize,
+        seed: u64,
+        deadline: Duration,
+    ) -> Self {
         let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
         match spec {
             RequestSpec::Custom(c) => {
@@ -238,12 +247,12 @@ impl RequestSet {
                 }
             }
             RequestSpec::Scenario(s) if !needs_pool(*s) => {
-                let (one, request) = sample(target, *s, &mut rng);
+                let (one, request) = sample(target, *s, &mut rng, deadline);
                 Self::fixed(one, pipeline, false, Some((*s, Arc::new(request))))
             }
             RequestSpec::Scenario(s) => {
                 let pool = (0..POOL_SIZE)
-                    .map(|_| sample(target, *s, &mut rng))
+                    .map(|_| sample(target, *s, &mut rng, deadline))
                     .collect();
                 Self::Pool(*s, Arc::new(pool))
             }
@@ -280,7 +289,11 @@ impl RequestSet {
 fn needs_pool(s: Scenario) -> bool {
     matches!(
         s,
-        Scenario::Echo | Scenario::Validate | Scenario::Middleware(_) | Scenario::GrpcUnary
+        Scenario::Echo
+            | Scenario::Validate
+            | Scenario::Middleware(_)
+            | Scenario::GrpcUnary
+            | Scenario::GrpcStream(_)
     )
 }
 
@@ -501,9 +514,21 @@ fn push_decimal(out: &mut Vec<u8>, mut v: u64) {
 }
 
 /// One request of scenario `s` with fresh random inputs, serialized, and
-/// the contract request it is.
-fn sample(target: &Target, s: Scenario, rng: &mut impl rand::Rng) -> (Vec<u8>, contract::Request) {
-    let r = contract::sample_request(s, rng);
+/// the contract request it is; a gRPC call carries `deadline` as its
+/// `grpc-timeout`.
+fn sample(
+    target: &Target,
+    s: Scenario,
+    rng: &mut impl rand::Rng,
+    deadline: Duration,
+) -> (Vec<u8>, contract::Request) {
+    let mut r = contract::sample_request(s, rng);
+    if s.is_grpc() {
+        r.headers.push((
+            "grpc-timeout".to_string(),
+            contract::grpc::timeout_value(deadline),
+        ));
+    }
     let bytes = serialize(
         target,
         r.method,
@@ -519,6 +544,8 @@ fn sample(target: &Target, s: Scenario, rng: &mut impl rand::Rng) -> (Vec<u8>, c
 mod tests {
     use super::*;
 
+    const SECOND: Duration = Duration::from_secs(1);
+
     fn target() -> Target {
         Target::parse("http://127.0.0.1:8080").unwrap()
     }
@@ -532,6 +559,7 @@ mod tests {
                 &RequestSpec::Scenario(Scenario::WsEcho(size as u32)),
                 1,
                 7,
+                Duration::from_secs(2),
             );
             let a = Messages::of(&set, 1).unwrap();
             let b = Messages::of(&set, 2).unwrap();
@@ -582,7 +610,13 @@ mod tests {
 
     #[test]
     fn param_requests_carry_a_fresh_id_each_time() {
-        let set = RequestSet::build(&target(), &RequestSpec::Scenario(Scenario::Param), 1, 1);
+        let set = RequestSet::build(
+            &target(),
+            &RequestSpec::Scenario(Scenario::Param),
+            1,
+            1,
+            SECOND,
+        );
         let mut g = RequestGen::new(set, 42);
         let mut seen = std::collections::HashSet::new();
         for _ in 0..1000 {
@@ -609,13 +643,58 @@ mod tests {
     }
 
     #[test]
+    fn grpc_calls_carry_the_loaders_timeout_as_their_deadline() {
+        for s in [Scenario::GrpcUnary, Scenario::GrpcStream(20)] {
+            let set = RequestSet::build(
+                &target(),
+                &RequestSpec::Scenario(s),
+                1,
+                1,
+                Duration::from_millis(1500),
+            );
+            assert!(set.is_grpc());
+            let mut g = RequestGen::new(set, 1);
+            let one = String::from_utf8_lossy(g.next(1)).into_owned();
+            assert!(one.contains("grpc-timeout: 1500000u\r\n"), "{s}: {one}");
+            assert!(one.contains("te: trailers\r\n"), "{s}: {one}");
+            // The contract's request, which answers are checked against,
+            // is the one sent.
+            let (scenario, req) = g.describe(0).unwrap();
+            assert_eq!(scenario, s);
+            assert!(req.headers.iter().any(|(k, _)| k == "grpc-timeout"));
+        }
+        // Not on HTTP requests.
+        let set = RequestSet::build(
+            &target(),
+            &RequestSpec::Scenario(Scenario::Echo),
+            1,
+            1,
+            SECOND,
+        );
+        let mut g = RequestGen::new(set, 1);
+        assert!(!String::from_utf8_lossy(g.next(1)).contains("grpc-timeout"));
+    }
+
+    #[test]
     fn fixed_batches_and_pooled_bodies_are_well_formed() {
-        let set = RequestSet::build(&target(), &RequestSpec::Scenario(Scenario::Plaintext), 4, 1);
+        let set = RequestSet::build(
+            &target(),
+            &RequestSpec::Scenario(Scenario::Plaintext),
+            4,
+            1,
+            SECOND,
+        );
         let mut g = RequestGen::new(set, 1);
         let three = String::from_utf8(g.next(3).to_vec()).unwrap();
         assert_eq!(three.matches("GET / HTTP/1.1\r\n").count(), 3);
 
-        let set = RequestSet::build(&target(), &RequestSpec::Scenario(Scenario::Echo), 1, 1);
+        let set = RequestSet::build(
+            &target(),
+            &RequestSpec::Scenario(Scenario::Echo),
+            1,
+            1,
+            SECOND,
+        );
         let mut g = RequestGen::new(set, 1);
         let one = g.next(1).to_vec();
         let mut headers = [httparse::EMPTY_HEADER; 16];

@@ -1,8 +1,14 @@
 //! The reference server's gRPC: `fairground.bench.Bench` over its HTTP/2
 //! listeners (h2c, and h2 over TLS), written on hyper with the messages of
-//! [`contract::grpc`]: the answer is a 200 head, one length-prefixed
-//! message and trailers with `grpc-status` (a trailers-only answer for an
-//! error), as the gRPC HTTP/2 protocol document says.
+//! [`contract::grpc`]: the answer is a 200 head, its length-prefixed
+//! messages (one for a unary call, `count` for `Stream`, produced as flow
+//! control lets them out) and trailers with `grpc-status` (a trailers-only
+//! answer for an error), as the gRPC HTTP/2 protocol document says.
+//!
+//! Deadlines are honoured: a call whose `grpc-timeout` passes before its
+//! answer is ready (the server's `--delay` included) is answered
+//! DEADLINE_EXCEEDED at the deadline, and a stream still sending then ends
+//! with DEADLINE_EXCEEDED in its trailers.
 //!
 //! `--grpc-defect` makes it one of the liars the verifier and the loader
 //! must catch, each right in every other way.
@@ -10,17 +16,18 @@
 use std::convert::Infallible;
 
 use bytes::Bytes;
+use futures_util::stream::{BoxStream, StreamExt};
 use http_body_util::{BodyExt, Either, Full, Limited, StreamBody};
 use hyper::body::{Frame, Incoming};
 use hyper::header::{HeaderMap, HeaderValue, CONTENT_TYPE};
 use hyper::{Request, Response, StatusCode};
 use prost::Message;
+use tokio::time::Instant;
 
 use crate::contract::grpc;
 
-/// A gRPC answer's body: its message, then its trailers.
-pub(super) type GrpcBody =
-    StreamBody<futures_util::stream::Iter<std::vec::IntoIter<Result<Frame<Bytes>, Infallible>>>>;
+/// A gRPC answer's body: its messages, then its trailers.
+pub(super) type GrpcBody = StreamBody<BoxStream<'static, Result<Frame<Bytes>, Infallible>>>;
 
 /// Any answer of the reference server: a whole body, or a gRPC one.
 pub(super) type AnyBody = Either<Full<Bytes>, GrpcBody>;
@@ -41,6 +48,9 @@ pub enum GrpcDefect {
     /// Every method of the service answered as Echo: an unknown one too,
     /// with status OK.
     AnyMethod,
+    /// `grpc-timeout` ignored: a call answered (OK) after its deadline,
+    /// a stream sent on past it.
+    IgnoresDeadline,
 }
 
 static DEFECT: std::sync::OnceLock<GrpcDefect> = std::sync::OnceLock::new();
@@ -58,32 +68,91 @@ pub(super) fn is_call(req: &Request<Incoming>) -> bool {
         .is_some_and(|v| v.starts_with(grpc::CONTENT_TYPE))
 }
 
-fn answer(message: Option<Vec<u8>>, status: u32, why: &str) -> Response<AnyBody> {
-    let mut frames = Vec::with_capacity(2);
-    if let Some(m) = message {
-        frames.push(Ok(Frame::data(Bytes::from(m))));
+/// The trailers frame of a call that ended with `status` (and `why` as
+/// its `grpc-message`); none from the no-trailers liar.
+fn trailers(status: u32, why: &str) -> Option<Result<Frame<Bytes>, Infallible>> {
+    if DEFECT.get() == Some(&GrpcDefect::NoTrailers) {
+        return None;
     }
-    let mut trailers = HeaderMap::new();
-    trailers.insert("grpc-status", HeaderValue::from(status));
+    let mut t = HeaderMap::new();
+    t.insert("grpc-status", HeaderValue::from(status));
     if !why.is_empty() {
         if let Ok(v) = HeaderValue::from_str(why) {
-            trailers.insert("grpc-message", v);
+            t.insert("grpc-message", v);
         }
     }
-    if DEFECT.get() != Some(&GrpcDefect::NoTrailers) {
-        frames.push(Ok(Frame::trailers(trailers)));
-    }
-    let mut resp = Response::new(Either::Right(StreamBody::new(futures_util::stream::iter(
-        frames,
-    ))));
+    Some(Ok(Frame::trailers(t)))
+}
+
+/// A 200 `application/grpc` answer whose body is `frames`.
+fn respond(frames: BoxStream<'static, Result<Frame<Bytes>, Infallible>>) -> Response<AnyBody> {
+    let mut resp = Response::new(Either::Right(StreamBody::new(frames)));
     *resp.status_mut() = StatusCode::OK;
     resp.headers_mut()
         .insert(CONTENT_TYPE, HeaderValue::from_static(grpc::CONTENT_TYPE));
     resp
 }
 
-/// Answer one gRPC call (after the server's delay, as every answer).
-pub(super) async fn call(req: Request<Incoming>) -> Response<AnyBody> {
+/// An answer of at most one message, then the trailers.
+fn answer(message: Option<Vec<u8>>, status: u32, why: &str) -> Response<AnyBody> {
+    let frames: Vec<_> = message
+        .map(|m| Ok(Frame::data(Bytes::from(m))))
+        .into_iter()
+        .chain(trailers(status, why))
+        .collect();
+    respond(futures_util::stream::iter(frames).boxed())
+}
+
+/// `Stream`'s answer: `count` replies, each made when hyper asks for it
+/// (as flow control lets it out), then `grpc-status: 0`; past `deadline`,
+/// DEADLINE_EXCEEDED instead of the rest.
+fn streamed(id: u64, count: u32, deadline: Option<Instant>) -> Response<AnyBody> {
+    // The state: the next reply's index; None once the trailers are out.
+    let frames = futures_util::stream::unfold(Some(0u32), move |next| async move {
+        let i = next?;
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            return trailers(grpc::DEADLINE_EXCEEDED, "deadline exceeded").map(|t| (t, None));
+        }
+        if i == count {
+            return trailers(grpc::OK, "").map(|t| (t, None));
+        }
+        let reply = grpc::frame(&grpc::StreamReply { id, index: i });
+        Some((Ok(Frame::data(Bytes::from(reply))), Some(i + 1)))
+    });
+    respond(frames.boxed())
+}
+
+/// The deadline `req` carries (`grpc-timeout`), counted from now; none
+/// for the liar that ignores it.
+fn deadline_of(req: &Request<Incoming>) -> Option<Instant> {
+    if DEFECT.get() == Some(&GrpcDefect::IgnoresDeadline) {
+        return None;
+    }
+    let v = req.headers().get("grpc-timeout")?.to_str().ok()?;
+    Some(Instant::now() + grpc::parse_timeout(v)?)
+}
+
+/// Answer one gRPC call, after `delay` (the server's, as every answer),
+/// within the call's deadline.
+pub(super) async fn call(
+    req: Request<Incoming>,
+    delay: impl std::future::Future<Output = ()>,
+) -> Response<AnyBody> {
+    let deadline = deadline_of(&req);
+    let work = async move {
+        delay.await;
+        work(req, deadline).await
+    };
+    match deadline {
+        Some(d) => tokio::time::timeout_at(d, work)
+            .await
+            .unwrap_or_else(|_| answer(None, grpc::DEADLINE_EXCEEDED, "deadline exceeded")),
+        None => work.await,
+    }
+}
+
+/// The answer to `req`, streamed within `deadline`.
+async fn work(req: Request<Incoming>, deadline: Option<Instant>) -> Response<AnyBody> {
     let defect = DEFECT.get().copied();
     // gRPC requires `te: trailers` (gRPC's HTTP/2 protocol document), and
     // C-core refuses a call without it (grpc-status 2, "Missing :te
@@ -109,7 +178,7 @@ pub(super) async fn call(req: Request<Incoming>) -> Response<AnyBody> {
         Err(e) => return answer(None, 13, &e),
     };
     let [one] = msgs.as_slice() else {
-        return answer(None, 12, "a unary method takes one message");
+        return answer(None, 12, "a call of this service takes one message");
     };
     let method = if defect == Some(GrpcDefect::AnyMethod) {
         grpc::ECHO_PATH
@@ -141,6 +210,12 @@ pub(super) async fn call(req: Request<Incoming>) -> Response<AnyBody> {
             };
             let sum = m.values.iter().fold(0i64, |a, v| a.wrapping_add(*v));
             answer(Some(grpc::frame(&grpc::SumReply { sum })), grpc::OK, "")
+        }
+        grpc::STREAM_PATH => {
+            let Ok(m) = grpc::StreamRequest::decode(*one) else {
+                return answer(None, 13, "not a StreamRequest");
+            };
+            streamed(m.id, m.count, deadline)
         }
         _ => answer(None, grpc::UNIMPLEMENTED, &format!("unknown method {path}")),
     }
