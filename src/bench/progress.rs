@@ -25,14 +25,15 @@ pub fn round_line(cell: &Cell, round: &Round) -> String {
         _ if labels.is_empty() => String::new(),
         s => format!(" [{s}: {}]", labels.join(", ")),
     };
-    // The cell's headline precision so far: how far the rounds place it.
+    // The cell's headline precision so far: how far the rounds place it,
+    // in the workload's words (rpc/s, msg/s).
     let precise = cell.precision.as_ref().map_or(String::new(), |p| {
-        format!(
+        cell.key.scenario.in_own_words(&format!(
             "; {} {} after {} rounds (95% interval)",
             p.by,
             p.label(),
             p.rounds
-        )
+        ))
     });
     let slowed = round.slowed.map_or(String::new(), |s| {
         format!(
@@ -337,5 +338,21 @@ mod tests {
         assert!(line.contains("[rejected: connections short"), "{line}");
         let ok = &r.cells[0];
         assert!(!round_line(ok, &ok.rounds[0]).contains('['));
+
+        // A gRPC cell's rate and its precision say rpc/s, not req/s.
+        let mut rpc = ok.clone();
+        rpc.key.scenario = crate::contract::Scenario::GrpcStream(100);
+        rpc.precision = Some(crate::results::Precision {
+            by: "req/s".into(),
+            unit: "req/s".into(),
+            confidence: 0.95,
+            rounds: 4,
+            low: 0.9,
+            high: 1.1,
+            reached: 0.1,
+            asked: Some(0.02),
+        });
+        let line = round_line(&rpc, &rpc.rounds[0]);
+        assert!(line.contains("rpc/s") && !line.contains("req/s"), "{line}");
     }
 }

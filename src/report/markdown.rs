@@ -511,7 +511,14 @@ fn scenario_table(s: &mut String, page: &Page<'_>, scenario: Scenario) {
              an echo equal, byte for byte, to the message sent; latency is per message.\n\n",
         );
     }
-    if scenario.is_grpc() {
+    if let Scenario::GrpcStream(n) = scenario {
+        let _ = write!(
+            s,
+            "gRPC server streams per second over HTTP/2: an answer is all {n} replies, in \
+             order, each with the call's id and its index, then `grpc-status: 0` in the \
+             trailers ({n} replies per call); latency is per call, to its last reply.\n\n",
+        );
+    } else if scenario.is_grpc() {
         s.push_str(
             "Unary gRPC calls per second over HTTP/2: an answer is a reply with the call's id \
              and payload and `grpc-status: 0` in its trailers; latency is per call.\n\n",
